@@ -1,0 +1,112 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { Context } from '@temporalio/activity';
+import type { ContentBlockLike } from '../common/judge';
+import { costOf, type ModelPrice } from '../common/pricing';
+import type { Usage } from '../common/usage';
+import { toModelFailure } from './model-errors';
+
+export type ModelRole = 'worker' | 'checker' | 'proposer';
+
+/** One model call: who asks (role, run, attempt) and what. */
+export interface ModelRequest {
+  role: ModelRole;
+  model: string;
+  workflowId: string;
+  attempt: number;
+  system: string;
+  messages: Anthropic.MessageParam[];
+  tools?: Anthropic.Tool[];
+  toolChoice?: Anthropic.ToolChoice;
+  maxTokens: number;
+}
+
+/** The model's answer with its usage and cost. */
+export interface ModelReply {
+  content: ContentBlockLike[];
+  text: string;
+  stopReason: string | null;
+  usage: Usage;
+}
+
+export interface ModelDeps {
+  anthropic: Anthropic;
+  prices?: Record<string, ModelPrice>;
+  /** How often a waiting model call heartbeats (ms). */
+  heartbeatMs?: number;
+}
+
+/**
+ * Builds the function that calls the model from inside an activity. It streams the answer
+ * (long outputs do not hit HTTP timeouts), heartbeats while it waits, passes the activity's
+ * cancellation to the request, marks the system prompt and tools as a cacheable prefix, and
+ * sends `x-loopwright-*` headers so any endpoint can tell the runs, roles and attempts apart.
+ */
+export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promise<ModelReply> {
+  return async (req) => {
+    const ctx = inActivity();
+    const beat = ctx ? setInterval(() => ctx.heartbeat(), deps.heartbeatMs ?? 5000) : undefined;
+    try {
+      ctx?.heartbeat();
+      const tools = req.tools?.map((t, i, all) =>
+        i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t,
+      );
+      const stream = deps.anthropic.messages.stream(
+        {
+          model: req.model,
+          max_tokens: req.maxTokens,
+          system: [{ type: 'text', text: req.system, cache_control: { type: 'ephemeral' } }],
+          messages: req.messages,
+          ...(tools ? { tools } : {}),
+          ...(req.toolChoice ? { tool_choice: req.toolChoice } : {}),
+        },
+        {
+          headers: {
+            'x-loopwright-workflow-id': req.workflowId,
+            'x-loopwright-role': req.role,
+            'x-loopwright-attempt': String(req.attempt),
+          },
+          signal: ctx?.cancellationSignal,
+        },
+      );
+      const message = await stream.finalMessage();
+      return toReply(message, req.model, deps.prices);
+    } catch (err) {
+      throw toModelFailure(err, { role: req.role, model: req.model });
+    } finally {
+      if (beat) clearInterval(beat);
+    }
+  };
+}
+
+function inActivity(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
+function toReply(message: Anthropic.Message, model: string, prices?: Record<string, ModelPrice>): ModelReply {
+  const tokens = {
+    inputTokens: message.usage.input_tokens,
+    outputTokens: message.usage.output_tokens,
+    cacheReadTokens: message.usage.cache_read_input_tokens ?? 0,
+    cacheWriteTokens: message.usage.cache_creation_input_tokens ?? 0,
+  };
+  const content = message.content.map((b) => ({ ...b })) as ContentBlockLike[];
+  const text = message.content
+    .filter((b): b is Anthropic.TextBlock => b.type === 'text')
+    .map((b) => b.text)
+    .join('');
+  return { content, text, stopReason: message.stop_reason, usage: { ...tokens, costUsd: costOf(model, tokens, prices) } };
+}
+
+/** The Anthropic client Loopwright uses: endpoint from the environment, retries left to Temporal. */
+export function createAnthropic(env: Record<string, string | undefined>): Anthropic {
+  return new Anthropic({
+    apiKey: env.ANTHROPIC_API_KEY || 'no-api-key-set',
+    baseURL: env.ANTHROPIC_BASE_URL || undefined,
+    maxRetries: 0,
+    timeout: 10 * 60 * 1000,
+  });
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+import { Command, CommanderError, Option } from 'commander';
+import { LoopwrightError } from '../common/errors';
+import { BUILT_IN_LOOPS } from '../loops';
+import { cancelCommand } from './commands/cancel';
+import { decideCommand } from './commands/decide';
+import { demoCommand } from './commands/demo';
+import { devCommand } from './commands/dev';
+import { listCommand } from './commands/list';
+import { modelServerCommand } from './commands/model-server';
+import { runCommand } from './commands/run';
+import { statusCommand } from './commands/status';
+import { workerCommand } from './commands/worker';
+import { LoopwrightClient } from './loopwright-client';
+import { consoleOutput, type Output } from './output';
+
+type Action = (...args: any[]) => Promise<number>;
+
+/**
+ * The `loopwright` command line: a thin layer over LoopwrightClient and the process entry
+ * points. Known errors print `error: <message>` (no stack) and exit with their code: 2 for bad
+ * usage or input, 1 otherwise; `run --wait` exits 3 when a run ends in any state but completed.
+ */
+export function buildProgram(io: Output, env: Record<string, string | undefined>, setExit: (code: number) => void): Command {
+  const program = new Command('loopwright')
+    .description('Run AI agents in verified, budgeted, durable loops on Temporal.')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()), outputError: (s) => io.err(s.trimEnd()) })
+    .showHelpAfterError('(run with --help for usage)');
+
+  const withClient = (fn: (client: LoopwrightClient, ...args: any[]) => Promise<number>): Action => async (...args) => {
+    const client = await LoopwrightClient.connect({ env });
+    try {
+      return await fn(client, ...args);
+    } finally {
+      await client.close();
+    }
+  };
+  const action = (fn: Action) => async (...args: unknown[]) => setExit(await fn(...args));
+
+  program.command('dev').description('start the Temporal dev server (SQLite, Web UI) and a worker; Ctrl-C stops both')
+    .option('--port <n>', 'gRPC port', '7233').option('--ui-port <n>', 'Web UI port', '8233')
+    .option('--db <file>', 'SQLite file (default .loopwright/dev.db)').option('--headless', 'no Web UI')
+    .action(action((opts) => devCommand(opts, env, io)));
+  program.command('worker').description('run a worker on TEMPORAL_ADDRESS / LOOPWRIGHT_TASK_QUEUE')
+    .action(action(() => workerCommand(env, io)));
+  program.command('model-server').description('serve the Anthropic Messages API from a JSON script (tests, demos)')
+    .requiredOption('--script <file>', 'the JSON script').option('--port <n>', 'port', '8765').option('--log <file>', 'append each request as a JSON line')
+    .action(action((opts) => modelServerCommand(opts, io)));
+  program.command('demo').description('what `npm start` runs: the embedded stack and one evaluate-optimize run')
+    .option('--exit', 'stop once the run is done instead of keeping the stack up')
+    .action(action((opts) => demoCommand(opts, env, io)));
+  program.command('loops').description('list the built-in loops with an example input')
+    .action(action(async () => {
+      for (const loop of BUILT_IN_LOOPS.values()) io.out(`${loop.name}  ${loop.description}\n  example: --input '${JSON.stringify(loop.example)}'`);
+      return 0;
+    }));
+  program.command('run <loop>').description('start a run of a loop')
+    .option('--input <json>', 'the loop input: JSON, or @file').option('--id <id>', 'workflow id (default <loop>/<time>-<hex>)')
+    .option('--wait', 'follow the run; exit 0 when it completes, 3 otherwise').option('--json', 'machine-readable output')
+    .action(action(withClient((client, loop: string, opts) => runCommand(client, loop, opts, io))));
+  program.command('status <id>').description("a run's record").option('--json', 'the run record as JSON')
+    .action(action(withClient((client, id: string, opts) => statusCommand(client, id, opts, io))));
+  const decision = (kind: 'approve' | 'reject' | 'retry', about: string, extra: (c: Command) => Command) =>
+    extra(program.command(`${kind} <id>`).description(about).requiredOption('--by <name>', 'who decides (recorded)').option('--json', 'machine-readable output'))
+      .action(action(withClient((client, id: string, opts) => decideCommand(client, kind, id, opts, io))));
+  decision('approve', 'accept the last candidate of a waiting run (recorded as a human override)', (c) => c.option('--note <text>', 'a note for the record'));
+  decision('reject', 'end a waiting run as rejected', (c) => c.option('--reason <text>', 'why'));
+  decision('retry', 'give a waiting run guidance and more attempts', (c) =>
+    c.addOption(new Option('--guidance <text>', 'feedback for the next attempt').makeOptionMandatory()).option('--attempts <n>', 'attempts to grant', '1'));
+  program.command('cancel <id>').description('cancel a run; it ends canceled with its record').option('--json', 'the record as JSON')
+    .action(action(withClient((client, id: string, opts) => cancelCommand(client, id, opts, io))));
+  program.command('list').description('runs, newest first').option('--state <state>', 'filter by state').option('--loop <loop>', 'filter by loop')
+    .option('--limit <n>', 'at most this many', '50').option('--json', 'machine-readable output')
+    .action(action(withClient((client, opts) => listCommand(client, opts, io))));
+  return program;
+}
+
+/** Runs the CLI and returns the exit code. */
+export async function main(argv: string[], io: Output = consoleOutput, env: Record<string, string | undefined> = process.env): Promise<number> {
+  let code = 0;
+  const program = buildProgram(io, env, (c) => (code = c));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      if (err.code === 'commander.executeSubCommandAsync') return 1;
+      return 2;
+    }
+    if (err instanceof LoopwrightError) {
+      io.err(`error: ${err.message}`);
+      return err.exitCode;
+    }
+    io.err(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

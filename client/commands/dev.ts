@@ -1,0 +1,38 @@
+import { UsageError } from '../../common/errors';
+import { startEmbeddedStack } from '../../workers/embedded-stack';
+import type { Output } from '../output';
+import { modelEndpointNote, untilSignal } from './process';
+
+export interface DevOptions {
+  port?: string;
+  uiPort?: string;
+  db?: string;
+  headless?: boolean;
+}
+
+/**
+ * `dev`: the embedded default. Starts the Temporal dev server (SQLite under .loopwright/,
+ * search attributes, 30-day retention, Web UI) and a worker; Ctrl-C stops both.
+ */
+export async function devCommand(opts: DevOptions, env: Record<string, string | undefined>, io: Output): Promise<number> {
+  const stack = await startEmbeddedStack({ env, port: numberOpt(opts.port), uiPort: numberOpt(opts.uiPort), dbFile: opts.db, headless: opts.headless, log: io.err });
+  io.out(`Temporal dev server: ${stack.address} (namespace ${stack.namespace})`);
+  if (stack.uiUrl) io.out(`Web UI: ${stack.uiUrl}`);
+  io.out(`worker: task queue ${stack.taskQueue}`);
+  io.err(modelEndpointNote(env));
+  io.err('Ctrl-C stops the worker and the server.');
+  await Promise.race([untilSignal(), stack.done]);
+  io.err('stopping...');
+  await stack.stop();
+  io.err('stopped.');
+  return 0;
+}
+
+export function numberOpt(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new UsageError(`"${value}" is not a port number: give 0-65535`);
+  }
+  return n;
+}

@@ -1,0 +1,199 @@
+import { Client, Connection, WorkflowNotFoundError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
+import { readConfig, type LoopwrightConfig } from '../common/config';
+import type { Decision, DecisionRecord } from '../common/decision';
+import { DecisionRefusedError, LoopwrightError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
+import type { Trigger } from '../common/loop-input';
+import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
+import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
+import { decisionSignal, stateQuery } from '../workflows/messages';
+import { planRun } from './plan-run';
+import { newRunId } from './run-id';
+import type { RunSummary } from './types';
+
+export interface ClientOptions {
+  /** Defaults from the environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, LOOPWRIGHT_TASK_QUEUE, LOOPWRIGHT_*_MODEL. */
+  env?: Record<string, string | undefined>;
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+}
+
+/** A decision as a caller gives it; the client adds the id that tracks it. */
+export type DecisionRequest = Decision extends infer D ? (D extends Decision ? Omit<D, 'id'> & { id?: string } : never) : never;
+
+const POLL_MS = 250;
+
+/**
+ * The typed client for Loopwright runs: start them, read their record, send decisions,
+ * list and cancel them. The CLI is a thin layer over it; scripts use it directly.
+ */
+export class LoopwrightClient {
+  private constructor(
+    readonly temporal: Client,
+    private readonly connection: Connection,
+    readonly config: LoopwrightConfig,
+  ) {}
+
+  /** Connects to Temporal; a server that does not answer is a ServerUnavailableError. */
+  static async connect(opts: ClientOptions = {}): Promise<LoopwrightClient> {
+    const base = readConfig(opts.env ?? process.env);
+    const config = { ...base, temporalAddress: opts.address ?? base.temporalAddress, namespace: opts.namespace ?? base.namespace, taskQueue: opts.taskQueue ?? base.taskQueue };
+    let connection: Connection;
+    try {
+      connection = await Connection.connect({ address: config.temporalAddress, connectTimeout: '5s' });
+    } catch (err) {
+      throw new ServerUnavailableError(config.temporalAddress, { cause: err });
+    }
+    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config);
+  }
+
+  /** Starts a run of `loop` and returns its id; invalid input is refused before it reaches the server. */
+  async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger } = {}): Promise<{ workflowId: string; runId: string }> {
+    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel } }, opts.trigger ?? { kind: 'client' });
+    const workflowId = opts.id ?? newRunId(plan.loop);
+    try {
+      const handle = await this.temporal.workflow.start('loopWorkflow', {
+        taskQueue: this.config.taskQueue,
+        workflowId,
+        args: [plan],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [
+          { key: LoopName, value: plan.loop },
+          { key: LoopState, value: 'running' },
+          { key: LoopAttempt, value: 0 },
+          { key: LoopAutonomy, value: plan.spec.autonomy },
+          ...(plan.itemKey ? [{ key: LoopItemKey, value: plan.itemKey }] : []),
+        ],
+        staticSummary: `${plan.loop}: ${plan.task.slice(0, 120)}`,
+        staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
+      });
+      return { workflowId, runId: handle.firstExecutionRunId };
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a run with id ${workflowId} already exists: choose another --id`);
+      throw this.translate(err);
+    }
+  }
+
+  /** The run's record: live from the workflow while it runs, its result once it ended. */
+  async status(workflowId: string): Promise<RunRecord> {
+    const handle = this.handle(workflowId);
+    const description = await this.describe(handle);
+    if (description.status.name === 'COMPLETED') return (await handle.result()) as RunRecord;
+    try {
+      return await this.connection.withDeadline(Date.now() + 10_000, () => handle.query(stateQuery));
+    } catch (err) {
+      throw new LoopwrightError(
+        `run ${workflowId} is ${description.status.name.toLowerCase()} and no worker answered its state query: start one with \`npx loopwright worker\` (${(err as Error).message})`,
+      );
+    }
+  }
+
+  /**
+   * Waits until the run ends or waits for a human, calling `onProgress` on every change of
+   * state or attempt. Returns the record at that point.
+   */
+  async wait(workflowId: string, onProgress?: (record: RunRecord) => void): Promise<RunRecord> {
+    let last = '';
+    for (;;) {
+      const record = await this.status(workflowId);
+      const key = `${record.state}/${record.attempts.length}`;
+      if (key !== last) onProgress?.(record);
+      last = key;
+      if (isTerminal(record.state) || record.state === 'awaiting_human') return record;
+      await sleep(POLL_MS);
+    }
+  }
+
+  /**
+   * Sends a human decision and confirms from the run's record that it was applied. A run that
+   * is not waiting for a decision refuses it (DecisionRefusedError) and is unharmed.
+   */
+  async decide(workflowId: string, request: DecisionRequest): Promise<DecisionRecord> {
+    const decision = { ...request, id: request.id ?? randomUUID() } as Decision;
+    const handle = this.handle(workflowId);
+    const description = await this.describe(handle);
+    if (description.status.name !== 'RUNNING') {
+      throw new DecisionRefusedError(workflowId, `the run has ended (${description.status.name.toLowerCase()})`);
+    }
+    await handle.signal(decisionSignal, decision).catch((err: unknown) => {
+      throw this.translate(err, workflowId);
+    });
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      const record = await this.status(workflowId);
+      const entry = record.decisions.find((d) => d.id === decision.id);
+      if (entry?.status === 'refused') throw new DecisionRefusedError(workflowId, entry.reason ?? 'refused');
+      if (entry) return entry;
+      await sleep(POLL_MS);
+    }
+    throw new LoopwrightError(`run ${workflowId} did not confirm decision ${decision.id} within 30 s: is a worker running?`);
+  }
+
+  /** Runs, newest first, filtered by state and loop through the search attributes. */
+  async list(filter: { state?: string; loop?: string; limit?: number } = {}): Promise<RunSummary[]> {
+    if (filter.state && !RUN_STATES.includes(filter.state as RunState)) {
+      throw new UsageError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`);
+    }
+    const clauses = [`WorkflowType = 'loopWorkflow'`];
+    if (filter.state) clauses.push(`LoopState = '${filter.state}'`);
+    if (filter.loop) clauses.push(`LoopName = '${filter.loop.replace(/'/g, '')}'`);
+    const rows: RunSummary[] = [];
+    try {
+      for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
+        const sa = wf.typedSearchAttributes;
+        rows.push({
+          workflowId: wf.workflowId,
+          loop: sa.get(LoopName) ?? null,
+          state: (sa.get(LoopState) as RunState | undefined) ?? null,
+          attempt: sa.get(LoopAttempt) ?? null,
+          costUsd: sa.get(LoopCostUsd) ?? null,
+          tokens: sa.get(LoopTokens) ?? null,
+          status: wf.status.name,
+          startTime: wf.startTime.toISOString(),
+          closeTime: wf.closeTime?.toISOString() ?? null,
+        });
+        if (rows.length >= (filter.limit ?? 50)) break;
+      }
+    } catch (err) {
+      throw this.translate(err);
+    }
+    return rows;
+  }
+
+  /** Cancels a run; it ends `canceled` with its record intact, which this returns. */
+  async cancel(workflowId: string): Promise<RunRecord> {
+    const handle = this.handle(workflowId);
+    const description = await this.describe(handle);
+    if (description.status.name !== 'RUNNING') throw new UsageError(`run ${workflowId} has already ended (${description.status.name.toLowerCase()})`);
+    await handle.cancel();
+    return (await handle.result()) as RunRecord;
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+
+  private handle(workflowId: string): WorkflowHandle {
+    return this.temporal.workflow.getHandle(workflowId);
+  }
+
+  private async describe(handle: WorkflowHandle) {
+    try {
+      return await handle.describe();
+    } catch (err) {
+      throw this.translate(err, handle.workflowId);
+    }
+  }
+
+  private translate(err: unknown, workflowId?: string): unknown {
+    if (err instanceof WorkflowNotFoundError && workflowId) return new RunNotFoundError(workflowId);
+    if (isGrpcServiceError(err) && err.code === 14) return new ServerUnavailableError(this.config.temporalAddress, { cause: err });
+    return err;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,50 @@
+import type { RunRecord } from '../common/run-record';
+import type { RunSummary } from './types';
+
+/** Where commands write: stdout for results, stderr for progress, injectable for tests. */
+export interface Output {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+export const consoleOutput: Output = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+function money(usd: number): string {
+  return `$${usd.toFixed(4)}`;
+}
+
+/** One progress line: state, attempt, tokens, cost. */
+export function progressLine(r: RunRecord): string {
+  const tokens = r.usage.total.inputTokens + r.usage.total.outputTokens;
+  return `  ${r.state.padEnd(15)} attempt ${r.attempts.length}/${r.budget.maxAttempts}  ${tokens} tokens  ${money(r.usage.total.costUsd)}`;
+}
+
+/** A short human summary of a run record. */
+export function summarize(r: RunRecord): string[] {
+  const lines = [`${r.workflowId}`, `  loop       ${r.loop} (v${r.specVersion}, ${r.autonomy})`, `  state      ${r.state}${r.stopReason ? ` (${r.stopReason})` : ''}${r.override ? ' — human override' : ''}`];
+  lines.push(`  attempts   ${r.attempts.length}/${r.budget.maxAttempts}`);
+  for (const a of r.attempts) {
+    lines.push(`    #${a.n} ${a.passed ? 'passed' : 'failed'}${a.reasons.length ? `: ${a.reasons.join(' | ')}` : ''}`);
+  }
+  lines.push(`  usage      ${r.usage.total.inputTokens} in / ${r.usage.total.outputTokens} out tokens, ${money(r.usage.total.costUsd)}`);
+  if (r.escalation && r.state === 'awaiting_human') {
+    lines.push(`  waiting    for a human until ${r.escalation.deadline}: ${r.escalation.reason}`);
+    lines.push(`             decide with: loopwright approve|reject|retry ${r.workflowId} --by NAME`);
+  }
+  if (r.decision) lines.push(`  decision   ${r.decision.kind} by ${r.decision.by}`);
+  if (r.error) lines.push(`  error      ${r.error}`);
+  if (r.output !== null) lines.push('  output', ...r.output.split('\n').map((l) => `    ${l}`));
+  return lines;
+}
+
+/** A table of runs for `list`. */
+export function runTable(rows: RunSummary[]): string[] {
+  if (rows.length === 0) return ['no runs match'];
+  const header = ['ID', 'LOOP', 'STATE', 'ATTEMPT', 'COST', 'STARTED'];
+  const body = rows.map((r) => [r.workflowId, r.loop ?? '-', r.state ?? r.status.toLowerCase(), String(r.attempt ?? '-'), r.costUsd === null ? '-' : money(r.costUsd), r.startTime.replace('T', ' ').slice(0, 19)]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
+  return [header, ...body].map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
+}

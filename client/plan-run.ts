@@ -1,0 +1,31 @@
+import { hashRubric } from '../activities/checks/rubric-hash';
+import { InputError } from '../common/errors';
+import { zodIssues } from '../common/format';
+import type { LoopInput, Trigger } from '../common/loop-input';
+import type { LoopConfig } from './types';
+import { getLoop } from '../loops';
+
+/**
+ * Validates a user's input against the loop's schema and builds the workflow input: the task
+ * and the pinned snapshot of the spec with its rubric hash. Bad input is an InputError that
+ * names each field at fault (exit 2), raised before anything reaches the server.
+ */
+export function planRun(loopName: string, rawInput: unknown, config: LoopConfig, trigger: Trigger): LoopInput {
+  const loop = getLoop(loopName);
+  const parsed = loop.inputSchema.safeParse(rawInput);
+  if (!parsed.success) {
+    const issues = zodIssues(parsed.error);
+    throw new InputError(`invalid input for loop ${loop.name}: ${issues.join('; ')}`, issues);
+  }
+  const plan = loop.plan(parsed.data, { models: config.models });
+  const rubric = plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? c.rubric : []));
+  return {
+    loop: loop.name,
+    task: plan.task,
+    spec: plan.spec,
+    rubricHash: hashRubric(rubric),
+    itemKey: plan.itemKey,
+    trigger,
+    input: parsed.data,
+  };
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+
+const by = z.string().trim().min(1, { message: 'say who decides (--by NAME)' });
+const id = z.string().min(1);
+
+/**
+ * A human decision, sent to a waiting run as the `decision` signal.
+ * - approve: accept the last candidate, recorded as a human override (never as a pass);
+ * - reject: end the run `rejected`;
+ * - retry: the guidance becomes feedback and `attempts` more attempts are granted.
+ * `id` lets the sender find its decision in the run's record (applied or refused).
+ */
+export const DecisionSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('approve'), id, by, note: z.string().optional() }),
+  z.object({ kind: z.literal('reject'), id, by, reason: z.string().optional() }),
+  z.object({
+    kind: z.literal('retry'),
+    id,
+    by,
+    guidance: z.string().trim().min(1, { message: 'retry needs guidance for the next attempt' }),
+    attempts: z.number().int().min(1).max(20).default(1),
+  }),
+]);
+export type Decision = z.infer<typeof DecisionSchema>;
+export type DecisionKind = Decision['kind'];
+
+/** A decision as the run recorded it: applied, or refused with the reason. */
+export type DecisionRecord = Decision & { status: 'applied' | 'refused'; reason?: string; at: string };

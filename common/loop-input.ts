@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { LoopSpecSchema } from './loop-spec';
+
+/** How a run was started. */
+export const TriggerSchema = z.object({
+  kind: z.enum(['cli', 'client', 'schedule', 'event', 'discovery']).default('client'),
+  by: z.string().optional(),
+});
+export type Trigger = z.infer<typeof TriggerSchema>;
+
+/**
+ * The input of `loopWorkflow`: the task and the pinned snapshot of the loop's spec.
+ * Built by the client from a loop definition and the user's input; nothing inside the run
+ * can change it.
+ */
+export const LoopInputSchema = z.object({
+  loop: z.string().min(1),
+  task: z.string().min(1),
+  spec: LoopSpecSchema,
+  /** sha256 of the rubric, pinned at start; every judge verdict records the hash it used. */
+  rubricHash: z.string().min(1),
+  itemKey: z.string().optional(),
+  trigger: TriggerSchema.default({ kind: 'client' }),
+  /** The user's input to the loop, kept for the record. */
+  input: z.unknown().optional(),
+});
+export type LoopInput = z.infer<typeof LoopInputSchema>;

@@ -1,0 +1,46 @@
+import type { Usage } from './usage';
+
+/** US dollars per million tokens for one model. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/**
+ * List prices per million tokens (cache reads at 0.1x input, cache writes at 1.25x input).
+ * Override or extend with `LOOPWRIGHT_PRICES` (a JSON object of model id to ModelPrice).
+ * A model missing from the table is charged at the most expensive known rate, so an unknown
+ * model never looks free to a budget.
+ */
+export const DEFAULT_PRICES: Record<string, ModelPrice> = {
+  'claude-opus-5-5': { input: 5, output: 25, cacheRead: 0.5, cacheWrite: 6.25 },
+  'claude-opus-5': { input: 5, output: 25, cacheRead: 0.5, cacheWrite: 6.25 },
+  'claude-sonnet-5-5': { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+  'claude-sonnet-5': { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+  'claude-sonnet-4-6': { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+  'claude-haiku-5-5': { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 },
+  'claude-haiku-4-5': { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 },
+};
+
+function fallbackPrice(prices: Record<string, ModelPrice>): ModelPrice {
+  const all = Object.values(prices);
+  return all.reduce((max, p) => (p.output > max.output ? p : max), all[0] ?? DEFAULT_PRICES['claude-opus-5-5']);
+}
+
+/** Cost in dollars of the given token counts on `model`. */
+export function costOf(
+  model: string,
+  tokens: Omit<Usage, 'costUsd'>,
+  prices: Record<string, ModelPrice> = DEFAULT_PRICES,
+): number {
+  const p = prices[model] ?? fallbackPrice(prices);
+  const dollars =
+    (tokens.inputTokens * p.input +
+      tokens.outputTokens * p.output +
+      tokens.cacheReadTokens * p.cacheRead +
+      tokens.cacheWriteTokens * p.cacheWrite) /
+    1e6;
+  return Math.round(dollars * 1e6) / 1e6;
+}

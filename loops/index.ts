@@ -1,0 +1,15 @@
+import { UsageError } from '../common/errors';
+import { evaluateOptimize } from './evaluate-optimize';
+import type { LoopDefinition } from './loop-definition';
+
+/** The built-in loops, by name. */
+export const BUILT_IN_LOOPS: ReadonlyMap<string, LoopDefinition<any>> = new Map(
+  [evaluateOptimize].map((loop) => [loop.name, loop as LoopDefinition<any>]),
+);
+
+/** The loop called `name`, or a UsageError that lists the known ones. */
+export function getLoop(name: string): LoopDefinition<any> {
+  const loop = BUILT_IN_LOOPS.get(name);
+  if (!loop) throw new UsageError(`unknown loop "${name}": known loops are ${[...BUILT_IN_LOOPS.keys()].join(', ')}`);
+  return loop;
+}

@@ -1,0 +1,31 @@
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { findTemporalCli } from '../server/temporal-binary';
+
+/**
+ * One real Temporal dev server (installed by the project's own locator) and one workflow
+ * bundle per test run. Test files reach them through LOOPWRIGHT_TEST_ADDRESS and
+ * LOOPWRIGHT_WORKFLOW_BUNDLE; global-teardown stops the server by the pid started here.
+ */
+export default async function globalSetup(): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-test-'));
+  const cli = await findTemporalCli({ log: (line) => process.stderr.write(`${line}\n`) });
+  const port = await freePort();
+  const [server, bundle] = await Promise.all([
+    startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, headless: true, logFile: path.join(dir, 'temporal.log') }),
+    bundleWorkflowCode({
+      workflowsPath: require.resolve('../workflows'),
+      logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
+    }),
+  ]);
+  const bundlePath = path.join(dir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  (globalThis as { __loopwrightServer?: DevServer }).__loopwrightServer = server;
+  process.env.LOOPWRIGHT_TEST_DIR = dir;
+  process.env.LOOPWRIGHT_TEST_ADDRESS = server.address;
+  process.env.LOOPWRIGHT_TEMPORAL_CLI = cli;
+  process.env.LOOPWRIGHT_WORKFLOW_BUNDLE = bundlePath;
+}

@@ -1,0 +1,52 @@
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { randomBytes } from 'node:crypto';
+import { createActivities } from '../../activities';
+import { createAnthropic } from '../../activities/model';
+import { LoopwrightClient } from '../../client/loopwright-client';
+import { installRuntime } from '../../workers/runtime';
+
+/** The dev server global-setup started. */
+export function testAddress(): string {
+  const address = process.env.LOOPWRIGHT_TEST_ADDRESS;
+  if (!address) throw new Error('LOOPWRIGHT_TEST_ADDRESS is not set: run the tests through jest (test/global-setup.ts)');
+  return address;
+}
+
+/** A task queue of the test's own, so workers of other tests never pick up its runs. */
+export function uniqueQueue(name: string): string {
+  return `test-${name}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface TestStack {
+  client: LoopwrightClient;
+  worker: Worker;
+  taskQueue: string;
+  /** Runs the worker while `fn` runs, then shuts it down. */
+  run<T>(fn: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** A worker (real bundle, real activities pointed at `modelUrl`) and a client on one task queue. */
+export async function testStack(name: string, modelUrl: string, env: Record<string, string> = {}): Promise<TestStack> {
+  installRuntime();
+  const taskQueue = uniqueQueue(name);
+  const connection = await NativeConnection.connect({ address: testAddress() });
+  const fullEnv = { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'test-key', ...env };
+  const worker = await Worker.create({
+    connection,
+    taskQueue,
+    workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
+    activities: createActivities({ anthropic: createAnthropic(fullEnv) }),
+  });
+  const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });
+  return {
+    client,
+    worker,
+    taskQueue,
+    run: (fn) => worker.runUntil(fn),
+    close: async () => {
+      await client.close();
+      await connection.close();
+    },
+  };
+}

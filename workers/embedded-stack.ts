@@ -1,0 +1,61 @@
+import path from 'node:path';
+import { readConfig } from '../common/config';
+import { startDevServer, type DevServer } from '../server/dev-server';
+import { loopwrightHome } from '../server/paths';
+import { createLoopwrightWorker } from './create-worker';
+import { installRuntime } from './runtime';
+
+export interface StackOptions {
+  env: Record<string, string | undefined>;
+  port?: number;
+  uiPort?: number;
+  dbFile?: string;
+  headless?: boolean;
+  log?: (line: string) => void;
+}
+
+/** The embedded default: a Temporal dev server (SQLite, Web UI) and a worker, in one process. */
+export interface EmbeddedStack {
+  server: DevServer;
+  address: string;
+  uiUrl?: string;
+  namespace: string;
+  taskQueue: string;
+  /** Resolves when the worker has stopped. */
+  done: Promise<void>;
+  /** Stops the worker, then the dev server. Safe to call more than once. */
+  stop(): Promise<void>;
+}
+
+export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedStack> {
+  const home = loopwrightHome(opts.env);
+  const config = readConfig(opts.env);
+  const server = await startDevServer({
+    dbFile: opts.dbFile ?? path.join(home, 'dev.db'),
+    port: opts.port,
+    uiPort: opts.uiPort,
+    headless: opts.headless,
+    namespace: config.namespace,
+    lockFile: path.join(home, 'dev.lock'),
+    logFile: path.join(home, 'dev-server.log'),
+    log: opts.log,
+  });
+  let worker;
+  try {
+    installRuntime();
+    worker = await createLoopwrightWorker({ address: server.address, namespace: config.namespace, taskQueue: config.taskQueue, env: opts.env });
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  const running = worker.worker.run();
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();
+      await running.catch(() => undefined);
+      await worker.connection.close();
+      await server.stop();
+    })());
+  return { server, address: server.address, uiUrl: server.uiUrl, namespace: config.namespace, taskQueue: config.taskQueue, done: running, stop };
+}

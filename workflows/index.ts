@@ -1,0 +1,2 @@
+/** Every workflow the Loopwright worker runs; this file is the entry of the workflow bundle. */
+export { loopWorkflow } from './loop-workflow';
