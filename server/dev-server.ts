@@ -1,0 +1,201 @@
+import { ChildProcess, spawn } from 'child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'fs';
+import { basename, dirname, extname, join, resolve } from 'path';
+import { parseDuration } from '../common/duration';
+import { UsageError } from '../common/errors';
+import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import { DevServerStartError, PortInUseError } from './dev-server-errors';
+import { acquireDevServerLock, DevServerLock, releaseDevServerLock, updateDevServerLock } from './dev-server-lock';
+import { isPortFree } from './free-port';
+import { findTemporalCli } from './temporal-binary';
+import { ensureSearchAttributes, isServing, OperatorTarget, setRetention } from './temporal-operator';
+
+export { DevServerRunningError, DevServerStartError, PortInUseError } from './dev-server-errors';
+export { freePort } from './free-port';
+
+/** Options for {@link startDevServer}. */
+export interface DevServerOptions {
+  /** Path of the Temporal CLI; default {@link findTemporalCli} (which may install it). */
+  cli?: string;
+  /** SQLite file that keeps runs across restarts; its folder is created. */
+  dbFile: string;
+  /** gRPC port on 127.0.0.1 (default 7233). */
+  port?: number;
+  /** Web UI port (default port + 1000, so 8233). */
+  uiPort?: number;
+  /** No Web UI. */
+  headless?: boolean;
+  /** Namespace to create and configure (default `default`). */
+  namespace?: string;
+  /** How long closed runs are kept, at least 30 days (default `720h`). */
+  retention?: string;
+  /** JSON lock `{pid, address, uiUrl, startedAt}` so only one server runs on it. */
+  lockFile?: string;
+  /** Where the server's own output goes (default `<db folder>/<db name>.log`). */
+  logFile?: string;
+  /** How long to wait for the server to answer (default 60 s). */
+  startTimeoutMs?: number;
+  /** Receives progress lines. */
+  log?: (line: string) => void;
+}
+
+/** A running dev server this process started. */
+export interface DevServer {
+  /** gRPC address, `127.0.0.1:PORT`. */
+  address: string;
+  /** Web UI address, unless headless. */
+  uiUrl?: string;
+  /** Process id of the Temporal server. */
+  pid: number;
+  /** Where the server logs. */
+  logFile: string;
+  /** SIGTERM, then SIGKILL after 10 s; resolves once it has exited and the lock is released. */
+  stop(): Promise<void>;
+}
+
+const MIN_RETENTION_MS = 30 * 86_400_000;
+const STOP_GRACE_MS = 10_000;
+
+/**
+ * Starts `temporal server start-dev` on 127.0.0.1 with a SQLite file (WAL), every Loopwright
+ * search attribute, no news feed and no server version check, logging to `logFile`. Resolves
+ * once the server answers, its namespace has the retention and the search attributes are
+ * registered. Throws {@link DevServerRunningError} when the lock names a live process,
+ * {@link PortInUseError} when a port is taken, {@link DevServerStartError} (with the log tail)
+ * when the server exits or does not answer within `startTimeoutMs`.
+ */
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const port = opts.port ?? 7233;
+  const uiPort = opts.uiPort ?? port + 1000;
+  const namespace = opts.namespace ?? 'default';
+  const retention = retentionFlag(opts.retention ?? '720h');
+  const log = opts.log ?? (() => undefined);
+  const address = `127.0.0.1:${port}`;
+  const uiUrl = opts.headless ? undefined : `http://localhost:${uiPort}`;
+  const dbFile = resolve(opts.dbFile);
+  const logFile = resolve(opts.logFile ?? join(dirname(dbFile), `${basename(dbFile, extname(dbFile))}.log`));
+  const lockFile = opts.lockFile && resolve(opts.lockFile);
+  const lock: DevServerLock = { pid: process.pid, address, uiUrl, startedAt: new Date().toISOString(), ownerPid: process.pid };
+
+  if (lockFile) acquireDevServerLock(lockFile, lock);
+  let child: ChildProcess | undefined;
+  let exited: Promise<string> | undefined;
+  try {
+    if (!(await isPortFree(port))) throw new PortInUseError(port, 'port');
+    if (!opts.headless && !(await isPortFree(uiPort))) throw new PortInUseError(uiPort, 'UI port');
+    const cli = opts.cli ?? (await findTemporalCli({ log }));
+    mkdirSync(dirname(dbFile), { recursive: true });
+    mkdirSync(dirname(logFile), { recursive: true });
+
+    const fd = openSync(logFile, 'a');
+    const logStart = statSync(logFile).size;
+    writeSync(fd, `--- loopwright: starting the Temporal dev server on ${address} at ${lock.startedAt}\n`);
+    const args = devServerArgs({ dbFile, port, uiPort, headless: opts.headless, namespace });
+    log(`starting the Temporal dev server: ${cli} ${args.join(' ')}`);
+    child = spawn(cli, args, { stdio: ['ignore', fd, fd], env: { ...process.env, TEMPORAL_VERSION_CHECK_DISABLED: '1' } });
+    closeSync(fd);
+    const started = child;
+    let exitedHow: string | undefined;
+    exited = new Promise<string>((done) => {
+      started.once('exit', (code, signal) => done((exitedHow = signal ? `signal ${signal}` : `code ${String(code)}`)));
+      started.once('error', (err) => done((exitedHow = err.message)));
+    });
+    const failStart = (why: string) => new DevServerStartError(why, logFile, logTail(logFile, logStart));
+    const pid = child.pid;
+    if (pid === undefined) throw failStart(`could not start ${cli}: ${await exited}`);
+    if (lockFile) updateDevServerLock(lockFile, { ...lock, pid });
+
+    const target: OperatorTarget = { cli, address, namespace };
+    await waitUntilReady(target, retention, opts.startTimeoutMs ?? 60_000, { exited, how: () => exitedHow, fail: failStart });
+    log(`Temporal dev server ready at ${address}${uiUrl ? `, UI ${uiUrl}` : ''} (pid ${pid}, log ${logFile})`);
+
+    const running = child;
+    const killOnExit = () => running.kill('SIGTERM');
+    process.once('exit', killOnExit);
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        process.off('exit', killOnExit);
+        await terminate(running, exited);
+        if (lockFile) releaseDevServerLock(lockFile, [pid, process.pid]);
+      })());
+    return { address, uiUrl, pid, logFile, stop };
+  } catch (err) {
+    if (child) await terminate(child, exited);
+    if (lockFile) releaseDevServerLock(lockFile, [process.pid, ...(child?.pid ? [child.pid] : [])]);
+    throw err;
+  }
+}
+
+/** The `temporal` arguments that start the dev server. */
+export function devServerArgs(o: { dbFile: string; port: number; uiPort: number; headless?: boolean; namespace: string }): string[] {
+  return [
+    'server', 'start-dev',
+    '--db-filename', o.dbFile,
+    '--ip', '127.0.0.1',
+    '--port', String(o.port),
+    ...(o.headless ? ['--headless'] : ['--ui-port', String(o.uiPort), '--ui-disable-news-fetch']),
+    ...(o.namespace === 'default' ? [] : ['--namespace', o.namespace]),
+    ...SEARCH_ATTRIBUTES.flatMap((attr) => ['--search-attribute', `${attr.name}=${attr.type}`]),
+    '--sqlite-pragma', 'journal_mode=WAL',
+    '--sqlite-pragma', 'synchronous=OFF',
+    // No call home: the server's periodic version check (the spawn also sets TEMPORAL_VERSION_CHECK_DISABLED).
+    '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
+    '--log-level', 'warn',
+  ];
+}
+
+/** `720h` style flag for a retention of at least 30 days; a UsageError otherwise. */
+export function retentionFlag(retention: string): string {
+  const ms = parseDuration(retention);
+  if (ms === undefined) throw new UsageError(`retention ${retention} is not a duration: use hours or days, e.g. 720h or 30d`);
+  if (ms < MIN_RETENTION_MS) throw new UsageError(`retention ${retention} is under 30 days: closed runs would lose their history; use at least 720h`);
+  return ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${Math.ceil(ms / 1000)}s`;
+}
+
+interface Liveness {
+  exited: Promise<string>;
+  how: () => string | undefined;
+  fail: (why: string) => Error;
+}
+
+/** Polls until the server answers, then sets retention and search attributes; fails fast if it exits. */
+async function waitUntilReady(target: OperatorTarget, retention: string, timeoutMs: number, live: Liveness): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = 'it never answered';
+  for (;;) {
+    const how = live.how();
+    if (how) throw live.fail(`the Temporal dev server exited early (${how})`);
+    try {
+      if (await isServing(target)) {
+        await setRetention(target, retention);
+        await ensureSearchAttributes(target);
+        return;
+      }
+    } catch (err) {
+      lastError = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > deadline) {
+      throw live.fail(`the Temporal dev server at ${target.address} was not ready after ${Math.round(timeoutMs / 1000)} s (${lastError})`);
+    }
+    await Promise.race([new Promise((r) => setTimeout(r, 250)), live.exited]);
+  }
+}
+
+async function terminate(child: ChildProcess, exited?: Promise<unknown>): Promise<void> {
+  const done = exited ?? new Promise((r) => child.once('exit', r));
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+  await done;
+  clearTimeout(timer);
+}
+
+function logTail(file: string, from: number, lines = 20): string {
+  try {
+    const text = readFileSync(file).subarray(from).toString('utf8');
+    return text.trim().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
