@@ -98,7 +98,7 @@ export class LoopwrightClient {
     let last = '';
     for (;;) {
       const record = await this.status(workflowId);
-      const key = `${record.state}/${record.attempts.length}`;
+      const key = `${record.state}/${record.attempt}`;
       if (key !== last) onProgress?.(record);
       last = key;
       if (isTerminal(record.state) || record.state === 'awaiting_human') return record;

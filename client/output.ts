@@ -19,7 +19,7 @@ function money(usd: number): string {
 /** One progress line: state, attempt, tokens, cost. */
 export function progressLine(r: RunRecord): string {
   const tokens = r.usage.total.inputTokens + r.usage.total.outputTokens;
-  return `  ${r.state.padEnd(15)} attempt ${r.attempts.length}/${r.budget.maxAttempts}  ${tokens} tokens  ${money(r.usage.total.costUsd)}`;
+  return `  ${r.state.padEnd(15)} attempt ${r.attempt}/${r.budget.maxAttempts}  ${tokens} tokens  ${money(r.usage.total.costUsd)}`;
 }
 
 /** A short human summary of a run record. */

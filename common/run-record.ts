@@ -69,6 +69,8 @@ export interface RunRecord {
   output: string | null;
   /** True when a human accepted a candidate that did not pass its checks. */
   override: boolean;
+  /** The attempt in progress, or the last one (0 before the first). */
+  attempt: number;
   attempts: AttemptRecord[];
   budget: { maxAttempts: number; attemptsUsed: number };
   /** The last decision that was applied. */

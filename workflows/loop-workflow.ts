@@ -80,7 +80,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
     record.state = state;
     upsertSearchAttributes([
       { key: LoopState, value: state },
-      { key: LoopAttempt, value: record.attempts.length },
+      { key: LoopAttempt, value: record.attempt },
       { key: LoopCostUsd, value: record.usage.total.costUsd },
       { key: LoopTokens, value: record.usage.total.inputTokens + record.usage.total.outputTokens },
     ]);
@@ -107,6 +107,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
     for (;;) {
       while (record.attempts.length < maxAttempts) {
         const n = record.attempts.length + 1;
+        record.attempt = n;
         transition('running');
         const generated = await acts.generateCandidate.executeWithOptions(
           { ...MODEL_CALL, summary: `claude (worker): attempt ${n}` },
@@ -182,7 +183,7 @@ function details(record: RunRecord): string {
   const last = record.attempts[record.attempts.length - 1];
   const lines = [
     `**${record.loop}**: ${record.state}${isTerminal(record.state) && record.stopReason ? ` (${record.stopReason})` : ''}`,
-    `attempt ${record.attempts.length}/${record.budget.maxAttempts}, ${record.usage.total.inputTokens + record.usage.total.outputTokens} tokens, $${record.usage.total.costUsd.toFixed(4)}`,
+    `attempt ${record.attempt}/${record.budget.maxAttempts}, ${record.usage.total.inputTokens + record.usage.total.outputTokens} tokens, $${record.usage.total.costUsd.toFixed(4)}`,
   ];
   if (last) lines.push(`last verdict: ${last.passed ? 'pass' : `fail: ${last.reasons.join('; ')}`}`);
   if (record.state === 'awaiting_human' && record.escalation) lines.push(`waiting for a human until ${record.escalation.deadline}: ${record.escalation.reason}`);

@@ -16,6 +16,7 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
     ok: false,
     output: null,
     override: false,
+    attempt: 0,
     attempts: [],
     budget: { maxAttempts: input.spec.budget.maxAttempts, attemptsUsed: 0 },
     decision: null,

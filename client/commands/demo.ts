@@ -1,6 +1,6 @@
-import path from 'node:path';
+import demoScript from '../../loops/fixtures/evaluate-optimize-demo.json';
 import { startModelServer, type ModelServer } from '../../model-server/server';
-import { loadModelScript } from '../../model-server/script';
+import { parseModelScript } from '../../model-server/script';
 import { startEmbeddedStack } from '../../workers/embedded-stack';
 import { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
@@ -28,8 +28,7 @@ export async function demoCommand(opts: { exit?: boolean }, env: Record<string, 
   const runEnv = { ...env };
   let model: ModelServer | undefined;
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
-    const script = loadModelScript(path.join(__dirname, '..', '..', 'loops', 'fixtures', 'evaluate-optimize-demo.json'));
-    model = await startModelServer({ script: await script, port: 0 });
+    model = await startModelServer({ script: parseModelScript(demoScript, 'loops/fixtures/evaluate-optimize-demo.json'), port: 0 });
     runEnv.ANTHROPIC_BASE_URL = model.url;
     io.out(`No ANTHROPIC_API_KEY is set, so the demo uses the scripted model server (a recorded session) at ${model.url}.`);
     io.out('Set ANTHROPIC_API_KEY to run the same demo against Claude.');

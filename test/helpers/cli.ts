@@ -1,0 +1,74 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export const CLI = path.join(__dirname, '..', '..', 'dist', 'client', 'cli.js');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built `loopwright` CLI to completion (no stdin, like CI). */
+export function runCli(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`loopwright ${args.join(' ')} did not finish in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running CLI process (dev, model-server) with its output so far. */
+export interface Background {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves when the output matches, rejects when the process exits first or time runs out. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+export function startCli(args: string[], env: Record<string, string | undefined>): Background {
+  const child = spawn(process.execPath, [CLI, ...args], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => text,
+    waitFor: (pattern, timeoutMs = 90_000) =>
+      new Promise((resolve, reject) => {
+        const started = Date.now();
+        const poll = setInterval(() => {
+          const match = pattern.exec(text);
+          if (match) {
+            clearInterval(poll);
+            resolve(match[0]);
+          } else if (child.exitCode !== null || Date.now() - started > timeoutMs) {
+            clearInterval(poll);
+            reject(new Error(`loopwright ${args.join(' ')} ${child.exitCode !== null ? `exited with ${child.exitCode}` : 'timed out'} before printing ${pattern}:\n${text}`));
+          }
+        }, 100);
+      }),
+    stop: async (signal = 'SIGINT', timeoutMs = 30_000) => {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
