@@ -1,0 +1,476 @@
+/**
+ * docker-compose.yml, Dockerfile, .dockerignore and deploy/temporal-setup.sh: the
+ * scale-out deployment (Temporal on PostgreSQL, Web UI, N Loopwright workers).
+ *
+ * No Docker engine is needed: the compose file and Dockerfile are parsed and checked
+ * statically, and the setup script is run for real by `sh` against a fake `temporal`
+ * CLI that keeps the server's state in a temp dir. When a `docker compose` client is
+ * installed, `docker compose config -q` also validates the file against the spec.
+ */
+import { spawnSync } from 'child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
+import { join, resolve } from 'path';
+import * as ts from 'typescript';
+import { parse } from 'yaml';
+import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
+
+const ROOT = resolve(__dirname, '..');
+const COMPOSE_FILE = join(ROOT, 'docker-compose.yml');
+const SETUP_SCRIPT = join(ROOT, 'deploy', 'temporal-setup.sh');
+
+type Service = {
+  image?: string;
+  build?: string | { context?: string; dockerfile?: string };
+  command?: string | string[];
+  entrypoint?: string | string[];
+  environment?: Record<string, string | number | boolean | null> | string[];
+  ports?: Array<string | number | { target?: number | string; published?: number | string }>;
+  volumes?: Array<string | { type?: string; source?: string; target?: string }>;
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  healthcheck?: { test?: string | string[] };
+  deploy?: { replicas?: number | string };
+  container_name?: string;
+};
+
+const compose = parse(readFileSync(COMPOSE_FILE, 'utf8')) as {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+};
+
+function service(name: string): Service {
+  const s = compose.services[name];
+  if (!s) throw new Error(`docker-compose.yml has no service "${name}"`);
+  return s;
+}
+
+/** What compose substitutes for `${VAR:-default}` / `${VAR-default}` / `${VAR}` when VAR is unset. */
+function unsetDefault(value: unknown): string {
+  return String(value ?? '')
+    .replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_m, _name: string, dflt?: string) => dflt ?? '')
+    .replace(/\$\$/g, '$');
+}
+
+/** The environment of a service, as compose would pass it with no variables set on the host. */
+function env(name: string): Record<string, string> {
+  const raw = service(name).environment ?? {};
+  const out: Record<string, string> = {};
+  if (Array.isArray(raw)) {
+    for (const entry of raw) {
+      const eq = entry.indexOf('=');
+      if (eq > 0) out[entry.slice(0, eq)] = unsetDefault(entry.slice(eq + 1));
+    }
+  } else {
+    for (const [k, v] of Object.entries(raw)) out[k] = unsetDefault(v);
+  }
+  return out;
+}
+
+/** Raw (uninterpolated) environment entry, to check it is taken from the host. */
+function rawEnv(name: string, key: string): string | undefined {
+  const raw = service(name).environment ?? {};
+  if (Array.isArray(raw)) {
+    const entry = raw.find((e) => e.startsWith(`${key}=`));
+    return entry?.slice(key.length + 1);
+  }
+  return key in raw ? String(raw[key]) : undefined;
+}
+
+function dependsOn(name: string): Record<string, string> {
+  const raw = service(name).depends_on ?? {};
+  if (Array.isArray(raw)) return Object.fromEntries(raw.map((d) => [d, 'service_started']));
+  return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, v?.condition ?? 'service_started']));
+}
+
+/** True if the service publishes container port `port` on the same host port. */
+function publishes(name: string, port: number): boolean {
+  return (service(name).ports ?? []).some((p) => {
+    if (typeof p === 'object') return String(p.target) === String(port) && String(p.published) === String(port);
+    const parts = unsetDefault(p).replace(/\/tcp$/, '').split(':');
+    return parts.length >= 2 && parts[parts.length - 1] === String(port) && parts[parts.length - 2] === String(port);
+  });
+}
+
+function argv(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value.map(String) : value.split(/\s+/).filter(Boolean);
+}
+
+/** Hours in a Go-style duration such as 720h, 30d or 720h0m0s. */
+function durationHours(text: string): number {
+  const units: Record<string, number> = { d: 24, h: 1, m: 1 / 60, s: 1 / 3600 };
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)([dhms])/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) {
+    throw new Error(`not a duration: "${text}"`);
+  }
+  return parts.reduce((sum, [, n, u]) => sum + Number(n) * units[u], 0);
+}
+
+// ---------------------------------------------------------------------------------------
+describe('docker-compose.yml services', () => {
+  it('declares postgresql, temporal, temporal-setup, temporal-ui and worker', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(
+      expect.arrayContaining(['postgresql', 'temporal', 'temporal-setup', 'temporal-ui', 'worker']),
+    );
+  });
+
+  it('postgresql runs postgres 16 with a healthcheck and keeps its data in a named volume', () => {
+    const pg = service('postgresql');
+    expect(pg.image).toMatch(/^postgres:16(\.|-|$)/);
+    expect(argv(pg.healthcheck?.test).join(' ')).toContain('pg_isready');
+    const dataVolume = (pg.volumes ?? [])
+      .map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`))
+      .find((v) => v.split(':')[1] === '/var/lib/postgresql/data');
+    expect(dataVolume).toBeDefined();
+    const volumeName = dataVolume!.split(':')[0];
+    expect(compose.volumes ?? {}).toHaveProperty([volumeName]);
+  });
+
+  it('temporal is auto-setup pinned to a 1.2x/1.3x release and uses the postgresql service as its database', () => {
+    const temporal = service('temporal');
+    expect(temporal.image).toMatch(/^temporalio\/auto-setup:1\.[23]\d\.\d+$/);
+    const e = env('temporal');
+    expect(e.DB).toBe('postgres12');
+    expect(e.POSTGRES_SEEDS).toBe('postgresql');
+    expect(e.DB_PORT).toBe('5432');
+    // Same credentials as the database container creates.
+    expect(e.POSTGRES_USER).toBe(env('postgresql').POSTGRES_USER);
+    expect(e.POSTGRES_PWD).toBe(env('postgresql').POSTGRES_PASSWORD);
+    expect(e.POSTGRES_PWD).not.toBe('');
+    expect(dependsOn('temporal')).toEqual({ postgresql: 'service_healthy' });
+    expect(argv(temporal.healthcheck?.test).join(' ')).toMatch(/cluster health/);
+  });
+
+  it('temporal mounts the dynamic config file that DYNAMIC_CONFIG_FILE_PATH names', () => {
+    const path = env('temporal').DYNAMIC_CONFIG_FILE_PATH;
+    expect(path).toMatch(/^config\/dynamicconfig\/[\w.-]+\.yaml$/);
+    const mount = (service('temporal').volumes ?? [])
+      .map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`))
+      .find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
+    expect(mount).toBeDefined();
+    const hostFile = join(ROOT, mount!.split(':')[0], path.split('/').pop()!);
+    expect(existsSync(hostFile)).toBe(true);
+    expect(() => parse(readFileSync(hostFile, 'utf8'))).not.toThrow();
+  });
+
+  it('publishes Temporal gRPC on host port 7233 and the Web UI on host port 8080', () => {
+    expect(publishes('temporal', 7233)).toBe(true);
+    expect(publishes('temporal-ui', 8080)).toBe(true);
+  });
+
+  it('temporal-ui is a pinned temporalio/ui pointed at temporal:7233, started once temporal is healthy', () => {
+    expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:2\.\d+\.\d+$/);
+    expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe('temporal:7233');
+    expect(env('temporal-ui').TEMPORAL_CORS_ORIGINS).toBeTruthy();
+    expect(dependsOn('temporal-ui').temporal).toBe('service_healthy');
+  });
+
+  it('worker is built from . with ./Dockerfile and runs node dist/workers/main.js', () => {
+    const w = service('worker');
+    const build = typeof w.build === 'string' ? { context: w.build } : w.build;
+    expect(build?.context).toBe('.');
+    expect(build?.dockerfile ?? 'Dockerfile').toBe('Dockerfile');
+    expect(existsSync(join(ROOT, 'Dockerfile'))).toBe(true);
+    expect(argv(w.command)).toEqual(['node', 'dist/workers/main.js']);
+  });
+
+  it('worker gets the Temporal connection, task queue and Anthropic settings it needs', () => {
+    const e = env('worker');
+    expect(e.TEMPORAL_ADDRESS).toBe('temporal:7233');
+    expect(e.TEMPORAL_NAMESPACE).toBe('default');
+    expect(e.LOOPWRIGHT_TASK_QUEUE).toBe('loopwright');
+    // Secrets and model choices come from the host / .env, with empty defaults.
+    for (const key of ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'LOOPWRIGHT_WORKER_MODEL', 'LOOPWRIGHT_CHECKER_MODEL']) {
+      expect(rawEnv('worker', key)).toBe(`\${${key}:-}`);
+    }
+  });
+
+  it('worker starts only after temporal-setup has completed successfully', () => {
+    expect(dependsOn('worker')['temporal-setup']).toBe('service_completed_successfully');
+  });
+
+  it('worker scales: 2 replicas by default, LOOPWRIGHT_WORKERS overrides, no fixed container_name', () => {
+    const w = service('worker');
+    expect(String(w.deploy?.replicas)).toBe('${LOOPWRIGHT_WORKERS:-2}');
+    expect(unsetDefault(w.deploy?.replicas)).toBe('2');
+    expect(w.container_name).toBeUndefined();
+  });
+
+  it('temporal-setup runs deploy/temporal-setup.sh in admin-tools once temporal is healthy, on the worker namespace', () => {
+    const setup = service('temporal-setup');
+    expect(setup.image).toMatch(/^temporalio\/admin-tools:1\.[23]\d\.\d+/);
+    // Same server release as the temporal service.
+    expect(setup.image!.split(':')[1].split('-')[0]).toBe(service('temporal').image!.split(':')[1]);
+    expect(dependsOn('temporal-setup').temporal).toBe('service_healthy');
+    const mounts = (setup.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
+    expect(mounts).toContain('./deploy/temporal-setup.sh:/deploy/temporal-setup.sh:ro');
+    expect([...argv(setup.entrypoint), ...argv(setup.command)]).toEqual(['/bin/sh', '/deploy/temporal-setup.sh']);
+    expect(env('temporal-setup').TEMPORAL_ADDRESS).toBe('temporal:7233');
+    expect(env('temporal-setup').TEMPORAL_NAMESPACE).toBe(env('worker').TEMPORAL_NAMESPACE);
+  });
+
+  it('namespace retention defaults to at least 720h, for auto-setup and for temporal-setup', () => {
+    expect(durationHours(env('temporal-setup').LOOPWRIGHT_RETENTION)).toBeGreaterThanOrEqual(720);
+    expect(durationHours(env('temporal').DEFAULT_NAMESPACE_RETENTION)).toBeGreaterThanOrEqual(720);
+  });
+
+  it('deploy/temporal-setup.sh lists exactly the SEARCH_ATTRIBUTES of common/search-attributes.ts, with their types', () => {
+    const script = readFileSync(SETUP_SCRIPT, 'utf8');
+    const list = /^SEARCH_ATTRIBUTES="([^"]*)"/m.exec(script);
+    expect(list).not.toBeNull();
+    const pairs = list![1].split(/\s+/).filter(Boolean).sort();
+    expect(pairs).toEqual(SEARCH_ATTRIBUTES.map((a) => `${a.name}:${a.type}`).sort());
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+/**
+ * A stand-in for the `temporal` CLI of temporalio/admin-tools. State lives in $FAKE_STATE:
+ *   calls       every invocation's arguments, one a line
+ *   namespace   present once the namespace exists
+ *   attributes  "Name Type" lines of registered custom search attributes
+ *   retention   the last retention set with `namespace update`
+ * FAKE_FAIL_CREATE=1 makes `search-attribute create` fail like an unreachable server.
+ * FAKE_ENUM_TYPES=1 prints types as INDEXED_VALUE_TYPE_KEYWORD instead of Keyword.
+ * Errors are worded like the real CLI and server.
+ */
+const FAKE_TEMPORAL = `#!/bin/sh
+state=$FAKE_STATE
+echo "$*" >> "$state/calls"
+cmd="$1 $2 $3"
+shift 3 || true
+ns= name= type= retention=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --namespace|-n) ns=$2; shift ;;
+    --name) name=$2; shift ;;
+    --type) type=$2; shift ;;
+    --retention) retention=$2; shift ;;
+  esac
+  shift
+done
+case $cmd in
+  "operator cluster health")
+    echo "SERVING" ;;
+  "operator namespace describe")
+    if [ -f "$state/namespace" ]; then echo "NamespaceInfo.Name  $ns"; else echo "Error: Namespace $ns is not found." >&2; exit 1; fi ;;
+  "operator namespace create")
+    if [ -f "$state/namespace" ]; then echo "Error: unable to create namespace: Namespace already exists." >&2; exit 1; fi
+    echo "$ns" > "$state/namespace"; echo "Namespace $ns successfully registered." ;;
+  "operator namespace update")
+    [ -f "$state/namespace" ] || { echo "Error: Namespace $ns is not found." >&2; exit 1; }
+    echo "$retention" > "$state/retention"; echo "Namespace $ns update succeeded." ;;
+  "operator search-attribute list")
+    [ -f "$state/namespace" ] || { echo "Error: Namespace $ns is not found." >&2; exit 1; }
+    printf '  %-22s %s\\n' Name Type ExecutionStatus Keyword
+    touch "$state/attributes"
+    while read -r n t; do
+      if [ "$FAKE_ENUM_TYPES" = 1 ]; then t=INDEXED_VALUE_TYPE_$(echo "$t" | tr a-z A-Z); fi
+      printf '  %-22s %s\\n' "$n" "$t"
+    done < "$state/attributes" ;;
+  "operator search-attribute create")
+    if [ "$FAKE_FAIL_CREATE" = 1 ]; then echo "Error: unable to add search attributes: connection refused" >&2; exit 1; fi
+    touch "$state/attributes"
+    existing=$(awk -v n="$name" '$1 == n { print $2 }' "$state/attributes")
+    if [ -n "$existing" ] && [ "$existing" != "$type" ]; then
+      echo "Error: search attribute $name already exists and has different type $existing" >&2; exit 1
+    elif [ -n "$existing" ]; then
+      echo "Error: unable to add search attributes: Search attribute $name already exists." >&2; exit 1
+    fi
+    echo "$name $type" >> "$state/attributes"; echo "Search attributes have been added" ;;
+  *)
+    echo "fake temporal: unexpected command: $cmd" >&2; exit 2 ;;
+esac
+`;
+
+type Run = { status: number | null; output: string; calls: string[]; attributes: string[]; retention?: string };
+
+describe('deploy/temporal-setup.sh (run by sh against a fake temporal CLI)', () => {
+  let dir: string;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'loopwright-setup-'));
+    writeFileSync(join(dir, 'temporal'), FAKE_TEMPORAL);
+    chmodSync(join(dir, 'temporal'), 0o755);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Run the script with temporal-setup's compose environment plus fast retries. */
+  function runSetup(opts: { namespaceExists?: boolean; attributes?: string[]; extraEnv?: Record<string, string> } = {}): Run {
+    if (opts.namespaceExists ?? true) writeFileSync(join(dir, 'namespace'), 'default\n');
+    if (opts.attributes) writeFileSync(join(dir, 'attributes'), opts.attributes.map((a) => `${a}\n`).join(''));
+    const r = spawnSync('sh', [SETUP_SCRIPT], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: {
+        PATH: `${dir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+        FAKE_STATE: dir,
+        ...env('temporal-setup'),
+        TEMPORAL_SETUP_RETRY_DELAY: '0',
+        TEMPORAL_SETUP_ATTEMPTS: '3',
+        TEMPORAL_SETUP_TIMEOUT: '30',
+        ...opts.extraEnv,
+      },
+    });
+    const read = (f: string) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), 'utf8') : '');
+    return {
+      status: r.status,
+      output: `${r.stdout}${r.stderr}`,
+      calls: read('calls').split('\n').filter(Boolean),
+      attributes: read('attributes').split('\n').filter(Boolean).sort(),
+      retention: read('retention').trim() || undefined,
+    };
+  }
+
+  const expected = SEARCH_ATTRIBUTES.map((a) => `${a.name} ${a.type}`).sort();
+
+  it.each([
+    ['Keyword/Int/Double', '0'],
+    ['INDEXED_VALUE_TYPE_*', '1'],
+  ])(
+    'fresh server (types listed as %s): registers every search attribute with its type in namespace default, sets 720h retention, exits 0',
+    (_style, enumTypes) => {
+      const run = runSetup({ extraEnv: { FAKE_ENUM_TYPES: enumTypes } });
+      expect(run.output).not.toMatch(/ERROR/);
+      expect(run.status).toBe(0);
+      expect(run.attributes).toEqual(expected);
+      for (const { name, type } of SEARCH_ATTRIBUTES) {
+        expect(run.calls).toContain(`operator search-attribute create --namespace default --name ${name} --type ${type}`);
+      }
+      expect(run.calls).toContain('operator namespace update --namespace default --retention 720h');
+      expect(durationHours(run.retention!)).toBeGreaterThanOrEqual(720);
+    },
+  );
+
+  it('re-run on a server that already has every attribute: "already exists" is tolerated, exits 0, nothing changes', () => {
+    const run = runSetup({ attributes: expected });
+    expect(run.status).toBe(0);
+    expect(run.attributes).toEqual(expected);
+    expect(run.output).toMatch(/already exists, kept/);
+    expect(run.retention).toBe('720h');
+  });
+
+  it('namespace never created by auto-setup: the script creates it, then registers everything and exits 0', () => {
+    const run = runSetup({ namespaceExists: false });
+    expect(run.status).toBe(0);
+    expect(run.calls).toContain('operator namespace create --namespace default --retention 720h');
+    expect(run.attributes).toEqual(expected);
+  });
+
+  it('an attribute already registered with another type: exits non-zero and names it', () => {
+    const run = runSetup({ attributes: ['LoopAttempt Keyword'] });
+    expect(run.status).not.toBe(0);
+    expect(run.output).toMatch(/LoopAttempt/);
+    expect(run.output).toMatch(/different type/);
+  });
+
+  it('search-attribute create keeps failing: exits non-zero after the configured number of attempts', () => {
+    const run = runSetup({ extraEnv: { FAKE_FAIL_CREATE: '1' } });
+    expect(run.status).not.toBe(0);
+    expect(run.calls.filter((c) => c.startsWith('operator search-attribute create'))).toHaveLength(3);
+    expect(run.output).toMatch(/connection refused/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+type Instruction = { op: string; args: string };
+
+/** Dockerfile instructions, continuation lines joined, split into stages at each FROM. */
+function dockerfileStages(): { from: string; name?: string; instructions: Instruction[] }[] {
+  const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\r?\n/g, ' ');
+  const args: Record<string, string> = {};
+  const stages: { from: string; name?: string; instructions: Instruction[] }[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*([A-Za-z]+)\s+(.*)$/.exec(line);
+    if (!m || line.trim().startsWith('#')) continue;
+    const op = m[1].toUpperCase();
+    const rest = m[2].trim();
+    if (op === 'ARG' && stages.length === 0) {
+      const [k, v] = rest.split('=');
+      args[k] = v ?? '';
+    } else if (op === 'FROM') {
+      const [image, , name] = rest.split(/\s+/);
+      const from = image.replace(/\$\{?(\w+)\}?/g, (_s, k: string) => args[k] ?? '');
+      stages.push({ from, name, instructions: [] });
+    } else if (stages.length > 0) {
+      stages[stages.length - 1].instructions.push({ op, args: rest });
+    }
+  }
+  return stages;
+}
+
+describe('Dockerfile', () => {
+  const stages = dockerfileStages();
+  const runs = (i: Instruction[]) => i.filter((x) => x.op === 'RUN').map((x) => x.args);
+  const build = stages[0];
+  const runtime = stages[stages.length - 1];
+
+  it('is multi-stage and every stage is based on node:20-bookworm-slim', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const s of stages) expect(s.from).toBe('node:20-bookworm-slim');
+  });
+
+  it('build stage installs with npm ci, copies the sources and runs npm run build', () => {
+    expect(runs(build.instructions).some((r) => /\bnpm ci\b/.test(r))).toBe(true);
+    expect(runs(build.instructions).some((r) => /\bnpm run build\b/.test(r))).toBe(true);
+    const order = build.instructions.map((i) => `${i.op} ${i.args}`);
+    const copySources = order.findIndex((i) => /^COPY \. \.?/.test(i) || /^COPY .*\bworkers\b/.test(i));
+    const buildStep = order.findIndex((i) => /npm run build/.test(i));
+    expect(copySources).toBeGreaterThanOrEqual(0);
+    expect(copySources).toBeLessThan(buildStep);
+  });
+
+  it('runtime stage has production dependencies only and dist/ copied from the build stage', () => {
+    expect(runs(runtime.instructions).some((r) => /npm ci\b.*--omit=dev\b.*--ignore-scripts\b/.test(r))).toBe(true);
+    expect(runs(runtime.instructions).some((r) => /npm run build/.test(r))).toBe(false);
+    const copyDist = runtime.instructions.find((i) => i.op === 'COPY' && /--from=/.test(i.args));
+    expect(copyDist?.args).toMatch(new RegExp(`--from=${build.name ?? 0}\\s+\\S*dist\\S*\\s+\\S*dist`));
+  });
+
+  it('runtime stage runs as a non-root user and its CMD is node dist/workers/main.js', () => {
+    const user = runtime.instructions.filter((i) => i.op === 'USER').pop();
+    expect(user?.args).toBeDefined();
+    expect(user!.args).not.toMatch(/^(root|0)(:|$)/);
+    const cmd = runtime.instructions.filter((i) => i.op === 'CMD').pop();
+    expect(JSON.parse(cmd!.args)).toEqual(['node', 'dist/workers/main.js']);
+  });
+
+  it('dist/workers/main.js is where the build (tsconfig.build.json) puts workers/main.ts', () => {
+    const file = join(ROOT, 'tsconfig.build.json');
+    const { config, error } = ts.readConfigFile(file, ts.sys.readFile);
+    expect(error).toBeUndefined();
+    expect(config.include).toContain('workers');
+    const parsed = ts.parseJsonConfigFileContent(config, ts.sys, ROOT, undefined, file);
+    expect(resolve(parsed.options.rootDir!)).toBe(ROOT);
+    expect(resolve(parsed.options.outDir!)).toBe(join(ROOT, 'dist'));
+  });
+});
+
+describe('.dockerignore', () => {
+  const patterns = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+
+  it('keeps node_modules, dist, .loopwright and .git out of the build context', () => {
+    for (const p of ['node_modules', 'dist', '.loopwright', '.git']) {
+      expect(patterns.map((x) => x.replace(/^\/|\/$/g, ''))).toContain(p);
+    }
+  });
+
+  it('does not exclude anything the build needs', () => {
+    const needed = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'common', 'workers', 'workflows'];
+    for (const p of patterns) expect(needed).not.toContain(p.replace(/^\/|\/$/g, ''));
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+const composeCli = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' }).status === 0;
+
+describe('docker compose client', () => {
+  (composeCli ? it : it.skip)('`docker compose config -q` accepts docker-compose.yml (skipped without a compose client)', () => {
+    const r = spawnSync('docker', ['compose', '-f', COMPOSE_FILE, 'config', '-q'], { encoding: 'utf8', cwd: ROOT });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+});
