@@ -1,0 +1,98 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { ApplicationFailure } from '@temporalio/common';
+import { MODEL_NON_RETRYABLE, MODEL_RETRYABLE, toModelFailure } from '../../activities/model-errors';
+
+const CONTEXT = { role: 'worker', model: 'claude-sonnet-4-6' };
+
+const apiError = (status: number, headers: Record<string, string> = {}, message = 'boom') =>
+  Anthropic.APIError.generate(status, { type: 'error', error: { type: 'api_error', message } }, undefined, new Headers(headers));
+
+/** The ApplicationFailure `toModelFailure` makes of `err` (fails the test when it is anything else). */
+function failureOf(err: unknown): ApplicationFailure {
+  const result = toModelFailure(err, CONTEXT);
+  expect(result).toBeInstanceOf(ApplicationFailure);
+  return result as ApplicationFailure;
+}
+
+describe('toModelFailure', () => {
+  test('builds real SDK errors of the expected classes (guards the fixtures)', () => {
+    expect(apiError(401)).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(apiError(429)).toBeInstanceOf(Anthropic.RateLimitError);
+    expect(apiError(529)).toBeInstanceOf(Anthropic.APIError);
+    expect(apiError(529).status).toBe(529);
+  });
+
+  test.each([401, 403, 400, 404, 422])('HTTP %d is a non-retryable ModelRequestError with the status and role', (status) => {
+    const failure = failureOf(apiError(status, {}, 'request rejected'));
+    expect(failure.type).toBe(MODEL_NON_RETRYABLE);
+    expect(MODEL_NON_RETRYABLE).toBe('ModelRequestError');
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain(`HTTP ${status} (worker, claude-sonnet-4-6)`);
+    expect(failure.message).toContain('request rejected');
+    expect(failure.details).toEqual([{ status }]);
+    expect(failure.nextRetryDelay).toBeUndefined();
+  });
+
+  test.each([401, 403])('HTTP %d hints at the API key', (status) => {
+    expect(failureOf(apiError(status)).message).toMatch(/check ANTHROPIC_API_KEY/);
+  });
+
+  test('HTTP 404 hints at the model id and the variable that sets it for the role', () => {
+    const message = failureOf(apiError(404)).message;
+    expect(message).toContain('check the model id claude-sonnet-4-6');
+    expect(message).toContain('LOOPWRIGHT_WORKER_MODEL');
+    const checker = toModelFailure(apiError(404), { role: 'checker', model: 'm' }) as ApplicationFailure;
+    expect(checker.message).toContain('LOOPWRIGHT_CHECKER_MODEL');
+  });
+
+  test.each([408, 409, 429, 500, 502, 503, 529])('HTTP %d is a retryable ModelRetryableError', (status) => {
+    const failure = failureOf(apiError(status));
+    expect(failure.type).toBe(MODEL_RETRYABLE);
+    expect(MODEL_RETRYABLE).toBe('ModelRetryableError');
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toContain(`HTTP ${status}`);
+    expect(failure.details).toEqual([{ status }]);
+  });
+
+  test('HTTP 429 with retry-after: 7 asks Temporal to retry after 7000 ms', () => {
+    expect(failureOf(apiError(429, { 'retry-after': '7' })).nextRetryDelay).toBe(7000);
+  });
+
+  test('retry-after-ms takes precedence over retry-after', () => {
+    expect(failureOf(apiError(529, { 'retry-after-ms': '1500', 'retry-after': '7' })).nextRetryDelay).toBe(1500);
+  });
+
+  test('an HTTP-date retry-after becomes the delay until that date', () => {
+    const at = new Date(Date.now() + 30_000).toUTCString();
+    const delay = failureOf(apiError(503, { 'retry-after': at })).nextRetryDelay as number;
+    expect(delay).toBeGreaterThan(25_000);
+    expect(delay).toBeLessThanOrEqual(30_000);
+  });
+
+  test('without retry-after, or with an unreadable one, Temporal keeps its own backoff', () => {
+    expect(failureOf(apiError(500)).nextRetryDelay).toBeUndefined();
+    expect(failureOf(apiError(429, { 'retry-after': 'later' })).nextRetryDelay).toBeUndefined();
+  });
+
+  test('a connection error is a retryable ModelRetryableError that says the endpoint is unreachable', () => {
+    const failure = failureOf(new Anthropic.APIConnectionError({ message: 'ECONNREFUSED 127.0.0.1:9' }));
+    expect(failure.type).toBe(MODEL_RETRYABLE);
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toBe('cannot reach the model endpoint (worker, claude-sonnet-4-6): ECONNREFUSED 127.0.0.1:9');
+  });
+
+  test('a connection timeout is retryable too', () => {
+    expect(failureOf(new Anthropic.APIConnectionTimeoutError()).type).toBe(MODEL_RETRYABLE);
+  });
+
+  test('a non-SDK error passes through unchanged', () => {
+    const err = new TypeError('cannot read properties of undefined');
+    expect(toModelFailure(err, CONTEXT)).toBe(err);
+    expect(toModelFailure('a string', CONTEXT)).toBe('a string');
+  });
+
+  test('an SDK error without a status (user abort) passes through unchanged', () => {
+    const err = new Anthropic.APIUserAbortError();
+    expect(toModelFailure(err, CONTEXT)).toBe(err);
+  });
+});
