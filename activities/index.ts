@@ -1,24 +1,28 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Check } from '../common/loop-spec';
+import type { AutomatedCheck } from '../common/loop-spec';
 import type { ModelPrice } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
-import { judgeCandidate } from './checks/judge';
+import { runCommandCheck } from './checks/command';
+import { judgeCandidate, type JudgeInput } from './checks/judge';
+import { runSchemaCheck } from './checks/schema';
+import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 
 export interface ActivityDeps {
   anthropic: Anthropic;
-  prices?: Record<string, ModelPrice>;
 }
 
 export interface GenerateCandidateInput {
   workflowId: string;
   attempt: number;
   model: string;
+  price: ModelPrice;
   systemPrompt: string;
   task: string;
   feedback: FeedbackEntry[];
+  /** max_tokens, as the run's budget allows. */
   maxTokens: number;
 }
 
@@ -31,28 +35,30 @@ export interface GenerateCandidateResult {
 export interface RunCheckInput {
   workflowId: string;
   attempt: number;
-  checkerModel: string;
-  check: Check;
+  check: Exclude<AutomatedCheck, { kind: 'judge' }>;
   task: string;
   candidate: string;
+  workspace?: string;
 }
 
 /**
  * The activities of a Loopwright worker, built from their dependencies so tests can point
  * them at a scripted model server. Model errors surface as ApplicationFailures typed
- * `ModelRetryableError` / `ModelRequestError` (see model-errors.ts).
+ * `ModelRetryableError` / `ModelRequestError` whose details carry any usage the provider
+ * reported (see model-errors.ts); the workflow charges it and decides whether to retry.
  */
 export function createActivities(deps: ActivityDeps) {
-  const callModel = createModelCaller({ anthropic: deps.anthropic, prices: deps.prices });
+  const callModel = createModelCaller({ anthropic: deps.anthropic });
   return {
     /**
      * One worker turn: the task plus the feedback of every earlier attempt, answered by the
-     * worker model. Charges the call's usage to the run through its result.
+     * worker model. Its usage (tokens and cost at the pinned price) is charged by the workflow.
      */
     async generateCandidate(input: GenerateCandidateInput): Promise<GenerateCandidateResult> {
       const reply = await callModel({
         role: 'worker',
         model: input.model,
+        price: input.price,
         workflowId: input.workflowId,
         attempt: input.attempt,
         system: input.systemPrompt,
@@ -62,11 +68,18 @@ export function createActivities(deps: ActivityDeps) {
       return { candidate: reply.text, stopReason: reply.stopReason, usage: reply.usage };
     },
 
-    /** Runs one independent check on a candidate and returns its verdict with evidence and usage. */
+    /** The LLM judge on one candidate, in a fresh context; fails closed (see checks/judge.ts). */
+    async judgeCandidate(input: JudgeInput): Promise<Verdict> {
+      return judgeCandidate(callModel, input);
+    },
+
+    /** A check that needs no model: a command in the run's workspace, or a JSON Schema. */
     async runCheck(input: RunCheckInput): Promise<Verdict> {
       switch (input.check.kind) {
-        case 'judge':
-          return judgeCandidate(callModel, { ...input, model: input.checkerModel, check: input.check });
+        case 'command':
+          return runCommandCheck({ ...input, check: input.check, workspace: input.workspace ?? defaultWorkspace(input.workflowId) });
+        case 'schema':
+          return runSchemaCheck(input.check, input.candidate);
       }
     },
   };

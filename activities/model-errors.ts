@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
+import type { Usage } from '../common/usage';
 
 /** Failure types the model activity raises; the workflow matches on these, never on classes. */
 export const MODEL_RETRYABLE = 'ModelRetryableError';
@@ -23,11 +24,12 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
  * 408, 409, 429, 5xx (529 included) and connection errors retry, honouring `retry-after`;
  * other 4xx (authentication, bad request, model not found) do not, and say what to fix.
  */
-export function toModelFailure(err: unknown, context: { role: string; model: string }): unknown {
+export function toModelFailure(err: unknown, context: { role: string; model: string; usage?: Usage }): unknown {
   if (err instanceof Anthropic.APIConnectionError) {
     return ApplicationFailure.create({
       type: MODEL_RETRYABLE,
       message: `cannot reach the model endpoint (${context.role}, ${context.model}): ${err.message}`,
+      details: [{ usage: context.usage }],
     });
   }
   if (!(err instanceof Anthropic.APIError) || err.status === undefined) return err;
@@ -38,12 +40,14 @@ export function toModelFailure(err: unknown, context: { role: string; model: str
       ? ': check ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL)'
       : status === 404
         ? `: check the model id ${context.model} (LOOPWRIGHT_${context.role.toUpperCase()}_MODEL)`
-        : '';
+        : status === 400 || status === 413 || status === 422
+          ? ': check the request (prompt size, max_tokens, tool definitions); retrying will not help'
+          : '';
   return ApplicationFailure.create({
     type: retryable ? MODEL_RETRYABLE : MODEL_NON_RETRYABLE,
     nonRetryable: !retryable,
     message: `model call failed with HTTP ${status} (${context.role}, ${context.model}): ${err.message}${hint}`,
-    details: [{ status }],
+    details: [{ status, usage: context.usage }],
     nextRetryDelay: retryable ? retryAfterMs(err.headers) : undefined,
   });
 }

@@ -18,6 +18,8 @@ export interface ModelRequest {
   tools?: Anthropic.Tool[];
   toolChoice?: Anthropic.ToolChoice;
   maxTokens: number;
+  /** The model's price, pinned in the run's input; the reply's cost is computed with it. */
+  price: ModelPrice;
 }
 
 /** The model's answer with its usage and cost. */
@@ -30,8 +32,7 @@ export interface ModelReply {
 
 export interface ModelDeps {
   anthropic: Anthropic;
-  prices?: Record<string, ModelPrice>;
-  /** How often a waiting model call heartbeats (ms). */
+  /** How often a waiting model call heartbeats (ms); cancellation arrives with a heartbeat. */
   heartbeatMs?: number;
 }
 
@@ -40,17 +41,20 @@ export interface ModelDeps {
  * (long outputs do not hit HTTP timeouts), heartbeats while it waits, passes the activity's
  * cancellation to the request, marks the system prompt and tools as a cacheable prefix, and
  * sends `x-loopwright-*` headers so any endpoint can tell the runs, roles and attempts apart.
+ * When the provider answered but the call still failed (an error in the middle of the stream),
+ * the usage it had reported rides in the failure's details, so the run is charged for it.
  */
 export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promise<ModelReply> {
   return async (req) => {
     const ctx = inActivity();
-    const beat = ctx ? setInterval(() => ctx.heartbeat(), deps.heartbeatMs ?? 5000) : undefined;
+    const beat = ctx ? setInterval(() => ctx.heartbeat(), deps.heartbeatMs ?? 1000) : undefined;
+    let stream: ReturnType<Anthropic['messages']['stream']> | undefined;
     try {
       ctx?.heartbeat();
       const tools = req.tools?.map((t, i, all) =>
         i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t,
       );
-      const stream = deps.anthropic.messages.stream(
+      stream = deps.anthropic.messages.stream(
         {
           model: req.model,
           max_tokens: req.maxTokens,
@@ -69,9 +73,10 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
         },
       );
       const message = await stream.finalMessage();
-      return toReply(message, req.model, deps.prices);
+      return toReply(message, req.model, req.price);
     } catch (err) {
-      throw toModelFailure(err, { role: req.role, model: req.model });
+      const partial = stream?.currentMessage;
+      throw toModelFailure(err, { role: req.role, model: req.model, usage: partial ? usageOf(partial, req.model, req.price) : undefined });
     } finally {
       if (beat) clearInterval(beat);
     }
@@ -86,19 +91,23 @@ function inActivity(): Context | undefined {
   }
 }
 
-function toReply(message: Anthropic.Message, model: string, prices?: Record<string, ModelPrice>): ModelReply {
+function usageOf(message: Anthropic.Message, model: string, price: ModelPrice): Usage {
   const tokens = {
-    inputTokens: message.usage.input_tokens,
-    outputTokens: message.usage.output_tokens,
+    inputTokens: message.usage.input_tokens ?? 0,
+    outputTokens: message.usage.output_tokens ?? 0,
     cacheReadTokens: message.usage.cache_read_input_tokens ?? 0,
     cacheWriteTokens: message.usage.cache_creation_input_tokens ?? 0,
   };
+  return { ...tokens, costUsd: costOf(model, tokens, { [model]: price }) };
+}
+
+function toReply(message: Anthropic.Message, model: string, price: ModelPrice): ModelReply {
   const content = message.content.map((b) => ({ ...b })) as ContentBlockLike[];
   const text = message.content
     .filter((b): b is Anthropic.TextBlock => b.type === 'text')
     .map((b) => b.text)
     .join('');
-  return { content, text, stopReason: message.stop_reason, usage: { ...tokens, costUsd: costOf(model, tokens, prices) } };
+  return { content, text, stopReason: message.stop_reason, usage: usageOf(message, model, price) };
 }
 
 /** The Anthropic client Loopwright uses: endpoint from the environment, retries left to Temporal. */

@@ -9,6 +9,8 @@ import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { decisionSignal, stateQuery } from '../workflows/messages';
 import { planRun } from './plan-run';
+import { readPrices } from './prices';
+import type { ModelPrice } from '../common/pricing';
 import { newRunId } from './run-id';
 import type { RunSummary } from './types';
 
@@ -34,6 +36,7 @@ export class LoopwrightClient {
     readonly temporal: Client,
     private readonly connection: Connection,
     readonly config: LoopwrightConfig,
+    private readonly prices: Record<string, ModelPrice>,
   ) {}
 
   /** Connects to Temporal; a server that does not answer is a ServerUnavailableError. */
@@ -46,12 +49,12 @@ export class LoopwrightClient {
     } catch (err) {
       throw new ServerUnavailableError(config.temporalAddress, { cause: err });
     }
-    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config);
+    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config, readPrices(opts.env ?? process.env));
   }
 
   /** Starts a run of `loop` and returns its id; invalid input is refused before it reaches the server. */
   async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger } = {}): Promise<{ workflowId: string; runId: string }> {
-    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel } }, opts.trigger ?? { kind: 'client' });
+    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, opts.trigger ?? { kind: 'client' });
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
       const handle = await this.temporal.workflow.start('loopWorkflow', {

@@ -4,6 +4,7 @@ import { zodIssues } from '../common/format';
 import type { LoopInput, Trigger } from '../common/loop-input';
 import type { LoopConfig } from './types';
 import { getLoop } from '../loops';
+import { pinPrices } from './prices';
 
 /**
  * Validates a user's input against the loop's schema and builds the workflow input: the task
@@ -19,12 +20,16 @@ export function planRun(loopName: string, rawInput: unknown, config: LoopConfig,
   }
   const plan = loop.plan(parsed.data, { models: config.models });
   const rubric = plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? c.rubric : []));
+  const rubricHashes = Object.fromEntries(plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? [[c.name, hashRubric(c.rubric)]] : [])));
   return {
     loop: loop.name,
     task: plan.task,
     spec: plan.spec,
     rubricHash: hashRubric(rubric),
+    rubricHashes,
     itemKey: plan.itemKey,
+    prices: pinPrices([plan.spec.models.worker, plan.spec.models.checker], config.prices),
+    workspace: plan.workspace,
     trigger,
     input: parsed.data,
   };

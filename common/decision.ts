@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DurationSchema } from './loop-spec';
 
 const by = z.string().trim().min(1, { message: 'say who decides (--by NAME)' });
 const id = z.string().min(1);
@@ -7,12 +8,27 @@ const id = z.string().min(1);
  * A human decision, sent to a waiting run as the `decision` signal.
  * - approve: accept the last candidate, recorded as a human override (never as a pass);
  * - reject: end the run `rejected`;
- * - retry: the guidance becomes feedback and `attempts` more attempts are granted.
+ * - retry: the guidance becomes feedback and `attempts` more attempts are granted;
+ * - extend: a budget grows by the given amounts (recorded with who and how much).
+ * During a human review (a `human` check), approve passes the candidate and reject fails it
+ * with the reason as feedback.
  * `id` lets the sender find its decision in the run's record (applied or refused).
  */
 export const DecisionSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('approve'), id, by, note: z.string().optional() }),
   z.object({ kind: z.literal('reject'), id, by, reason: z.string().optional() }),
+  z.object({
+    kind: z.literal('extend'),
+    id,
+    by,
+    attempts: z.number().int().min(1).max(100).optional(),
+    tokens: z.number().int().positive().optional(),
+    costUsd: z.number().positive().optional(),
+    wallTime: DurationSchema.optional(),
+    note: z.string().optional(),
+  }).refine((d) => d.attempts !== undefined || d.tokens !== undefined || d.costUsd !== undefined || d.wallTime !== undefined, {
+    message: 'say what to extend: attempts, tokens, costUsd or wallTime',
+  }),
   z.object({
     kind: z.literal('retry'),
     id,

@@ -19,8 +19,14 @@ export const LoopInputSchema = z.object({
   spec: LoopSpecSchema,
   /** sha256 of the rubric, pinned at start; every judge verdict records the hash it used. */
   rubricHash: z.string().min(1),
+  /** The pinned hash of each judge check's rubric, by check name. */
+  rubricHashes: z.record(z.string(), z.string()),
   itemKey: z.string().optional(),
   trigger: TriggerSchema.default({ kind: 'client' }),
+  /** Prices per million tokens of the models the run uses, pinned at start (LOOPWRIGHT_PRICES). */
+  prices: z.record(z.string(), z.object({ input: z.number(), output: z.number(), cacheRead: z.number(), cacheWrite: z.number() })),
+  /** Folder where command checks run; a fresh folder per run when absent. */
+  workspace: z.string().optional(),
   /** The user's input to the loop, kept for the record. */
   input: z.unknown().optional(),
 });

@@ -26,13 +26,54 @@ export const JudgeCheckSchema = z.object({
 });
 export type JudgeCheck = z.infer<typeof JudgeCheckSchema>;
 
-/** One independent check of a candidate. All of a loop's checks must pass. */
-export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema]);
-export type Check = z.infer<typeof CheckSchema>;
+/**
+ * A command run in the run's workspace (through `sh -c`); it passes on exit 0 and the tail of
+ * its output is the evidence. The candidate is in the file named by LOOPWRIGHT_CANDIDATE_FILE.
+ */
+export const CommandCheckSchema = z.object({
+  kind: z.literal('command'),
+  name: z.string().min(1).default('command'),
+  command: z.string().min(1),
+  timeout: DurationSchema.default('5m'),
+});
+export type CommandCheck = z.infer<typeof CommandCheckSchema>;
 
-/** Hard limits the workflow enforces in code. */
+/** The candidate must be JSON that matches a JSON Schema. */
+export const SchemaCheckSchema = z.object({
+  kind: z.literal('schema'),
+  name: z.string().min(1).default('schema'),
+  schema: z.record(z.string(), z.unknown()),
+});
+export type SchemaCheck = z.infer<typeof SchemaCheckSchema>;
+
+/**
+ * A person reviews the candidate (after every automated check passed): approve passes it,
+ * reject fails it with the reviewer's reason as feedback. Waits up to the escalation timeout.
+ */
+export const HumanCheckSchema = z.object({
+  kind: z.literal('human'),
+  name: z.string().min(1).default('review'),
+  approvers: z.array(z.string()).default([]),
+});
+export type HumanCheck = z.infer<typeof HumanCheckSchema>;
+
+/** One independent check of a candidate. All of a loop's checks must pass. */
+export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema]);
+export type Check = z.infer<typeof CheckSchema>;
+/** The checks that run in an activity (all but the human review). */
+export type AutomatedCheck = Exclude<Check, HumanCheck>;
+
+/**
+ * Hard limits the workflow enforces in code, before every attempt and every model call.
+ * Tokens are input + output. Wall time counts the time the run works, not time it waits for a
+ * human. Side effects are counted by effects (a later capability).
+ */
 export const BudgetSchema = z.object({
   maxAttempts: z.number().int().min(1).max(100),
+  maxWallTime: DurationSchema.optional(),
+  maxTokens: z.number().int().positive().optional(),
+  maxCostUsd: z.number().positive().optional(),
+  maxSideEffects: z.number().int().nonnegative().optional(),
 });
 export type Budget = z.infer<typeof BudgetSchema>;
 
@@ -57,7 +98,10 @@ export const LoopSpecSchema = z.object({
     maxTokens: z.number().int().positive().default(4096),
   }),
   models: ModelsSchema,
-  checks: z.array(CheckSchema).min(1),
+  checks: z
+    .array(CheckSchema)
+    .min(1)
+    .refine((checks) => new Set(checks.map((c) => c.name)).size === checks.length, { message: 'check names must be unique' }),
   budget: BudgetSchema,
   escalation: EscalationSchema,
   autonomy: AutonomySchema.default('L1'),

@@ -29,13 +29,18 @@ function fallbackPrice(prices: Record<string, ModelPrice>): ModelPrice {
   return all.reduce((max, p) => (p.output > max.output ? p : max), all[0] ?? DEFAULT_PRICES['claude-opus-5-5']);
 }
 
+/** The price of `model` in `prices`, or the most expensive known rate for a model not listed. */
+export function priceOf(model: string, prices: Record<string, ModelPrice> = DEFAULT_PRICES): ModelPrice {
+  return Object.hasOwn(prices, model) ? prices[model] : fallbackPrice(prices);
+}
+
 /** Cost in dollars of the given token counts on `model`. */
 export function costOf(
   model: string,
   tokens: Omit<Usage, 'costUsd'>,
   prices: Record<string, ModelPrice> = DEFAULT_PRICES,
 ): number {
-  const p = prices[model] ?? fallbackPrice(prices);
+  const p = priceOf(model, prices);
   const dollars =
     (tokens.inputTokens * p.input +
       tokens.outputTokens * p.output +

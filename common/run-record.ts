@@ -15,19 +15,41 @@ export function isTerminal(state: RunState): boolean {
 
 /**
  * Why a run stopped (or, while it waits for a human, why it escalated):
- * `passed` all checks passed; `approved` a human accepted an unverified candidate (an override);
- * `rejected` a human rejected it; `attempts` the attempt budget ran out; `canceled`; `error`.
+ * - `passed` all checks passed; `approved` a human accepted an unverified candidate (an override);
+ * - `rejected` a human rejected the run;
+ * - `attempts`, `time`, `tokens`, `cost`: that budget ran out (→ `budget_exhausted` if nobody
+ *   extends it by the deadline);
+ * - `model_error`: a model call failed in a way retrying cannot fix (→ `blocked` if nobody acts);
+ * - `review_timeout`: a human review was not given by the deadline (→ `blocked`);
+ * - `canceled`; `error`: a fault in Loopwright itself (→ `failed`).
  */
-export type StopReason = 'passed' | 'approved' | 'rejected' | 'attempts' | 'canceled' | 'error';
+export type StopReason =
+  | 'passed'
+  | 'approved'
+  | 'rejected'
+  | 'attempts'
+  | 'time'
+  | 'tokens'
+  | 'cost'
+  | 'model_error'
+  | 'review_timeout'
+  | 'canceled'
+  | 'error';
+
+export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'output';
 
 /** One check's verdict on one candidate, with its evidence. */
 export interface Verdict {
   check: string;
-  kind: 'judge';
+  kind: CheckKind;
   passed: boolean;
   reason: string;
   failedItems: string[];
   requiredCorrection: string;
+  /** What the check saw: a command's output tail, the schema errors, the reviewer's note. */
+  evidence?: string;
+  /** Who gave the verdict, for a human review. */
+  by?: string;
   /** Hash of the rubric the judge was given; equal to the run's pinned `rubricHash`. */
   rubricHash?: string;
   usage: Usage;
@@ -36,12 +58,38 @@ export interface Verdict {
 /** One attempt: the candidate, every check's verdict, and what it cost. */
 export interface AttemptRecord {
   n: number;
-  candidate: string;
+  /** The candidate, or null when the attempt stopped before the worker answered. */
+  candidate: string | null;
   passed: boolean;
   /** The reasons of the failing checks (empty when it passed). */
   reasons: string[];
   verdicts: Verdict[];
   usage: Usage;
+  /** Why the attempt stopped early: a spent budget or a model error. */
+  stopped?: { reason: StopReason; detail: string };
+}
+
+/** The run's limits (pinned at start, extended only by recorded human decisions) and use. */
+export interface RunBudget {
+  maxAttempts: number;
+  maxWallTimeMs: number | null;
+  maxTokens: number | null;
+  maxCostUsd: number | null;
+  maxSideEffects: number | null;
+  used: { attempts: number; wallTimeMs: number; tokens: number; costUsd: number; sideEffects: number };
+  /** Every extension a human granted, with who and how much. */
+  extensions: Array<{ by: string; at: string; attempts?: number; tokens?: number; costUsd?: number; wallTime?: string; guidance?: string }>;
+}
+
+/** Why and since when the run waits for a human. */
+export interface Escalation {
+  /** `budget`: a budget ran out; `error`: a model call cannot succeed; `review`: a human check. */
+  kind: 'budget' | 'error' | 'review';
+  stopReason: StopReason;
+  reason: string;
+  since: string;
+  deadline: string;
+  timedOut: boolean;
 }
 
 /** Usage of the run, in total and per role. */
@@ -72,14 +120,16 @@ export interface RunRecord {
   /** The attempt in progress, or the last one (0 before the first). */
   attempt: number;
   attempts: AttemptRecord[];
-  budget: { maxAttempts: number; attemptsUsed: number };
+  /** The candidate of the attempt that waits for a human review, with its automated verdicts. */
+  pendingReview: { attempt: number; candidate: string; verdicts: Verdict[] } | null;
+  budget: RunBudget;
   /** The last decision that was applied. */
   decision: DecisionRecord | null;
   /** Every decision received, applied or refused, in order. */
   decisions: DecisionRecord[];
   stopReason: StopReason | null;
   /** Set while (and after) the run waited for a human. */
-  escalation: { reason: string; since: string; deadline: string; timedOut: boolean } | null;
+  escalation: Escalation | null;
   usage: RunUsage;
   error: string | null;
   startedAt: string;

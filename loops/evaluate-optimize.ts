@@ -1,16 +1,24 @@
 import { z } from 'zod';
-import { DurationSchema, LoopSpecSchema } from '../common/loop-spec';
+import { BudgetSchema, CheckSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
 import type { LoopDefinition } from './loop-definition';
 
-/** Input of `evaluate-optimize`: any task, judged against a rubric the caller supplies. */
+/**
+ * Input of `evaluate-optimize`: any task, checked by a judge on `rubric` and/or the given
+ * `checks` (command, schema, judge, human). `maxAttempts` is a shorthand for
+ * `budget.maxAttempts`; `workspace` is where command checks run.
+ */
 export const EvaluateOptimizeInputSchema = z
   .object({
     task: z.string().trim().min(1, { message: 'say what the agent should do' }),
-    rubric: z.array(z.string().trim().min(1)).min(1, { message: 'give at least one rubric item' }),
+    rubric: z.array(z.string().trim().min(1)).min(1, { message: 'give at least one rubric item' }).optional(),
+    checks: z.array(CheckSchema).optional(),
     maxAttempts: z.number().int().min(1).max(20).optional(),
+    budget: BudgetSchema.partial().strict().optional(),
     escalationTimeout: DurationSchema.optional(),
+    workspace: z.string().min(1).optional(),
   })
-  .strict();
+  .strict()
+  .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, { message: 'give a rubric or at least one check', path: ['rubric'] });
 export type EvaluateOptimizeInput = z.infer<typeof EvaluateOptimizeInputSchema>;
 
 const SYSTEM_PROMPT = [
@@ -19,27 +27,28 @@ const SYSTEM_PROMPT = [
 ].join('\n');
 
 /**
- * The generic verified loop: the worker model answers the task, an independent judge checks
- * the answer against the rubric, failures feed the next attempt (3 by default), and a human
- * decides when the attempts run out (waiting 24 h by default).
+ * The generic verified loop: the worker model answers the task, independent checks judge the
+ * answer, failures feed the next attempt (3 attempts by default, other budgets unlimited unless
+ * given), and a human decides when a budget runs out (waiting 24 h by default).
  */
 export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
   name: 'evaluate-optimize',
-  description: 'Any task, answered by the worker model and judged against your rubric.',
+  description: 'Any task, answered by the worker model and judged against your rubric and checks.',
   example: { task: 'Write a haiku about durable execution.', rubric: ['has three lines', 'mentions a crash'], maxAttempts: 3 },
   inputSchema: EvaluateOptimizeInputSchema,
   plan(input, defaults) {
+    const judge = input.rubric ? [{ kind: 'judge' as const, name: 'judge', rubric: input.rubric }] : [];
     const spec = LoopSpecSchema.parse({
       name: 'evaluate-optimize',
-      version: '1',
+      version: '2',
       description: this.description,
       agent: { systemPrompt: SYSTEM_PROMPT, maxTokens: 4096 },
       models: defaults.models,
-      checks: [{ kind: 'judge', name: 'judge', rubric: input.rubric }],
-      budget: { maxAttempts: input.maxAttempts ?? 3 },
+      checks: [...judge, ...(input.checks ?? [])],
+      budget: { ...input.budget, maxAttempts: input.maxAttempts ?? input.budget?.maxAttempts ?? 3 },
       escalation: { timeout: input.escalationTimeout ?? '24h' },
       autonomy: 'L1',
     });
-    return { task: input.task, spec };
+    return { task: input.task, spec, workspace: input.workspace };
   },
 };

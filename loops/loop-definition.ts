@@ -6,6 +6,8 @@ export interface LoopPlan {
   task: string;
   spec: LoopSpec;
   itemKey?: string;
+  /** Folder where command checks run. */
+  workspace?: string;
 }
 
 /**

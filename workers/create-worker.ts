@@ -1,8 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { createAnthropic } from '../activities/model';
-import { ConfigError, ServerUnavailableError } from '../common/errors';
-import { DEFAULT_PRICES, type ModelPrice } from '../common/pricing';
+import { ServerUnavailableError } from '../common/errors';
 import { workflowSource } from './workflow-bundle';
 
 export interface WorkerOptions {
@@ -11,16 +10,6 @@ export interface WorkerOptions {
   taskQueue: string;
   /** Environment for the model endpoint (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) and prices. */
   env: Record<string, string | undefined>;
-}
-
-/** Model prices from LOOPWRIGHT_PRICES (JSON: model id → { input, output, cacheRead, cacheWrite } per million tokens). */
-export function readPrices(env: Record<string, string | undefined>): Record<string, ModelPrice> | undefined {
-  if (!env.LOOPWRIGHT_PRICES) return undefined;
-  try {
-    return { ...DEFAULT_PRICES, ...(JSON.parse(env.LOOPWRIGHT_PRICES) as Record<string, ModelPrice>) };
-  } catch (err) {
-    throw new ConfigError(`LOOPWRIGHT_PRICES is not valid JSON (${(err as Error).message}): give an object of model id to prices`);
-  }
 }
 
 /**
@@ -34,12 +23,14 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
   } catch (err) {
     throw new ServerUnavailableError(opts.address, { cause: err });
   }
-  const activities = createActivities({ anthropic: createAnthropic(opts.env), prices: readPrices(opts.env) });
+  const activities = createActivities({ anthropic: createAnthropic(opts.env) });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities,
+    // Cancellation reaches an activity with its next heartbeat: keep that within about a second.
+    maxHeartbeatThrottleInterval: '1s',
     ...workflowSource(opts.env),
   });
   return { worker, connection };

@@ -1,76 +1,64 @@
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  condition,
-  isCancellation,
-  proxyActivities,
-  setCurrentDetails,
-  setHandler,
-  upsertSearchAttributes,
-  workflowInfo,
-  type ActivityOptions,
-} from '@temporalio/workflow';
-import type { Activities } from '../activities';
+import { condition, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { DecisionSchema, type Decision, type DecisionRecord } from '../common/decision';
 import { parseDuration } from '../common/duration';
 import { zodIssues } from '../common/format';
 import type { LoopInput } from '../common/loop-input';
 import type { FeedbackEntry } from '../common/prompts';
-import { isTerminal, type RunRecord, type RunState, type StopReason, type Verdict } from '../common/run-record';
-import {
-  LoopAttempt,
-  LoopAutonomy,
-  LoopCostUsd,
-  LoopItemKey,
-  LoopName,
-  LoopState,
-  LoopTokens,
-} from '../common/search-attributes';
+import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../common/run-record';
+import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
+import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
+import { ActiveClock } from './active-clock';
+import { runAttempt, type AttemptProgress } from './attempt';
+import { attemptStop, describeStop, extendLimits, type BudgetUse } from './budget';
+import { refusalReason } from './decisions';
+import { runDetails } from './details';
 import { decisionSignal, stateQuery } from './messages';
-import { feedbackFrom, newRecord, recordAttempt } from './run-record';
+import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './run-record';
+import { withWallTime } from './wall-time';
 
 /**
- * Model calls: 5 minutes per try, heartbeat every 5 s (30 s without one is a lost worker),
- * up to 5 tries with backoff; 4xx request errors other than 408/409/429 are not retried.
- */
-const MODEL_CALL: ActivityOptions = {
-  startToCloseTimeout: '5m',
-  heartbeatTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: ['ModelRequestError'] },
-};
-const acts = proxyActivities<Activities>(MODEL_CALL);
-
-/**
- * The verified run: for attempt 1..maxAttempts the worker model produces a candidate, every
- * check judges it, and a failing attempt's reasons and required corrections become feedback
- * for the next one. All checks pass → `completed`. Attempts spent → `awaiting_human` until a
- * decision signal (approve = human override, reject, retry with guidance and more attempts)
- * or the escalation deadline (→ `budget_exhausted`). Cancellation ends it `canceled`; an
- * error that retries cannot fix ends it `failed`. Every ending returns the full record.
+ * The verified run. Before every attempt and every model call the budgets (attempts, active
+ * wall time, tokens, dollars) are checked in code; the worker model produces a candidate,
+ * every check judges it, and a failing attempt's reasons and required corrections become
+ * feedback for the next. All checks pass → `completed`. A spent budget or a model error that
+ * retries cannot fix → `awaiting_human` until a decision signal (approve = human override,
+ * reject, retry with guidance, extend the budget) or the escalation deadline
+ * (→ `budget_exhausted` / `blocked`). Cancellation → `canceled`; a fault → `failed`. Every
+ * ending returns the full record.
  */
 export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   const info = workflowInfo();
   const record = newRecord(info.workflowId, input, new Date().toISOString());
+  const clock = new ActiveClock(Date.now());
+  let limits = limitsOf(input);
   const feedback: FeedbackEntry[] = [];
   let pending: Decision | undefined;
+  let attemptUsage: Usage = { ...ZERO_USAGE };
+  const escalationMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
 
-  setHandler(stateQuery, () => record);
+  const used = (): BudgetUse => ({ ...record.budget.used, attempts: record.attempts.length, wallTimeMs: clock.used(Date.now()) });
+  const charge = (role: 'worker' | 'checker', usage: Usage) => {
+    chargeUsage(record, role, usage);
+    attemptUsage = addUsage(attemptUsage, usage);
+  };
+
+  setHandler(stateQuery, () => {
+    record.budget.used.wallTimeMs = clock.used(Date.now());
+    return record;
+  });
   setHandler(decisionSignal, (raw) => {
     const at = new Date().toISOString();
     const parsed = DecisionSchema.safeParse(raw);
     if (!parsed.success) {
-      const r = raw as Partial<Decision> | undefined;
-      record.decisions.push({ ...(r as Decision), status: 'refused', reason: `malformed decision: ${zodIssues(parsed.error).join('; ')}`, at });
+      record.decisions.push({ ...(raw as Decision), status: 'refused', reason: `malformed decision: ${zodIssues(parsed.error).join('; ')}`, at });
       return;
     }
     const decision = parsed.data;
-    if (record.decisions.some((d) => d.id === decision.id)) return; // a repeated delivery of the same decision
-    const waiting = record.state === 'awaiting_human' && pending === undefined;
-    const entry: DecisionRecord = waiting
-      ? { ...decision, status: 'applied', at }
-      : { ...decision, status: 'refused', reason: `the run is ${record.state}, not waiting for a decision`, at };
+    if (record.decisions.some((d) => d.id === decision.id)) return; // the same decision delivered again
+    const refusal = refusalReason(record, decision, pending !== undefined);
+    const entry: DecisionRecord = refusal ? { ...decision, status: 'refused', reason: refusal, at } : { ...decision, status: 'applied', at };
     record.decisions.push(entry);
-    if (waiting) {
+    if (!refusal) {
       pending = decision;
       record.decision = entry;
     }
@@ -78,21 +66,62 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
 
   const transition = (state: RunState): void => {
     record.state = state;
+    record.budget.used.wallTimeMs = clock.used(Date.now());
     upsertSearchAttributes([
       { key: LoopState, value: state },
       { key: LoopAttempt, value: record.attempt },
       { key: LoopCostUsd, value: record.usage.total.costUsd },
-      { key: LoopTokens, value: record.usage.total.inputTokens + record.usage.total.outputTokens },
+      { key: LoopTokens, value: record.budget.used.tokens },
     ]);
-    setCurrentDetails(details(record));
+    setCurrentDetails(runDetails(record));
   };
   const finish = (state: RunState, stopReason: StopReason, output: string | null = null): RunRecord => {
+    clock.pause(Date.now());
     record.stopReason = stopReason;
     record.output = output;
     record.ok = state === 'completed';
     record.endedAt = new Date().toISOString();
     transition(state);
     return record;
+  };
+  /** Waits in awaiting_human (the active clock paused) for one decision or the deadline. */
+  const escalate = async (kind: Escalation['kind'], stopReason: StopReason, reason: string): Promise<Decision | undefined> => {
+    const now = Date.now();
+    clock.pause(now);
+    record.stopReason = stopReason;
+    record.escalation = { kind, stopReason, reason, since: new Date(now).toISOString(), deadline: new Date(now + escalationMs).toISOString(), timedOut: false };
+    transition('awaiting_human');
+    const decided = await condition(() => pending !== undefined, escalationMs, { summary: `wait for a human: ${reason}`.slice(0, 200) });
+    if (!decided) record.escalation.timedOut = true;
+    const decision = pending;
+    pending = undefined;
+    clock.resume(Date.now());
+    return decision;
+  };
+  /** Applies a decision on a budget or error escalation; returns the record when the run ends. */
+  const decide = (decision: Decision | undefined, kind: 'budget' | 'error', stopReason: StopReason): RunRecord | undefined => {
+    if (!decision) return kind === 'budget' ? finish('budget_exhausted', stopReason) : finish('blocked', stopReason);
+    const at = new Date().toISOString();
+    switch (decision.kind) {
+      case 'approve': {
+        record.override = true;
+        const last = [...record.attempts].reverse().find((a) => a.candidate !== null);
+        return finish('completed', 'approved', last?.candidate ?? null);
+      }
+      case 'reject':
+        return finish('rejected', 'rejected');
+      case 'retry':
+        limits = { ...limits, maxAttempts: Math.max(limits.maxAttempts, record.attempts.length) + decision.attempts };
+        feedback.push({ kind: 'human', by: decision.by, guidance: decision.guidance });
+        record.budget.extensions.push({ by: decision.by, at, attempts: decision.attempts, guidance: decision.guidance });
+        break;
+      case 'extend':
+        limits = extendLimits(limits, { attempts: decision.attempts, tokens: decision.tokens, costUsd: decision.costUsd, wallTimeMs: decision.wallTime ? parseDuration(decision.wallTime) : undefined });
+        record.budget.extensions.push({ by: decision.by, at, attempts: decision.attempts, tokens: decision.tokens, costUsd: decision.costUsd, wallTime: decision.wallTime });
+        break;
+    }
+    showLimits(record, limits);
+    return undefined;
   };
 
   upsertSearchAttributes([
@@ -103,89 +132,73 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   transition('running');
 
   try {
-    let maxAttempts = input.spec.budget.maxAttempts;
     for (;;) {
-      while (record.attempts.length < maxAttempts) {
-        const n = record.attempts.length + 1;
-        record.attempt = n;
-        transition('running');
-        const generated = await acts.generateCandidate.executeWithOptions(
-          { ...MODEL_CALL, summary: `claude (worker): attempt ${n}` },
-          [{ workflowId: info.workflowId, attempt: n, model: input.spec.models.worker, systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback, maxTokens: input.spec.agent.maxTokens }],
-        );
-        transition('verifying');
-        const verdicts: Verdict[] = [];
-        for (const check of input.spec.checks) {
-          const verdict = await acts.runCheck.executeWithOptions(
-            { ...MODEL_CALL, summary: `check ${check.name}: attempt ${n}` },
-            [{ workflowId: info.workflowId, attempt: n, checkerModel: input.spec.models.checker, check, task: input.task, candidate: generated.candidate }],
-          );
-          verdicts.push(pinnedRubric(verdict, input.rubricHash));
-        }
-        const attempt = recordAttempt(record, n, generated.candidate, generated.usage, verdicts);
-        if (attempt.passed) return finish('completed', 'passed', attempt.candidate);
-        feedback.push(feedbackFrom(attempt));
+      const spent = attemptStop(limits, used());
+      if (spent) {
+        const ended = decide(await escalate('budget', spent, describeStop(spent, limits, used())), 'budget', spent);
+        if (ended) return ended;
+        continue;
       }
-
-      const decision = await escalate(record, 'attempts', `${record.attempts.length}/${maxAttempts} attempts used without passing the checks`, input, transition, () => pending);
-      pending = undefined;
-      const last = record.attempts[record.attempts.length - 1];
-      if (!decision) return finish('budget_exhausted', 'attempts');
-      if (decision.kind === 'approve') {
-        record.override = true;
-        return finish('completed', 'approved', last?.candidate ?? null);
+      const n = record.attempts.length + 1;
+      record.attempt = n;
+      attemptUsage = { ...ZERO_USAGE };
+      transition('running');
+      const progress: AttemptProgress = { candidate: null, verdicts: [] };
+      const remaining = limits.maxWallTimeMs === undefined ? undefined : limits.maxWallTimeMs - clock.used(Date.now());
+      const run = await withWallTime(remaining, () =>
+        runAttempt({ workflowId: info.workflowId, input, feedback, limits: () => limits, used, charge, enterVerifying: () => transition('verifying') }, n, progress),
+      );
+      const outcome = run.expired ? ({ kind: 'stopped', stopReason: 'time', detail: `wall time ran out during attempt ${n}` } as const) : run.value;
+      if (outcome.kind === 'checked' && progress.candidate !== null && progress.verdicts.every((v) => v.passed)) {
+        const reviewEnded = await reviews(progress, n);
+        if (reviewEnded) return reviewEnded;
       }
-      if (decision.kind === 'reject') return finish('rejected', 'rejected');
-      maxAttempts += decision.attempts;
-      record.budget.maxAttempts = maxAttempts;
-      feedback.push({ kind: 'human', by: decision.by, guidance: decision.guidance });
+      const stopped = outcome.kind === 'stopped' ? { reason: outcome.stopReason, detail: outcome.detail } : undefined;
+      const attempt = recordAttempt(record, { n, candidate: progress.candidate, usage: attemptUsage, verdicts: progress.verdicts, stopped });
+      if (attempt.passed) return finish('completed', 'passed', attempt.candidate);
+      const lesson = feedbackFrom(attempt);
+      if (lesson) feedback.push(lesson);
+      if (stopped) {
+        const kind = stopped.reason === 'model_error' ? 'error' : 'budget';
+        const ended = decide(await escalate(kind, stopped.reason, stopped.detail), kind, stopped.reason);
+        if (ended) return ended;
+      }
     }
   } catch (err) {
     if (isCancellation(err)) return finish('canceled', 'canceled');
-    record.error = describeError(err);
+    record.error = err instanceof Error ? err.message : String(err);
     return finish('failed', 'error');
   }
-}
 
-/** Waits in `awaiting_human` for a decision until the escalation deadline; undefined on timeout. */
-async function escalate(
-  record: RunRecord,
-  stopReason: StopReason,
-  reason: string,
-  input: LoopInput,
-  transition: (state: RunState) => void,
-  pending: () => Decision | undefined,
-): Promise<Decision | undefined> {
-  const timeoutMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
-  const now = Date.now();
-  record.stopReason = stopReason;
-  record.escalation = { reason, since: new Date(now).toISOString(), deadline: new Date(now + timeoutMs).toISOString(), timedOut: false };
-  transition('awaiting_human');
-  const decided = await condition(() => pending() !== undefined, timeoutMs, { summary: `wait for a human decision (${input.spec.escalation.timeout})` });
-  if (!decided) record.escalation.timedOut = true;
-  return pending();
-}
-
-/** A verdict given against another rubric than the one pinned at start does not count as a pass. */
-function pinnedRubric(verdict: Verdict, rubricHash: string): Verdict {
-  if (!verdict.rubricHash || verdict.rubricHash === rubricHash) return verdict;
-  return { ...verdict, passed: false, reason: `rubric_mismatch: verdict used ${verdict.rubricHash}, run pinned ${rubricHash}` };
-}
-
-function describeError(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) return `${err.cause.type ?? 'error'}: ${err.cause.message}`;
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Markdown shown as the run's current details in the Web UI. */
-function details(record: RunRecord): string {
-  const last = record.attempts[record.attempts.length - 1];
-  const lines = [
-    `**${record.loop}**: ${record.state}${isTerminal(record.state) && record.stopReason ? ` (${record.stopReason})` : ''}`,
-    `attempt ${record.attempt}/${record.budget.maxAttempts}, ${record.usage.total.inputTokens + record.usage.total.outputTokens} tokens, $${record.usage.total.costUsd.toFixed(4)}`,
-  ];
-  if (last) lines.push(`last verdict: ${last.passed ? 'pass' : `fail: ${last.reasons.join('; ')}`}`);
-  if (record.state === 'awaiting_human' && record.escalation) lines.push(`waiting for a human until ${record.escalation.deadline}: ${record.escalation.reason}`);
-  return lines.join('\n\n');
+  /** Each human check reviews the candidate; returns the record when the run ends (no review in time). */
+  async function reviews(progress: AttemptProgress, n: number): Promise<RunRecord | undefined> {
+    for (const check of input.spec.checks) {
+      if (check.kind !== 'human') continue;
+      record.pendingReview = { attempt: n, candidate: progress.candidate!, verdicts: [...progress.verdicts] };
+      const who = check.approvers.length ? ` (${check.approvers.join(', ')})` : '';
+      const decision = await escalate('review', 'review_timeout', `attempt ${n} passed its automated checks and waits for review ${check.name}${who}`);
+      record.pendingReview = null;
+      if (!decision) {
+        recordAttempt(record, { n, candidate: progress.candidate, usage: attemptUsage, verdicts: progress.verdicts });
+        return finish('blocked', 'review_timeout');
+      }
+      const approved = decision.kind === 'approve';
+      const why = decision.kind === 'reject' ? decision.reason : decision.kind === 'approve' ? decision.note : undefined;
+      const verdict: Verdict = {
+        check: check.name,
+        kind: 'human',
+        passed: approved,
+        reason: approved ? `approved by ${decision.by}` : `rejected by ${decision.by}${why ? `: ${why}` : ''}`,
+        failedItems: approved ? [] : [check.name],
+        requiredCorrection: approved ? '' : (why ?? 'the reviewer rejected it'),
+        evidence: why,
+        by: decision.by,
+        usage: { ...ZERO_USAGE },
+      };
+      progress.verdicts.push(verdict);
+      transition('verifying');
+      if (!approved) return undefined;
+    }
+    return undefined;
+  }
 }

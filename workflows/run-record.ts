@@ -1,10 +1,25 @@
-import type { AttemptRecord, RunRecord, Verdict } from '../common/run-record';
 import type { LoopInput } from '../common/loop-input';
+import { parseDuration } from '../common/duration';
 import type { FeedbackEntry } from '../common/prompts';
-import { ZERO_USAGE, addUsage } from '../common/usage';
+import type { AttemptRecord, RunRecord, StopReason, Verdict } from '../common/run-record';
+import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
+import type { BudgetLimits } from './budget';
+
+/** The limits a run starts with, from its pinned spec. */
+export function limitsOf(input: LoopInput): BudgetLimits {
+  const b = input.spec.budget;
+  return {
+    maxAttempts: b.maxAttempts,
+    maxWallTimeMs: b.maxWallTime === undefined ? undefined : parseDuration(b.maxWallTime),
+    maxTokens: b.maxTokens,
+    maxCostUsd: b.maxCostUsd,
+    maxSideEffects: b.maxSideEffects,
+  };
+}
 
 /** A new record for a run that starts now. Pure. */
 export function newRecord(workflowId: string, input: LoopInput, now: string): RunRecord {
+  const limits = limitsOf(input);
   return {
     workflowId,
     loop: input.loop,
@@ -18,7 +33,16 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
     override: false,
     attempt: 0,
     attempts: [],
-    budget: { maxAttempts: input.spec.budget.maxAttempts, attemptsUsed: 0 },
+    pendingReview: null,
+    budget: {
+      maxAttempts: limits.maxAttempts,
+      maxWallTimeMs: limits.maxWallTimeMs ?? null,
+      maxTokens: limits.maxTokens ?? null,
+      maxCostUsd: limits.maxCostUsd ?? null,
+      maxSideEffects: limits.maxSideEffects ?? null,
+      used: { attempts: 0, wallTimeMs: 0, tokens: 0, costUsd: 0, sideEffects: 0 },
+      extensions: [],
+    },
     decision: null,
     decisions: [],
     stopReason: null,
@@ -30,36 +54,45 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
   };
 }
 
-/** Adds an attempt to the record and charges its usage per role. Pure: returns the attempt. */
+/** Copies the current limits into the record. */
+export function showLimits(record: RunRecord, limits: BudgetLimits): void {
+  record.budget.maxAttempts = limits.maxAttempts;
+  record.budget.maxWallTimeMs = limits.maxWallTimeMs ?? null;
+  record.budget.maxTokens = limits.maxTokens ?? null;
+  record.budget.maxCostUsd = limits.maxCostUsd ?? null;
+}
+
+/** Charges one model call's usage to the run, per role and in total. */
+export function chargeUsage(record: RunRecord, role: 'worker' | 'checker', usage: Usage): void {
+  record.usage[role] = addUsage(record.usage[role], usage);
+  record.usage.total = addUsage(record.usage.total, usage);
+  record.budget.used.tokens = record.usage.total.inputTokens + record.usage.total.outputTokens;
+  record.budget.used.costUsd = record.usage.total.costUsd;
+}
+
+/** Adds a finished (or stopped) attempt to the record. It passed only if every verdict passed. */
 export function recordAttempt(
   record: RunRecord,
-  n: number,
-  candidate: string,
-  workerUsage: AttemptRecord['usage'],
-  verdicts: Verdict[],
+  a: { n: number; candidate: string | null; usage: Usage; verdicts: Verdict[]; stopped?: { reason: StopReason; detail: string } },
 ): AttemptRecord {
-  const failing = verdicts.filter((v) => !v.passed);
-  const checkerUsage = addUsage(...verdicts.map((v) => v.usage));
+  const failing = a.verdicts.filter((v) => !v.passed);
   const attempt: AttemptRecord = {
-    n,
-    candidate,
-    passed: verdicts.length > 0 && failing.length === 0,
-    reasons: failing.map((v) => v.reason),
-    verdicts,
-    usage: addUsage(workerUsage, checkerUsage),
+    n: a.n,
+    candidate: a.candidate,
+    passed: !a.stopped && a.candidate !== null && a.verdicts.length > 0 && failing.length === 0,
+    reasons: [...failing.map((v) => v.reason), ...(a.stopped ? [a.stopped.detail] : [])],
+    verdicts: a.verdicts,
+    usage: a.usage,
+    ...(a.stopped ? { stopped: a.stopped } : {}),
   };
   record.attempts.push(attempt);
-  record.budget.attemptsUsed = record.attempts.length;
-  record.usage = {
-    worker: addUsage(record.usage.worker, workerUsage),
-    checker: addUsage(record.usage.checker, checkerUsage),
-    total: addUsage(record.usage.total, attempt.usage),
-  };
+  record.budget.used.attempts = record.attempts.length;
   return attempt;
 }
 
-/** The feedback an attempt that failed gives the next one. */
-export function feedbackFrom(attempt: AttemptRecord): FeedbackEntry {
+/** The feedback an attempt that failed gives the next one (nothing when it produced no candidate). */
+export function feedbackFrom(attempt: AttemptRecord): FeedbackEntry | undefined {
+  if (attempt.candidate === null) return undefined;
   return {
     kind: 'attempt',
     attempt: attempt.n,

@@ -1,4 +1,5 @@
 import type { JudgeCheck } from '../../common/loop-spec';
+import type { ModelPrice } from '../../common/pricing';
 import {
   JUDGE_SYSTEM_PROMPT,
   VERDICT_TOOL,
@@ -17,6 +18,9 @@ export interface JudgeInput {
   check: JudgeCheck;
   task: string;
   candidate: string;
+  /** max_tokens for the verdict, as the run's budget allows (at most 1024). */
+  maxTokens: number;
+  price: ModelPrice;
 }
 
 /**
@@ -39,7 +43,8 @@ export async function judgeCandidate(
     ],
     tools: [VERDICT_TOOL],
     toolChoice: { type: 'tool', name: VERDICT_TOOL_NAME },
-    maxTokens: 1024,
+    maxTokens: input.maxTokens,
+    price: input.price,
   });
   const verdict = parseVerdict(reply.content);
   return {

@@ -17,7 +17,9 @@ export function parseInputArg(arg: string | undefined): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new UsageError(`--input is not valid JSON (${(err as Error).message}): pass JSON or @file`);
+    const why = (err as Error).message.replace(/\s+/g, ' ').slice(0, 160);
+    const source = arg.startsWith('@') ? `the file ${arg.slice(1)}` : '--input';
+    throw new UsageError(`--input is not valid JSON (${source}: ${why}): pass JSON or @file`);
   }
 }
 

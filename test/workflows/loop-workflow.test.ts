@@ -134,7 +134,8 @@ describe('loopWorkflow on a real dev server', () => {
     });
     expect(record.state).toBe('completed');
     expect(record.stopReason).toBe('passed');
-    expect(record.budget).toEqual({ maxAttempts: 2, attemptsUsed: 2 });
+    expect(record.budget).toMatchObject({ maxAttempts: 2, used: { attempts: 2 } });
+    expect(record.budget.extensions).toEqual([expect.objectContaining({ by: 'cy', attempts: 1, guidance: 'Talk about the power cut.' })]);
     expect(model.requests.find((r) => r.role === 'worker' && r.attempt === 2)!.lastUser).toContain('Guidance from cy');
   });
 

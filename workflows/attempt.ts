@@ -1,0 +1,99 @@
+import type { LoopInput } from '../common/loop-input';
+import { JUDGE_SYSTEM_PROMPT, renderJudgePrompt } from '../common/judge';
+import { priceOf } from '../common/pricing';
+import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
+import type { StopReason, Verdict } from '../common/run-record';
+import type { Usage } from '../common/usage';
+import { acts, CHECK_CALL, MODEL_CALL } from './activities';
+import type { BudgetLimits, BudgetUse } from './budget';
+import { callWithinBudget } from './model-call';
+
+/** What an attempt needs from its run. */
+export interface AttemptContext {
+  workflowId: string;
+  input: LoopInput;
+  feedback: readonly FeedbackEntry[];
+  limits: () => BudgetLimits;
+  used: () => BudgetUse;
+  charge: (role: 'worker' | 'checker', usage: Usage) => void;
+  enterVerifying: () => void;
+}
+
+/** An attempt in progress: filled in as it goes, so a wall-time stop still has what was done. */
+export interface AttemptProgress {
+  candidate: string | null;
+  verdicts: Verdict[];
+}
+
+export type AttemptOutcome = { kind: 'checked' } | { kind: 'stopped'; stopReason: StopReason; detail: string };
+
+/** The judge answers in at most this many tokens. */
+const VERDICT_MAX_TOKENS = 1024;
+
+/**
+ * One attempt: the worker model produces a candidate, then every automated check judges it,
+ * in the order the spec lists them. Human reviews happen after, outside the attempt's wall time.
+ */
+export async function runAttempt(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
+  const { input, workflowId } = ctx;
+  const workerModel = input.spec.models.worker;
+  const checkerModel = input.spec.models.checker;
+  const generated = await callWithinBudget({
+    what: `worker model call (attempt ${n})`,
+    limits: ctx.limits,
+    used: ctx.used,
+    charge: (u) => ctx.charge('worker', u),
+    inputChars: input.spec.agent.systemPrompt.length + renderWorkerPrompt(input.task, ctx.feedback).length,
+    requestedMaxTokens: input.spec.agent.maxTokens,
+    price: priceOf(workerModel, input.prices),
+    invoke: (maxTokens, tryNo) =>
+      acts.generateCandidate.executeWithOptions({ ...MODEL_CALL, summary: `claude (worker): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens },
+      ]),
+  });
+  if (!generated.ok) return { kind: 'stopped', stopReason: generated.stopReason, detail: generated.detail };
+  const candidate = generated.value.candidate;
+  progress.candidate = candidate;
+  ctx.enterVerifying();
+  if (candidate.trim() === '') {
+    progress.verdicts.push(outputVerdict('the worker answered with no text', 'answer with the complete output as text'));
+    return { kind: 'checked' };
+  }
+  for (const check of input.spec.checks) {
+    if (check.kind === 'human') continue;
+    if (check.kind !== 'judge') {
+      progress.verdicts.push(
+        await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: `check ${check.name} (${check.kind}): attempt ${n}` }, [
+          { workflowId, attempt: n, check, task: input.task, candidate, workspace: input.workspace },
+        ]),
+      );
+      continue;
+    }
+    const judged = await callWithinBudget({
+      what: `judge ${check.name} (attempt ${n})`,
+      limits: ctx.limits,
+      used: ctx.used,
+      charge: (u) => ctx.charge('checker', u),
+      inputChars: JUDGE_SYSTEM_PROMPT.length + renderJudgePrompt({ rubric: check.rubric, task: input.task, candidate }).length + 800,
+      requestedMaxTokens: VERDICT_MAX_TOKENS,
+      price: priceOf(checkerModel, input.prices),
+      invoke: (maxTokens, tryNo) =>
+        acts.judgeCandidate.executeWithOptions({ ...MODEL_CALL, summary: `check ${check.name} (judge): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+          { workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens },
+        ]),
+    });
+    if (!judged.ok) return { kind: 'stopped', stopReason: judged.stopReason, detail: judged.detail };
+    progress.verdicts.push(pinnedRubric(judged.value, input.rubricHashes[check.name]));
+  }
+  return { kind: 'checked' };
+}
+
+function outputVerdict(reason: string, correction: string): Verdict {
+  return { check: 'output', kind: 'output', passed: false, reason, failedItems: ['output'], requiredCorrection: correction, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 } };
+}
+
+/** A verdict given against another rubric than the one pinned at start does not count as a pass. */
+function pinnedRubric(verdict: Verdict, rubricHash: string | undefined): Verdict {
+  if (verdict.rubricHash === rubricHash) return verdict;
+  return { ...verdict, passed: false, reason: `rubric_mismatch: verdict used ${verdict.rubricHash}, run pinned ${rubricHash}` };
+}

@@ -1,0 +1,20 @@
+import type { Decision } from '../common/decision';
+import type { RunRecord } from '../common/run-record';
+
+/**
+ * Why a run would refuse `decision` now, or null when it takes it. Pure. A run takes one
+ * decision per wait: approve/reject during a review; approve (an override, only when there is
+ * a candidate), reject, retry or extend when a budget or an error stopped it.
+ */
+export function refusalReason(record: RunRecord, decision: Decision, alreadyDecided: boolean): string | null {
+  const esc = record.escalation;
+  if (record.state !== 'awaiting_human' || !esc || alreadyDecided) return `the run is ${record.state}, not waiting for a decision`;
+  if (esc.kind === 'review') {
+    if (decision.kind === 'approve' || decision.kind === 'reject') return null;
+    return `the run waits for a review of attempt ${record.attempt}: approve or reject it`;
+  }
+  if (decision.kind === 'approve' && !record.attempts.some((a) => a.candidate !== null)) {
+    return 'there is no candidate to approve: retry, extend the budget or reject';
+  }
+  return null;
+}

@@ -1,0 +1,79 @@
+import { ActivityFailure, ApplicationFailure, isCancellation, sleep, TimeoutFailure } from '@temporalio/workflow';
+import { parseDuration } from '../common/duration';
+import type { ModelPrice } from '../common/pricing';
+import type { Usage } from '../common/usage';
+import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from './budget';
+
+/** How often a model call is tried before the run escalates (first try included). */
+export const MAX_MODEL_TRIES = 5;
+
+export type CallOutcome<T> = { ok: true; value: T } | { ok: false; stopReason: 'tokens' | 'cost' | 'model_error'; detail: string };
+
+export interface BudgetedCall<T extends { usage: Usage }> {
+  what: string;
+  limits: () => BudgetLimits;
+  used: () => BudgetUse;
+  charge: (usage: Usage) => void;
+  /** Characters of the prompt (system + messages), for the input estimate. */
+  inputChars: number;
+  requestedMaxTokens: number;
+  price: ModelPrice;
+  /** Makes one try with the max_tokens the budget allows. */
+  invoke: (maxTokens: number, tryNo: number) => Promise<T>;
+}
+
+/**
+ * One model call under the run's budget. Before every try (retries included) the remaining
+ * tokens and dollars must cover the worst case (estimated input + max_tokens); max_tokens is
+ * lowered to what the budget can pay, and a call it cannot pay is not made. Every try's usage
+ * is charged, also for a try that failed after the provider answered. Retryable failures
+ * (429/5xx/529, connection, timeouts) retry with backoff or the provider's retry-after, up to
+ * MAX_MODEL_TRIES; a non-retryable one (401, 400, 404) returns at once as `model_error`.
+ * The activity itself runs with one attempt: the workflow owns these retries, so the budget is
+ * checked before each and each one's usage is seen.
+ */
+export async function callWithinBudget<T extends { usage: Usage }>(call: BudgetedCall<T>): Promise<CallOutcome<T>> {
+  for (let tryNo = 1; ; tryNo++) {
+    const plan = planCall(call.limits(), call.used(), { inputTokens: estimateInputTokens(call.inputChars), requested: call.requestedMaxTokens, price: call.price });
+    if (!plan.ok) {
+      const unit = plan.stop === 'tokens' ? `${plan.needed} tokens and ${plan.left} are left` : `$${plan.needed.toFixed(4)} and $${plan.left.toFixed(4)} is left`;
+      return { ok: false, stopReason: plan.stop, detail: `${call.what} not made: it may need up to ${unit}` };
+    }
+    try {
+      const value = await call.invoke(plan.maxTokens, tryNo);
+      call.charge(value.usage);
+      return { ok: true, value };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const failure = readFailure(err);
+      if (failure.usage) call.charge(failure.usage);
+      if (!failure.retryable) return { ok: false, stopReason: 'model_error', detail: `${call.what} failed: ${failure.message}` };
+      if (tryNo >= MAX_MODEL_TRIES) return { ok: false, stopReason: 'model_error', detail: `${call.what} failed ${tryNo} times; last error: ${failure.message}` };
+      await sleep(failure.retryDelayMs ?? Math.min(30_000, 1000 * 2 ** (tryNo - 1)));
+    }
+  }
+}
+
+interface FailureInfo {
+  retryable: boolean;
+  message: string;
+  usage?: Usage;
+  retryDelayMs?: number;
+}
+
+function readFailure(err: unknown): FailureInfo {
+  if (!(err instanceof ActivityFailure)) throw err;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure) {
+    const details = (cause.details?.[0] ?? {}) as { usage?: Usage };
+    const delay = cause.nextRetryDelay;
+    return {
+      retryable: !cause.nonRetryable,
+      message: cause.message,
+      usage: details.usage ?? undefined,
+      retryDelayMs: typeof delay === 'number' ? delay : typeof delay === 'string' ? parseDuration(delay) : undefined,
+    };
+  }
+  if (cause instanceof TimeoutFailure) return { retryable: true, message: `the activity timed out (${String(cause.timeoutType)}): was its worker lost?` };
+  return { retryable: true, message: cause?.message ?? err.message };
+}
