@@ -2,6 +2,13 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Usage } from '../common/usage';
 
+/** What a failed model call tells the workflow: the HTTP status, usage the provider reported, retry-after. */
+export interface ModelFailureDetails {
+  status?: number;
+  usage?: Usage;
+  retryAfterMs?: number;
+}
+
 /** Failure types the model activity raises; the workflow matches on these, never on classes. */
 export const MODEL_RETRYABLE = 'ModelRetryableError';
 export const MODEL_NON_RETRYABLE = 'ModelRequestError';
@@ -43,11 +50,14 @@ export function toModelFailure(err: unknown, context: { role: string; model: str
         : status === 400 || status === 413 || status === 422
           ? ': check the request (prompt size, max_tokens, tool definitions); retrying will not help'
           : '';
+  const retryAfter = retryable ? retryAfterMs(err.headers) : undefined;
   return ApplicationFailure.create({
     type: retryable ? MODEL_RETRYABLE : MODEL_NON_RETRYABLE,
     nonRetryable: !retryable,
     message: `model call failed with HTTP ${status} (${context.role}, ${context.model}): ${err.message}${hint}`,
-    details: [{ status, usage: context.usage }],
-    nextRetryDelay: retryable ? retryAfterMs(err.headers) : undefined,
+    // nextRetryDelay does not survive the trip to the workflow's failure object, so the
+    // workflow (which owns model retries) reads the delay from the details.
+    details: [{ status, usage: context.usage, retryAfterMs: retryAfter } satisfies ModelFailureDetails],
+    nextRetryDelay: retryAfter,
   });
 }

@@ -61,13 +61,16 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .action(action(withClient((client, loop: string, opts) => runCommand(client, loop, opts, io))));
   program.command('status <id>').description("a run's record").option('--json', 'the run record as JSON')
     .action(action(withClient((client, id: string, opts) => statusCommand(client, id, opts, io))));
-  const decision = (kind: 'approve' | 'reject' | 'retry', about: string, extra: (c: Command) => Command) =>
-    extra(program.command(`${kind} <id>`).description(about).requiredOption('--by <name>', 'who decides (recorded)').option('--json', 'machine-readable output'))
+  const decision = (kind: 'approve' | 'reject' | 'retry' | 'extend', about: string, extra: (c: Command) => Command) =>
+    extra(program.command(`${kind === 'extend' ? 'budget' : kind} <id>`).description(about).requiredOption('--by <name>', 'who decides (recorded)').option('--json', 'machine-readable output'))
       .action(action(withClient((client, id: string, opts) => decideCommand(client, kind, id, opts, io))));
   decision('approve', 'accept the last candidate of a waiting run (recorded as a human override)', (c) => c.option('--note <text>', 'a note for the record'));
   decision('reject', 'end a waiting run as rejected', (c) => c.option('--reason <text>', 'why'));
   decision('retry', 'give a waiting run guidance and more attempts', (c) =>
     c.addOption(new Option('--guidance <text>', 'feedback for the next attempt').makeOptionMandatory()).option('--attempts <n>', 'attempts to grant', '1'));
+  decision('extend', "extend a waiting run's budget (recorded with who and how much)", (c) =>
+    c.option('--attempts <n>', 'more attempts').option('--tokens <n>', 'more tokens (input + output)').option('--cost <usd>', 'more dollars')
+      .option('--time <duration>', 'more active wall time, e.g. 30m').option('--note <text>', 'a note for the record'));
   program.command('cancel <id>').description('cancel a run; it ends canceled with its record').option('--json', 'the record as JSON')
     .action(action(withClient((client, id: string, opts) => cancelCommand(client, id, opts, io))));
   program.command('list').description('runs, newest first').option('--state <state>', 'filter by state').option('--loop <loop>', 'filter by loop')

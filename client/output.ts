@@ -26,13 +26,26 @@ export function progressLine(r: RunRecord): string {
 export function summarize(r: RunRecord): string[] {
   const lines = [`${r.workflowId}`, `  loop       ${r.loop} (v${r.specVersion}, ${r.autonomy})`, `  state      ${r.state}${r.stopReason ? ` (${r.stopReason})` : ''}${r.override ? ' — human override' : ''}`];
   lines.push(`  attempts   ${r.attempts.length}/${r.budget.maxAttempts}`);
+  const b = r.budget;
+  const limits = [
+    b.maxTokens === null ? null : `tokens ${b.used.tokens}/${b.maxTokens}`,
+    b.maxCostUsd === null ? null : `cost ${money(b.used.costUsd)}/${money(b.maxCostUsd)}`,
+    b.maxWallTimeMs === null ? null : `time ${Math.round(b.used.wallTimeMs / 1000)}s/${Math.round(b.maxWallTimeMs / 1000)}s`,
+  ].filter((x): x is string => x !== null);
+  if (limits.length) lines.push(`  budget     ${limits.join(' · ')}`);
+  for (const e of b.extensions) {
+    const what = [e.attempts && `+${e.attempts} attempts`, e.tokens && `+${e.tokens} tokens`, e.costUsd && `+${money(e.costUsd)}`, e.wallTime && `+${e.wallTime}`].filter(Boolean).join(', ');
+    lines.push(`  extended   ${what} by ${e.by}`);
+  }
   for (const a of r.attempts) {
     lines.push(`    #${a.n} ${a.passed ? 'passed' : 'failed'}${a.reasons.length ? `: ${a.reasons.join(' | ')}` : ''}`);
   }
   lines.push(`  usage      ${r.usage.total.inputTokens} in / ${r.usage.total.outputTokens} out tokens, ${money(r.usage.total.costUsd)}`);
   if (r.escalation && r.state === 'awaiting_human') {
     lines.push(`  waiting    for a human until ${r.escalation.deadline}: ${r.escalation.reason}`);
-    lines.push(`             decide with: loopwright approve|reject|retry ${r.workflowId} --by NAME`);
+    const verbs = r.escalation.kind === 'review' ? 'approve|reject' : 'approve|reject|retry|budget';
+    lines.push(`             decide with: loopwright ${verbs} ${r.workflowId} --by NAME`);
+    if (r.pendingReview) lines.push('  candidate', ...r.pendingReview.candidate.split('\n').map((l) => `    ${l}`));
   }
   if (r.decision) lines.push(`  decision   ${r.decision.kind} by ${r.decision.by}`);
   if (r.error) lines.push(`  error      ${r.error}`);

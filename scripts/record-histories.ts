@@ -17,6 +17,7 @@ import { parseModelScript } from '../model-server/script';
 import { freePort, startDevServer } from '../server/dev-server';
 import { packageRoot } from '../server/paths';
 import { installRuntime } from '../workers/runtime';
+import { WORKER_TUNING } from '../workers/create-worker';
 import { workflowSource } from '../workers/workflow-bundle';
 
 const verdict = (passed: boolean, item = 'mentions a crash') => ({
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
     installRuntime();
     const connection = await NativeConnection.connect({ address: server.address });
     const env = { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'record' };
-    const worker = await Worker.create({ connection, taskQueue: 'record', activities: createActivities({ anthropic: createAnthropic(env) }), ...workflowSource(process.env) });
+    const worker = await Worker.create({ connection, taskQueue: 'record', activities: createActivities({ anthropic: createAnthropic(env) }), ...workflowSource(process.env), ...WORKER_TUNING });
     const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: 'record' } });
     const input = { task: 'Write a haiku about crashes.', rubric: ['mentions a crash'] };
     await worker.runUntil(async () => {

@@ -12,6 +12,13 @@ export interface WorkerOptions {
   env: Record<string, string | undefined>;
 }
 
+/** Worker settings every Loopwright worker uses (tests too). */
+export const WORKER_TUNING = {
+  // Cancellation reaches an activity with its next heartbeat: keep that within about a second,
+  // so a wall-time stop aborts the model call promptly.
+  maxHeartbeatThrottleInterval: '1s',
+} as const;
+
 /**
  * Connects to Temporal and creates a worker for the Loopwright task queue with the loop
  * workflow and the model/check activities. The caller runs it and shuts it down.
@@ -29,8 +36,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities,
-    // Cancellation reaches an activity with its next heartbeat: keep that within about a second.
-    maxHeartbeatThrottleInterval: '1s',
+    ...WORKER_TUNING,
     ...workflowSource(opts.env),
   });
   return { worker, connection };

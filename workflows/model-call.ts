@@ -1,5 +1,5 @@
 import { ActivityFailure, ApplicationFailure, isCancellation, sleep, TimeoutFailure } from '@temporalio/workflow';
-import { parseDuration } from '../common/duration';
+import type { ModelFailureDetails } from '../activities/model-errors';
 import type { ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
 import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from './budget';
@@ -65,14 +65,8 @@ function readFailure(err: unknown): FailureInfo {
   if (!(err instanceof ActivityFailure)) throw err;
   const cause = err.cause;
   if (cause instanceof ApplicationFailure) {
-    const details = (cause.details?.[0] ?? {}) as { usage?: Usage };
-    const delay = cause.nextRetryDelay;
-    return {
-      retryable: !cause.nonRetryable,
-      message: cause.message,
-      usage: details.usage ?? undefined,
-      retryDelayMs: typeof delay === 'number' ? delay : typeof delay === 'string' ? parseDuration(delay) : undefined,
-    };
+    const details = (cause.details?.[0] ?? {}) as ModelFailureDetails;
+    return { retryable: !cause.nonRetryable, message: cause.message, usage: details.usage ?? undefined, retryDelayMs: details.retryAfterMs ?? undefined };
   }
   if (cause instanceof TimeoutFailure) return { retryable: true, message: `the activity timed out (${String(cause.timeoutType)}): was its worker lost?` };
   return { retryable: true, message: cause?.message ?? err.message };

@@ -1,4 +1,5 @@
 import type { DecisionKind } from '../../common/decision';
+import { isDuration } from '../../common/duration';
 import { UsageError } from '../../common/errors';
 import type { DecisionRequest, LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
@@ -9,27 +10,47 @@ export interface DecideOptions {
   reason?: string;
   guidance?: string;
   attempts?: string;
+  tokens?: string;
+  cost?: string;
+  time?: string;
   json?: boolean;
 }
 
-function request(kind: DecisionKind, opts: DecideOptions): DecisionRequest {
-  const by = opts.by?.trim();
-  if (!by) throw new UsageError(`${kind} needs --by NAME: decisions are recorded with who made them`);
-  if (kind === 'approve') return { kind, by, note: opts.note };
-  if (kind === 'reject') return { kind, by, reason: opts.reason };
-  if (!opts.guidance?.trim()) throw new UsageError('retry needs --guidance TEXT: it becomes feedback for the next attempt');
-  const attempts = opts.attempts === undefined ? 1 : Number(opts.attempts);
-  if (!Number.isInteger(attempts) || attempts < 1 || attempts > 20) throw new UsageError(`--attempts must be a whole number from 1 to 20, not "${opts.attempts}"`);
-  return { kind, by, guidance: opts.guidance, attempts };
+function wholeNumber(flag: string, value: string | undefined, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, not "${value}"`);
+  return n;
 }
 
-/** `approve|reject|retry <id> --by NAME ...`: sends the decision and confirms it was applied. */
+/** Turns the flags of `approve|reject|retry|budget` into a decision, refusing what cannot work. */
+export function decisionRequest(kind: DecisionKind, opts: DecideOptions): DecisionRequest {
+  const by = opts.by?.trim();
+  const verb = kind === 'extend' ? 'budget' : kind;
+  if (!by) throw new UsageError(`${verb} needs --by NAME: decisions are recorded with who made them`);
+  if (kind === 'approve') return { kind, by, note: opts.note };
+  if (kind === 'reject') return { kind, by, reason: opts.reason };
+  if (kind === 'retry') {
+    if (!opts.guidance?.trim()) throw new UsageError('retry needs --guidance TEXT: it becomes feedback for the next attempt');
+    return { kind, by, guidance: opts.guidance, attempts: wholeNumber('--attempts', opts.attempts ?? '1', 20)! };
+  }
+  const costUsd = opts.cost === undefined ? undefined : Number(opts.cost);
+  if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd > 0)) throw new UsageError(`--cost must be a positive number of dollars, not "${opts.cost}"`);
+  if (opts.time !== undefined && !isDuration(opts.time)) throw new UsageError(`--time must be a duration such as 30m or 2h, not "${opts.time}"`);
+  const request = { kind, by, attempts: wholeNumber('--attempts', opts.attempts, 100), tokens: wholeNumber('--tokens', opts.tokens, 1e9), costUsd, wallTime: opts.time, note: opts.note };
+  if ([request.attempts, request.tokens, request.costUsd, request.wallTime].every((v) => v === undefined)) {
+    throw new UsageError('budget needs at least one of --attempts N, --tokens N, --cost USD, --time DURATION');
+  }
+  return request;
+}
+
+/** `approve|reject|retry|budget <id> --by NAME ...`: sends the decision and confirms it was applied. */
 export async function decideCommand(client: LoopwrightClient, kind: DecisionKind, id: string, opts: DecideOptions, io: Output): Promise<number> {
-  const entry = await client.decide(id, request(kind, opts));
+  const entry = await client.decide(id, decisionRequest(kind, opts));
   if (opts.json) io.out(JSON.stringify(entry));
   else {
     io.out(id);
-    io.out(`  ${kind} by ${entry.by}: applied`);
+    io.out(`  ${kind === 'extend' ? 'budget extension' : kind} by ${entry.by}: applied`);
   }
   return 0;
 }

@@ -4,6 +4,7 @@ import { createActivities } from '../../activities';
 import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { installRuntime } from '../../workers/runtime';
+import { WORKER_TUNING } from '../../workers/create-worker';
 
 /** The dev server global-setup started. */
 export function testAddress(): string {
@@ -37,6 +38,7 @@ export async function testStack(name: string, modelUrl: string, env: Record<stri
     taskQueue,
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
     activities: createActivities({ anthropic: createAnthropic(fullEnv) }),
+    ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });
   return {
