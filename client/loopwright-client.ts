@@ -2,7 +2,7 @@ import { Client, Connection, WorkflowNotFoundError, isGrpcServiceError, type Wor
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
-import type { Decision, DecisionRecord } from '../common/decision';
+import type { Decision, DecisionInput, DecisionRecord } from '../common/decision';
 import { DecisionRefusedError, LoopwrightError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
 import type { Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
@@ -23,7 +23,7 @@ export interface ClientOptions {
 }
 
 /** A decision as a caller gives it; the client adds the id that tracks it. */
-export type DecisionRequest = Decision extends infer D ? (D extends Decision ? Omit<D, 'id'> & { id?: string } : never) : never;
+export type DecisionRequest = DecisionInput extends infer D ? (D extends DecisionInput ? Omit<D, 'id'> & { id?: string } : never) : never;
 
 const POLL_MS = 250;
 

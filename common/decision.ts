@@ -23,7 +23,7 @@ export const DecisionSchema = z.discriminatedUnion('kind', [
     by,
     attempts: z.number().int().min(1).max(100).optional(),
     tokens: z.number().int().positive().optional(),
-    costUsd: z.number().positive().optional(),
+    costUsd: z.number().min(0.000001, { message: 'extend the cost by at least $0.000001' }).optional(),
     wallTime: DurationSchema.optional(),
     note: z.string().optional(),
   }).refine((d) => d.attempts !== undefined || d.tokens !== undefined || d.costUsd !== undefined || d.wallTime !== undefined, {
@@ -38,6 +38,8 @@ export const DecisionSchema = z.discriminatedUnion('kind', [
   }),
 ]);
 export type Decision = z.infer<typeof DecisionSchema>;
+/** A decision as a sender writes it (defaults not yet applied). */
+export type DecisionInput = z.input<typeof DecisionSchema>;
 export type DecisionKind = Decision['kind'];
 
 /** A decision as the run recorded it: applied, or refused with the reason. */

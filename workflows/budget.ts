@@ -81,7 +81,8 @@ export function planCall(
   if (limits.maxCostUsd !== undefined) {
     const left = limits.maxCostUsd - used.costUsd;
     const inputCost = (call.inputTokens * call.price.input) / 1e6;
-    const affordable = call.price.output > 0 ? Math.floor(((left - inputCost) * 1e6) / call.price.output) : Number.MAX_SAFE_INTEGER;
+    const affordable =
+      inputCost > left + 1e-12 ? -1 : call.price.output > 0 ? Math.floor(((left - inputCost) * 1e6) / call.price.output) : Number.MAX_SAFE_INTEGER;
     if (affordable < floor) {
       return { ok: false, stop: 'cost', needed: round6(inputCost + (floor * call.price.output) / 1e6), left: round6(Math.max(0, left)) };
     }
@@ -92,14 +93,14 @@ export function planCall(
 
 /** The limits after a human's extension: each given amount is added to its limit. */
 export function extendLimits(limits: BudgetLimits, ext: BudgetExtension): BudgetLimits {
-  const add = (limit: number | undefined, more: number | undefined, used: number) =>
-    more === undefined ? limit : (limit ?? used) + more;
+  // An unlimited budget stays unlimited: there is nothing to extend.
+  const add = (limit: number | undefined, more: number | undefined) => (limit === undefined || more === undefined ? limit : limit + more);
   return {
     ...limits,
     maxAttempts: limits.maxAttempts + (ext.attempts ?? 0),
-    maxWallTimeMs: add(limits.maxWallTimeMs, ext.wallTimeMs, 0),
-    maxTokens: add(limits.maxTokens, ext.tokens, 0),
-    maxCostUsd: ext.costUsd === undefined ? limits.maxCostUsd : round6((limits.maxCostUsd ?? 0) + ext.costUsd),
+    maxWallTimeMs: add(limits.maxWallTimeMs, ext.wallTimeMs),
+    maxTokens: add(limits.maxTokens, ext.tokens),
+    maxCostUsd: limits.maxCostUsd === undefined || ext.costUsd === undefined ? limits.maxCostUsd : round6(limits.maxCostUsd + ext.costUsd),
   };
 }
 

@@ -8,7 +8,8 @@ import type { RunRecord } from '../common/run-record';
  */
 export function refusalReason(record: RunRecord, decision: Decision, alreadyDecided: boolean): string | null {
   const esc = record.escalation;
-  if (record.state !== 'awaiting_human' || !esc || alreadyDecided) return `the run is ${record.state}, not waiting for a decision`;
+  if (record.state !== 'awaiting_human' || !esc) return `the run is ${record.state}, not waiting for a decision`;
+  if (alreadyDecided) return 'a decision was already taken for this wait';
   if (esc.kind === 'review') {
     if (decision.kind === 'approve' || decision.kind === 'reject') return null;
     return `the run waits for a review of attempt ${record.attempt}: approve or reject it`;
