@@ -73,7 +73,11 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
         },
       );
       const message = await stream.finalMessage();
-      return toReply(message, req.model, req.price);
+      const reply = toReply(message, req.model, req.price);
+      // Recorded with the server at once: if this activity then times out before its result
+      // arrives, the workflow still finds the usage in the timeout's last heartbeat details.
+      ctx?.heartbeat({ usage: reply.usage });
+      return reply;
     } catch (err) {
       const partial = stream?.currentMessage;
       throw toModelFailure(err, { role: req.role, model: req.model, usage: partial ? usageOf(partial, req.model, req.price) : undefined });

@@ -2,6 +2,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { createAnthropic } from '../activities/model';
 import { ServerUnavailableError } from '../common/errors';
+import { checkSearchAttributes } from './check-search-attributes';
 import { workflowSource } from './workflow-bundle';
 
 export interface WorkerOptions {
@@ -30,6 +31,10 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
   } catch (err) {
     throw new ServerUnavailableError(opts.address, { cause: err });
   }
+  await checkSearchAttributes(opts.address, opts.namespace).catch(async (err: unknown) => {
+    await connection.close();
+    throw err;
+  });
   const activities = createActivities({ anthropic: createAnthropic(opts.env) });
   const worker = await Worker.create({
     connection,

@@ -68,6 +68,9 @@ function readFailure(err: unknown): FailureInfo {
     const details = (cause.details?.[0] ?? {}) as ModelFailureDetails;
     return { retryable: !cause.nonRetryable, message: cause.message, usage: details.usage ?? undefined, retryDelayMs: details.retryAfterMs ?? undefined };
   }
-  if (cause instanceof TimeoutFailure) return { retryable: true, message: `the activity timed out (${String(cause.timeoutType)}): was its worker lost?` };
+  if (cause instanceof TimeoutFailure) {
+    const beat = (cause.lastHeartbeatDetails ?? {}) as { usage?: Usage };
+    return { retryable: true, message: `the activity timed out (${String(cause.timeoutType)}): was its worker lost?`, usage: beat.usage };
+  }
   return { retryable: true, message: cause?.message ?? err.message };
 }

@@ -26,6 +26,10 @@ const rules = [
   { name: 'pass-c2', match: { workflowId: 'e2e-pass', role: 'checker', attempt: 2 }, reply: { content: [verdict(true)] } },
   { name: 'esc-w', match: { workflowId: 'e2e-esc', role: 'worker' }, reply: { content: [{ type: 'text', text: 'never short enough' }] } },
   { name: 'esc-c', match: { workflowId: 'e2e-esc', role: 'checker' }, reply: { content: [verdict(false)] } },
+  { name: 'budget-w', match: { workflowId: 'e2e-budget', role: 'worker' }, reply: { content: [{ type: 'text', text: 'short' }] } },
+  { name: 'budget-c', match: { workflowId: 'e2e-budget', role: 'checker' }, reply: { content: [verdict(true)] } },
+  { name: 'cancel-w', match: { workflowId: 'e2e-cancel', role: 'worker' }, reply: { content: [{ type: 'text', text: 'long' }] } },
+  { name: 'cancel-c', match: { workflowId: 'e2e-cancel', role: 'checker' }, reply: { content: [verdict(false)] } },
 ];
 const input = (maxAttempts: number) => JSON.stringify({ task: 'Say something short.', rubric: ['short'], maxAttempts });
 const cli = (...args: string[]) => runCli(args, env);
@@ -89,6 +93,34 @@ describe('loopwright CLI against `loopwright dev` and the scripted model server'
     expect(again.code).toBe(2);
     oneErrorLine(again.stderr);
     expect(again.stderr).toMatch(/decision refused by run e2e-esc: the run has ended \(completed\)/);
+  });
+
+  test('budget extends a run stopped by its cost budget, recorded with who and how much; cancel ends a waiting run canceled', async () => {
+    const tight = JSON.stringify({ task: 'Say something short.', rubric: ['short'], budget: { maxCostUsd: 0.00001 } });
+    const run = await cli('run', 'evaluate-optimize', '--input', tight, '--id', 'e2e-budget', '--wait');
+    expect(run.code).toBe(3);
+    expect(run.stdout).toMatch(/state\s+awaiting_human \(cost\)/);
+    expect(run.stdout).toMatch(/decide with: loopwright approve\|reject\|retry\|budget e2e-budget/);
+    const bad = await cli('budget', 'e2e-budget', '--by', 'ada');
+    expect(bad.code).toBe(2);
+    oneErrorLine(bad.stderr);
+    const extend = await cli('budget', 'e2e-budget', '--by', 'ada', '--cost', '1');
+    expect(extend.code).toBe(0);
+    expect(extend.stdout).toMatch(/budget extension by ada: applied/);
+    let record;
+    for (let i = 0; i < 50; i++) {
+      record = JSON.parse((await cli('status', 'e2e-budget', '--json')).stdout);
+      if (record.state === 'completed') break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(record).toMatchObject({ state: 'completed', stopReason: 'passed', budget: { extensions: [{ by: 'ada', costUsd: 1 }] } });
+    expect(record.budget.maxCostUsd).toBeCloseTo(1.00001, 6);
+
+    const waiting = await cli('run', 'evaluate-optimize', '--input', input(1), '--id', 'e2e-cancel', '--wait');
+    expect(waiting.code).toBe(3);
+    const cancel = await cli('cancel', 'e2e-cancel', '--json');
+    expect(cancel.code).toBe(0);
+    expect(JSON.parse(cancel.stdout)).toMatchObject({ state: 'canceled', stopReason: 'canceled', attempts: [{ n: 1, passed: false }] });
   });
 
   test('list filters by loop and state through the search attributes', async () => {

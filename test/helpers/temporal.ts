@@ -1,6 +1,6 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
-import { createActivities } from '../../activities';
+import { createActivities, type Activities } from '../../activities';
 import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { installRuntime } from '../../workers/runtime';
@@ -28,7 +28,12 @@ export interface TestStack {
 }
 
 /** A worker (real bundle, real activities pointed at `modelUrl`) and a client on one task queue. */
-export async function testStack(name: string, modelUrl: string, env: Record<string, string> = {}): Promise<TestStack> {
+export async function testStack(
+  name: string,
+  modelUrl: string,
+  env: Record<string, string> = {},
+  wrap: (activities: Activities) => Activities = (a) => a,
+): Promise<TestStack> {
   installRuntime();
   const taskQueue = uniqueQueue(name);
   const connection = await NativeConnection.connect({ address: testAddress() });
@@ -37,7 +42,7 @@ export async function testStack(name: string, modelUrl: string, env: Record<stri
     connection,
     taskQueue,
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
-    activities: createActivities({ anthropic: createAnthropic(fullEnv) }),
+    activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv) })),
     ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });

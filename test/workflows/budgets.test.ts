@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import type { ModelRule } from '../../model-server/script';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
@@ -102,6 +103,26 @@ describe('accounting and model errors', () => {
     expect(record.attempts[0].usage).toMatchObject({ inputTokens: 150, outputTokens: 30 });
     expect(record.usage.total.costUsd).toBeGreaterThan(0);
   });
+
+  test('a call that times out after the provider answered is still charged (usage from its last heartbeat), and the retry is charged too', async () => {
+    model = await startModelServer({ script: script(workerSays(1, 'first answer', { times: 2 } as Partial<ModelRule>), judgeSays(1, true)), port: 0 });
+    let calls = 0;
+    stack = await testStack('timeout-after-answer', model.url, {}, (acts) => ({
+      ...acts,
+      async generateCandidate(input) {
+        const result = await acts.generateCandidate(input);
+        if (++calls > 1) return result;
+        // The answer is in, but this try never returns it: the server times the activity out.
+        await Context.current().cancelled.catch(() => undefined);
+        throw new Error('lost after answering');
+      },
+    }));
+    const s = stack;
+    const record = await s.run(async () => s.client.wait((await s.client.run('evaluate-optimize', task({}))).workflowId));
+    expect(record.state).toBe('completed');
+    expect(workerRequests(model).map((r) => r.status)).toEqual([200, 200]);
+    expect(record.usage.worker).toMatchObject({ inputTokens: 200, outputTokens: 40 });
+  }, 90_000);
 
   test('a 401 escalates at once with a reason a person can act on, and ends blocked at the deadline', async () => {
     const denied: ModelRule = { name: 'denied', match: { role: 'worker' }, error: { status: 401 } } as ModelRule;
