@@ -1,4 +1,5 @@
 import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
 import { randomBytes } from 'node:crypto';
 import { ConfigError } from '../../common/errors';
 import { checkSearchAttributes } from '../../workers/check-search-attributes';
@@ -13,7 +14,7 @@ describe('a worker checks the namespace for the search attributes before it star
     const namespace = `bare-${randomBytes(3).toString('hex')}`;
     const connection = await Connection.connect({ address: testAddress() });
     try {
-      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: 86_400 } });
+      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
     } finally {
       await connection.close();
     }
