@@ -9,9 +9,26 @@ import { judgeCandidate, type JudgeInput } from './checks/judge';
 import { runSchemaCheck } from './checks/schema';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
+import { ApplicationFailure } from '@temporalio/common';
+import path from 'node:path';
+import type { SessionSetup, TurnResult } from '../common/agent';
+import type { Autonomy } from '../common/loop-spec';
+import { loopwrightHome } from '../server/paths';
+import { modelTurn, type ModelTurnInput } from './agent/model-turn';
+import { runTool, type RunToolInput, type RunToolResult } from './agent/run-tool';
+import { commitWorkspace, prepareWorkspace } from './agent/workspace';
+import { createToolRegistry } from './tools/registry';
+import type { Tool } from './tools/types';
+import { createFileBlobStore, type BlobStore } from './transcript/store';
 
 export interface ActivityDeps {
   anthropic: Anthropic;
+  /** Where transcripts live (default LOOPWRIGHT_TRANSCRIPTS or .loopwright/transcripts); shared by all workers. */
+  store?: BlobStore;
+  /** The loop's own tools, next to the built-in ones. */
+  tools?: Tool[];
+  /** Where L2 runs get their git worktrees (default LOOPWRIGHT_WORKTREES or .loopwright/worktrees). */
+  worktreesDir?: string;
 }
 
 export interface GenerateCandidateInput {
@@ -49,7 +66,39 @@ export interface RunCheckInput {
  */
 export function createActivities(deps: ActivityDeps) {
   const callModel = createModelCaller({ anthropic: deps.anthropic });
+  const store = deps.store ?? createFileBlobStore(process.env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'));
+  const registry = createToolRegistry(deps.tools ?? []);
+  const worktreesDir = deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
   return {
+    /**
+     * Fixes where a run's agent works and which tools it has, once per run: the tool classes
+     * (for the autonomy gate) and the workspace (an L2 run gets its own git worktree and branch).
+     * An unknown tool or an unusable workspace is a non-retryable `WorkspaceError`.
+     */
+    async prepareSession(input: { workflowId: string; workspace: string; autonomy: Autonomy; tools: string[] }): Promise<SessionSetup> {
+      const unknown = input.tools.filter((t) => !registry.get(t));
+      if (unknown.length) {
+        throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `unknown tools ${unknown.join(', ')}: this worker has ${registry.names().join(', ')}` });
+      }
+      const where = await prepareWorkspace(worktreesDir, input);
+      return { ...where, tools: input.tools.map((name) => ({ name, class: registry.classOf(name)! })) };
+    },
+
+    /** One model turn of an agent session (see agent/model-turn.ts); the conversation stays in the store. */
+    async modelTurn(input: ModelTurnInput): Promise<TurnResult> {
+      return modelTurn({ store, callModel, definitions: (names) => registry.definitions(names) as Anthropic.Tool[] }, input);
+    },
+
+    /** One tool call, confined to the workspace and gated by the autonomy level (see agent/run-tool.ts). */
+    async runTool(input: RunToolInput): Promise<RunToolResult> {
+      return runTool({ store, registry }, input);
+    },
+
+    /** Commits an L2 attempt's changes onto the run's branch. */
+    async commitWorkspace(input: { root: string; branch: string; message: string }): Promise<{ commit: string | null }> {
+      return commitWorkspace(input);
+    },
+
     /**
      * One worker turn: the task plus the feedback of every earlier attempt, answered by the
      * worker model. Its usage (tokens and cost at the pinned price) is charged by the workflow.

@@ -13,6 +13,8 @@ export interface ModelRequest {
   model: string;
   workflowId: string;
   attempt: number;
+  /** The agent turn within the attempt (multi-turn sessions). */
+  turn?: number;
   system: string;
   messages: Anthropic.MessageParam[];
   tools?: Anthropic.Tool[];
@@ -68,6 +70,7 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
             'x-loopwright-workflow-id': req.workflowId,
             'x-loopwright-role': req.role,
             'x-loopwright-attempt': String(req.attempt),
+            ...(req.turn === undefined ? {} : { 'x-loopwright-turn': String(req.turn) }),
           },
           signal: ctx?.cancellationSignal,
         },

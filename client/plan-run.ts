@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { hashRubric } from '../activities/checks/rubric-hash';
 import { InputError } from '../common/errors';
 import { zodIssues } from '../common/format';
@@ -29,7 +30,8 @@ export function planRun(loopName: string, rawInput: unknown, config: LoopConfig,
     rubricHashes,
     itemKey: plan.itemKey,
     prices: pinPrices([plan.spec.models.worker, plan.spec.models.checker], config.prices),
-    workspace: plan.workspace,
+    // Workers resolve the workspace on their own machine: send an absolute path.
+    workspace: plan.workspace ? path.resolve(plan.workspace) : undefined,
     trigger,
     input: parsed.data,
   };

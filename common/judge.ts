@@ -73,7 +73,7 @@ export function renderJudgePrompt(args: { rubric: readonly string[]; task: strin
 }
 
 /** A content block as the model returned it (the subset the judge reads). */
-export type ContentBlockLike = { type: string; name?: string; input?: unknown; text?: string };
+export type ContentBlockLike = { type: string; id?: string; name?: string; input?: unknown; text?: string };
 
 /** The judge's parsed verdict: a pass, a fail, or a fail because the answer could not be read. */
 export interface ParsedVerdict {

@@ -95,7 +95,22 @@ export const LoopSpecSchema = z.object({
   description: z.string().default(''),
   agent: z.object({
     systemPrompt: z.string().min(1),
+    /** max_tokens of each model turn. */
     maxTokens: z.number().int().positive().default(4096),
+    /**
+     * Tools the agent may use (names registered on the worker). None: one model call per
+     * attempt. Some: a multi-turn agent session, gated by the autonomy level.
+     */
+    tools: z.array(z.string().min(1)).default([]),
+    /** Model turns per attempt; an attempt that reaches it without a final answer fails. */
+    maxTurns: z.number().int().min(1).max(500).default(30),
+    /** run_command allow-list: argv prefixes such as "npm test" or "node". Empty refuses every command. */
+    commandAllowList: z.array(z.string().min(1)).default([]),
+    commandTimeout: DurationSchema.default('2m'),
+    /** Tool output longer than this reaches the model as a preview plus a reference. */
+    toolOutputCapChars: z.number().int().min(500).default(20_000),
+    /** When the conversation grows past this, the oldest tool results are elided. */
+    contextBudgetChars: z.number().int().min(10_000).default(400_000),
   }),
   models: ModelsSchema,
   checks: z

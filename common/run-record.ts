@@ -1,3 +1,4 @@
+import type { ToolCallRecord } from './agent';
 import type { DecisionRecord } from './decision';
 import type { Autonomy } from './loop-spec';
 import type { Usage } from './usage';
@@ -21,6 +22,7 @@ export function isTerminal(state: RunState): boolean {
  *   extends it by the deadline);
  * - `model_error`: a model call failed in a way retrying cannot fix (→ `blocked` if nobody acts);
  * - `review_timeout`: a human review was not given by the deadline (→ `blocked`);
+ * - `setup_error`: the run's workspace or tools cannot be set up (→ `blocked`);
  * - `canceled`; `error`: a fault in Loopwright itself (→ `failed`).
  */
 export type StopReason =
@@ -33,6 +35,7 @@ export type StopReason =
   | 'cost'
   | 'model_error'
   | 'review_timeout'
+  | 'setup_error'
   | 'canceled'
   | 'error';
 
@@ -67,6 +70,11 @@ export interface AttemptRecord {
   usage: Usage;
   /** Why the attempt stopped early: a spent budget or a model error. */
   stopped?: { reason: StopReason; detail: string };
+  /** Agent sessions: the model turns taken and every tool call, allowed or denied. */
+  turns?: number;
+  toolCalls?: ToolCallRecord[];
+  /** L2: the commit of this attempt's changes on the run's branch. */
+  commit?: string | null;
 }
 
 /** The run's limits (pinned at start, extended only by recorded human decisions) and use. */
@@ -120,6 +128,8 @@ export interface RunRecord {
   /** The attempt in progress, or the last one (0 before the first). */
   attempt: number;
   attempts: AttemptRecord[];
+  /** Where the agent works (runs whose loop gives it tools): the folder and, for L2, its own branch. */
+  workspace: { root: string; branch: string | null } | null;
   /** The candidate of the attempt that waits for a human review, with its automated verdicts. */
   pendingReview: { attempt: number; candidate: string; verdicts: Verdict[] } | null;
   budget: RunBudget;

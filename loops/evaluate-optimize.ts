@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BudgetSchema, CheckSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
+import { AutonomySchema, BudgetSchema, CheckSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
 import type { LoopDefinition } from './loop-definition';
 
 /**
@@ -16,14 +16,25 @@ export const EvaluateOptimizeInputSchema = z
     budget: BudgetSchema.partial().strict().optional(),
     escalationTimeout: DurationSchema.optional(),
     workspace: z.string().min(1).optional(),
+    tools: z.array(z.string().min(1)).optional(),
+    autonomy: AutonomySchema.optional(),
+    allowCommands: z.array(z.string().min(1)).optional(),
+    maxTurns: z.number().int().min(1).max(200).optional(),
   })
   .strict()
-  .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, { message: 'give a rubric or at least one check', path: ['rubric'] });
+  .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, { message: 'give a rubric or at least one check', path: ['rubric'] })
+  .refine((i) => !i.tools?.length || i.workspace !== undefined, { message: 'tools work in a workspace: give "workspace" (a folder; a git repository for L2)', path: ['workspace'] });
 export type EvaluateOptimizeInput = z.infer<typeof EvaluateOptimizeInputSchema>;
 
 const SYSTEM_PROMPT = [
   'You are a careful worker. Produce the output the task asks for, and nothing else.',
   'When earlier attempts were reviewed, their failures and required corrections follow the task: fix every one.',
+].join('\n');
+
+const TOOLS_PROMPT = [
+  'You have tools that work inside a workspace folder; paths are relative to it.',
+  'Use them to look before you change anything. A tool error tells you what went wrong: adapt, do not repeat the same call.',
+  'When you are done, answer with your final output as plain text, without calling a tool.',
 ].join('\n');
 
 /**
@@ -42,12 +53,18 @@ export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
       name: 'evaluate-optimize',
       version: '2',
       description: this.description,
-      agent: { systemPrompt: SYSTEM_PROMPT, maxTokens: 4096 },
+      agent: {
+        systemPrompt: input.tools?.length ? `${SYSTEM_PROMPT}\n${TOOLS_PROMPT}` : SYSTEM_PROMPT,
+        maxTokens: 4096,
+        tools: input.tools ?? [],
+        ...(input.maxTurns ? { maxTurns: input.maxTurns } : {}),
+        commandAllowList: input.allowCommands ?? [],
+      },
       models: defaults.models,
       checks: [...judge, ...(input.checks ?? [])],
       budget: { ...input.budget, maxAttempts: input.maxAttempts ?? input.budget?.maxAttempts ?? 3 },
       escalation: { timeout: input.escalationTimeout ?? '24h' },
-      autonomy: 'L1',
+      autonomy: input.autonomy ?? 'L1',
     });
     return { task: input.task, spec, workspace: input.workspace };
   },

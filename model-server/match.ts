@@ -7,6 +7,8 @@ export interface RequestFacts {
   role?: string;
   /** `x-loopwright-attempt` header, when it is a number. */
   attempt?: number;
+  /** `x-loopwright-turn` header (the agent turn within an attempt), when it is a number. */
+  turn?: number;
   /** `x-loopwright-workflow-id` header. */
   workflowId?: string;
   /** `model` of the request body, or "" when absent. */
@@ -44,6 +46,8 @@ function contentText(content: unknown): string {
 export function readRequestFacts(headers: IncomingHttpHeaders, body: unknown): RequestFacts {
   const attemptText = header(headers, 'x-loopwright-attempt');
   const attempt = attemptText === undefined ? undefined : Number(attemptText);
+  const turnText = header(headers, 'x-loopwright-turn');
+  const turn = turnText === undefined ? undefined : Number(turnText);
   const record = isRecord(body) ? body : {};
   const messages = Array.isArray(record.messages) ? record.messages : [];
   const lastUser = [...messages].reverse().find((m) => isRecord(m) && m.role === 'user') as
@@ -52,6 +56,7 @@ export function readRequestFacts(headers: IncomingHttpHeaders, body: unknown): R
   return {
     role: header(headers, 'x-loopwright-role'),
     attempt: attempt !== undefined && Number.isFinite(attempt) ? attempt : undefined,
+    turn: turn !== undefined && Number.isFinite(turn) ? turn : undefined,
     workflowId: header(headers, 'x-loopwright-workflow-id'),
     model: typeof record.model === 'string' ? record.model : '',
     system: contentText(record.system),
@@ -64,6 +69,7 @@ export function matchesRule(match: RuleMatch | undefined, facts: RequestFacts): 
   if (!match) return true;
   if (match.role !== undefined && match.role !== facts.role) return false;
   if (match.attempt !== undefined && match.attempt !== facts.attempt) return false;
+  if (match.turn !== undefined && match.turn !== facts.turn) return false;
   if (match.model !== undefined && match.model !== facts.model) return false;
   if (match.workflowId !== undefined && !(facts.workflowId ?? '').includes(match.workflowId)) return false;
   if (match.system !== undefined && !facts.system.includes(match.system)) return false;

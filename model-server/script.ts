@@ -4,12 +4,14 @@ import { InputError, UsageError } from '../common/errors';
 
 /**
  * What a rule asks of a request. Every field is optional and all given fields must match:
- * `role`, `attempt` and `model` exactly; `workflowId`, `system` and `lastUser` as substrings.
- * `role`, `attempt` and `workflowId` come from the `x-loopwright-*` request headers.
+ * `role`, `attempt`, `turn` and `model` exactly; `workflowId`, `system` and `lastUser` as substrings.
+ * `role`, `attempt`, `turn` and `workflowId` come from the `x-loopwright-*` request headers
+ * (`turn` is the agent turn within an attempt, from 1).
  */
 export const RuleMatchSchema = z.strictObject({
   role: z.string().min(1).optional(),
   attempt: z.number().int().nonnegative().optional(),
+  turn: z.number().int().positive().optional(),
   workflowId: z.string().min(1).optional(),
   system: z.string().optional(),
   lastUser: z.string().optional(),

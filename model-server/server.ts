@@ -16,6 +16,7 @@ export interface RecordedRequest {
   at: string;
   role?: string;
   attempt?: number;
+  turn?: number;
   workflowId?: string;
   /** `model` of the body, or "" when absent. */
   model: string;
@@ -79,9 +80,9 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   const log = (record: RecordedRequest): void => {
     if (logFile === undefined) return;
-    const { at, role, attempt, workflowId, model, rule, status, system, lastUser, body } = record;
+    const { at, role, attempt, turn, workflowId, model, rule, status, system, lastUser, body } = record;
     const line = {
-      ...{ at, role: role ?? null, attempt: attempt ?? null, workflowId: workflowId ?? null },
+      ...{ at, role: role ?? null, attempt: attempt ?? null, turn: turn ?? null, workflowId: workflowId ?? null },
       ...{ model, rule, status, system, lastUser, request: body },
     };
     logChain = logChain

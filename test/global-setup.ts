@@ -28,4 +28,6 @@ export default async function globalSetup(): Promise<void> {
   process.env.LOOPWRIGHT_TEST_ADDRESS = server.address;
   process.env.LOOPWRIGHT_TEMPORAL_CLI = cli;
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE = bundlePath;
+  process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
+  process.env.LOOPWRIGHT_WORKTREES = path.join(dir, 'worktrees');
 }

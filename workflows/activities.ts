@@ -21,4 +21,16 @@ export const CHECK_CALL: ActivityOptions = {
   retry: { initialInterval: '1s', maximumAttempts: 2 },
 };
 
+/**
+ * Tool calls and workspace set-up: up to 15 minutes, heartbeats, 3 tries. A tool call the
+ * worker finished is never repeated (its completion is in history); one a lost worker did not
+ * finish is retried.
+ */
+export const TOOL_CALL: ActivityOptions = {
+  startToCloseTimeout: '15m',
+  heartbeatTimeout: '30s',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: ['WorkspaceError'] },
+};
+
 export const acts = proxyActivities<Activities>(MODEL_CALL);

@@ -1,10 +1,12 @@
+import type { SessionSetup, ToolCallRecord } from '../common/agent';
 import type { LoopInput } from '../common/loop-input';
+import { runAgentSession } from './agent-session';
 import { JUDGE_SYSTEM_PROMPT, renderJudgePrompt } from '../common/judge';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { StopReason, Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
-import { acts, CHECK_CALL, MODEL_CALL } from './activities';
+import { acts, CHECK_CALL, MODEL_CALL, TOOL_CALL } from './activities';
 import type { BudgetLimits, BudgetUse } from './budget';
 import { callWithinBudget } from './model-call';
 
@@ -17,12 +19,17 @@ export interface AttemptContext {
   used: () => BudgetUse;
   charge: (role: 'worker' | 'checker', usage: Usage) => void;
   enterVerifying: () => void;
+  /** Set when the loop's agent has tools: the session's workspace and tools. */
+  session?: SessionSetup;
 }
 
 /** An attempt in progress: filled in as it goes, so a wall-time stop still has what was done. */
 export interface AttemptProgress {
   candidate: string | null;
   verdicts: Verdict[];
+  turns?: number;
+  toolCalls?: ToolCallRecord[];
+  commit?: string | null;
 }
 
 export type AttemptOutcome = { kind: 'checked' } | { kind: 'stopped'; stopReason: StopReason; detail: string };
@@ -37,7 +44,19 @@ const VERDICT_MAX_TOKENS = 1024;
 export async function runAttempt(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
   const { input, workflowId } = ctx;
   const workerModel = input.spec.models.worker;
-  const checkerModel = input.spec.models.checker;
+  if (ctx.session) {
+    const outcome = await runAgentSession(ctx, ctx.session, n, progress);
+    if (ctx.session.branch && progress.toolCalls?.some((c) => c.allowed)) {
+      const branch = ctx.session.branch;
+      progress.commit = (
+        await acts.commitWorkspace.executeWithOptions({ ...TOOL_CALL, summary: `commit attempt ${n} on ${branch}` }, [
+          { root: ctx.session.root, branch, message: `loopwright: attempt ${n} of ${workflowId}` },
+        ])
+      ).commit;
+    }
+    if (outcome.kind === 'stopped') return outcome;
+    return verify(ctx, n, progress);
+  }
   const generated = await callWithinBudget({
     what: `worker model call (attempt ${n})`,
     limits: ctx.limits,
@@ -52,9 +71,17 @@ export async function runAttempt(ctx: AttemptContext, n: number, progress: Attem
       ]),
   });
   if (!generated.ok) return { kind: 'stopped', stopReason: generated.stopReason, detail: generated.detail };
-  const candidate = generated.value.candidate;
-  progress.candidate = candidate;
+  progress.candidate = generated.value.candidate;
+  return verify(ctx, n, progress);
+}
+
+/** Every automated check on the attempt's candidate, in the order the spec lists them. */
+async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
+  const { input, workflowId } = ctx;
+  const checkerModel = input.spec.models.checker;
+  const candidate = progress.candidate ?? '';
   ctx.enterVerifying();
+  if (progress.verdicts.length > 0) return { kind: 'checked' }; // the session already failed it (step cap)
   if (candidate.trim() === '') {
     progress.verdicts.push(outputVerdict('the worker answered with no text', 'answer with the complete output as text'));
     return { kind: 'checked' };
@@ -64,7 +91,7 @@ export async function runAttempt(ctx: AttemptContext, n: number, progress: Attem
     if (check.kind !== 'judge') {
       progress.verdicts.push(
         await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: `check ${check.name} (${check.kind}): attempt ${n}` }, [
-          { workflowId, attempt: n, check, task: input.task, candidate, workspace: input.workspace },
+          { workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace },
         ]),
       );
       continue;

@@ -1,4 +1,4 @@
-import { condition, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { DecisionSchema, type Decision, type DecisionRecord } from '../common/decision';
 import { parseDuration } from '../common/duration';
 import { zodIssues } from '../common/format';
@@ -8,7 +8,9 @@ import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../co
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
 import { ActiveClock } from './active-clock';
+import { acts, TOOL_CALL } from './activities';
 import { runAttempt, type AttemptProgress } from './attempt';
+import type { SessionSetup } from '../common/agent';
 import { attemptStop, describeStop, extendLimits, type BudgetUse } from './budget';
 import { refusalReason } from './decisions';
 import { runDetails } from './details';
@@ -132,6 +134,8 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   transition('running');
 
   try {
+    const session = input.spec.agent.tools.length ? await setUpSession() : undefined;
+    if (session === null) return finish('blocked', 'setup_error');
     for (;;) {
       const spent = attemptStop(limits, used());
       if (spent) {
@@ -146,7 +150,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       const progress: AttemptProgress = { candidate: null, verdicts: [] };
       const remaining = limits.maxWallTimeMs === undefined ? undefined : limits.maxWallTimeMs - clock.used(Date.now());
       const run = await withWallTime(remaining, () =>
-        runAttempt({ workflowId: info.workflowId, input, feedback, limits: () => limits, used, charge, enterVerifying: () => transition('verifying') }, n, progress),
+        runAttempt({ workflowId: info.workflowId, input, feedback, limits: () => limits, used, charge, enterVerifying: () => transition('verifying'), session }, n, progress),
       );
       const outcome = run.expired ? ({ kind: 'stopped', stopReason: 'time', detail: `wall time ran out during attempt ${n}` } as const) : run.value;
       if (outcome.kind === 'checked' && progress.candidate !== null && progress.verdicts.every((v) => v.passed)) {
@@ -154,7 +158,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
         if (reviewEnded) return reviewEnded;
       }
       const stopped = outcome.kind === 'stopped' ? { reason: outcome.stopReason, detail: outcome.detail } : undefined;
-      const attempt = recordAttempt(record, { n, candidate: progress.candidate, usage: attemptUsage, verdicts: progress.verdicts, stopped });
+      const attempt = recordAttempt(record, { ...progress, n, usage: attemptUsage, stopped });
       if (attempt.passed) return finish('completed', 'passed', attempt.candidate);
       const lesson = feedbackFrom(attempt);
       if (lesson) feedback.push(lesson);
@@ -168,6 +172,25 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
     if (isCancellation(err)) return finish('canceled', 'canceled');
     record.error = err instanceof Error ? err.message : String(err);
     return finish('failed', 'error');
+  }
+
+  /** The agent's workspace and tools, once per run; null (with the reason recorded) when they cannot be had. */
+  async function setUpSession(): Promise<SessionSetup | null> {
+    if (!input.workspace) {
+      record.error = 'this loop gives its agent tools, so the run needs a workspace folder (input "workspace")';
+      return null;
+    }
+    try {
+      const setup = await acts.prepareSession.executeWithOptions({ ...TOOL_CALL, summary: `prepare workspace (${input.spec.autonomy})` }, [
+        { workflowId: info.workflowId, workspace: input.workspace, autonomy: input.spec.autonomy, tools: input.spec.agent.tools },
+      ]);
+      record.workspace = { root: setup.root, branch: setup.branch };
+      return setup;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      return null;
+    }
   }
 
   /** Each human check reviews the candidate; returns the record when the run ends (no review in time). */

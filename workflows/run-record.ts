@@ -1,3 +1,4 @@
+import type { ToolCallRecord } from '../common/agent';
 import type { LoopInput } from '../common/loop-input';
 import { parseDuration } from '../common/duration';
 import type { FeedbackEntry } from '../common/prompts';
@@ -34,6 +35,7 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
     attempt: 0,
     attempts: [],
     pendingReview: null,
+    workspace: null,
     budget: {
       maxAttempts: limits.maxAttempts,
       maxWallTimeMs: limits.maxWallTimeMs ?? null,
@@ -73,7 +75,16 @@ export function chargeUsage(record: RunRecord, role: 'worker' | 'checker', usage
 /** Adds a finished (or stopped) attempt to the record. It passed only if every verdict passed. */
 export function recordAttempt(
   record: RunRecord,
-  a: { n: number; candidate: string | null; usage: Usage; verdicts: Verdict[]; stopped?: { reason: StopReason; detail: string } },
+  a: {
+    n: number;
+    candidate: string | null;
+    usage: Usage;
+    verdicts: Verdict[];
+    stopped?: { reason: StopReason; detail: string };
+    turns?: number;
+    toolCalls?: ToolCallRecord[];
+    commit?: string | null;
+  },
 ): AttemptRecord {
   const failing = a.verdicts.filter((v) => !v.passed);
   const attempt: AttemptRecord = {
@@ -84,6 +95,8 @@ export function recordAttempt(
     verdicts: a.verdicts,
     usage: a.usage,
     ...(a.stopped ? { stopped: a.stopped } : {}),
+    ...(a.toolCalls ? { turns: a.turns, toolCalls: a.toolCalls } : {}),
+    ...(a.commit !== undefined ? { commit: a.commit } : {}),
   };
   record.attempts.push(attempt);
   record.budget.used.attempts = record.attempts.length;

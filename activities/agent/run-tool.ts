@@ -1,0 +1,69 @@
+import { Context } from '@temporalio/activity';
+import { gateTool, type ToolResultRef } from '../../common/agent';
+import { capToolOutput, type ContentBlock } from '../../common/context';
+import type { Autonomy } from '../../common/loop-spec';
+import { executeTool, type createToolRegistry } from '../tools/registry';
+import type { BlobStore } from '../transcript/store';
+import { storeText, type TranscriptNode } from '../transcript/transcript';
+
+export interface RunToolInput {
+  workflowId: string;
+  attempt: number;
+  turn: number;
+  /** The assistant message (transcript node) that holds the tool call; its input is read from there. */
+  assistantHead: string;
+  toolUseId: string;
+  name: string;
+  root: string;
+  autonomy: Autonomy;
+  /** The run's tools; anything else is refused. */
+  available: string[];
+  allowedCommands: string[];
+  commandTimeoutMs: number;
+  outputCapChars: number;
+}
+
+export interface RunToolResult extends ToolResultRef {
+  preview: string;
+  bytes: number;
+}
+
+/**
+ * Runs one tool call inside the run's workspace. The worker checks the autonomy gate again
+ * (the workflow already did): a call the level does not allow is refused here too, never run.
+ * The input is read from the transcript (not passed through history); the full output is
+ * stored, and the model gets it capped to `outputCapChars` with a reference to the rest.
+ * Tool errors come back as `isError` results for the model, never as activity failures.
+ */
+export async function runTool(deps: { store: BlobStore; registry: ReturnType<typeof createToolRegistry> }, input: RunToolInput): Promise<RunToolResult> {
+  const node = await deps.store.get<TranscriptNode>(input.assistantHead);
+  const blocks = Array.isArray(node.message.content) ? (node.message.content as ContentBlock[]) : [];
+  const call = blocks.find((b) => b.type === 'tool_use' && b.id === input.toolUseId) as Extract<ContentBlock, { type: 'tool_use' }> | undefined;
+  if (!call) throw new Error(`tool call ${input.toolUseId} is not in transcript node ${input.assistantHead}`);
+  const denied = gateTool(input.autonomy, input.name, input.available.includes(input.name) ? deps.registry.classOf(input.name) : undefined, input.available);
+  let outcome: { content: string; isError: boolean };
+  if (denied) outcome = { content: `denied: ${denied}`, isError: true };
+  else {
+    const ctx = activityContext();
+    outcome = await executeTool(deps.registry, input.name, call.input, {
+      root: input.root,
+      allowedCommands: input.allowedCommands,
+      commandTimeoutMs: input.commandTimeoutMs,
+      outputCapChars: Math.max(input.outputCapChars * 4, 100_000),
+      signal: ctx?.cancellationSignal,
+      heartbeat: ctx ? () => ctx.heartbeat() : undefined,
+    });
+  }
+  const fullRef = await storeText(deps.store, outcome.content);
+  const forModel = capToolOutput(outcome.content, fullRef, input.outputCapChars);
+  const ref = forModel === outcome.content ? fullRef : await storeText(deps.store, forModel);
+  return { toolUseId: input.toolUseId, isError: outcome.isError, ref, preview: forModel.slice(0, 200), bytes: outcome.content.length };
+}
+
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}

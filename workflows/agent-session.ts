@@ -1,0 +1,95 @@
+import { gateTool, type SessionSetup, type ToolCallRef, type ToolResultRef } from '../common/agent';
+import { parseDuration } from '../common/duration';
+import { priceOf } from '../common/pricing';
+import { renderWorkerPrompt } from '../common/prompts';
+import { acts, MODEL_CALL, TOOL_CALL } from './activities';
+import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
+import { callWithinBudget } from './model-call';
+
+/** Rough size of the tool definitions in the prompt, per tool (for the input estimate). */
+const TOOL_DEF_CHARS = 600;
+
+/**
+ * An attempt as an agent session: model turn (activity) → tool calls (activities; read-only
+ * calls in parallel, others one by one in order) → tool results → next turn, until the model
+ * answers without calling a tool, bounded by `maxTurns` and the run's budgets. Every call
+ * passes the autonomy gate first: a denied call is not scheduled, the model gets a tool error
+ * that says why, and the denial is in the record. The conversation stays in the transcript
+ * store; history carries the head reference, tool names and summaries, and the final text.
+ */
+export async function runAgentSession(ctx: AttemptContext, setup: SessionSetup, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
+  const { input, workflowId } = ctx;
+  const agent = input.spec.agent;
+  const model = input.spec.models.worker;
+  const price = priceOf(model, input.prices);
+  const available = setup.tools.map((t) => t.name);
+  const classOf = (name: string) => setup.tools.find((t) => t.name === name)?.class;
+  const offered = available.filter((name) => gateTool(input.spec.autonomy, name, classOf(name), available) === null);
+  const userText = renderWorkerPrompt(input.task, ctx.feedback);
+  let head: string | null = null;
+  let pending: ToolResultRef[] | undefined;
+  let contextChars = agent.systemPrompt.length + userText.length + offered.length * TOOL_DEF_CHARS;
+  progress.toolCalls = [];
+
+  for (let turn = 1; turn <= agent.maxTurns; turn++) {
+    progress.turns = turn;
+    const pendingChars = (pending ?? []).reduce((sum, r) => sum + (r.text?.length ?? agent.toolOutputCapChars), 0);
+    const result = await callWithinBudget({
+      what: `worker turn ${turn} (attempt ${n})`,
+      limits: ctx.limits,
+      used: ctx.used,
+      charge: (u) => ctx.charge('worker', u),
+      inputChars: contextChars + pendingChars,
+      requestedMaxTokens: agent.maxTokens,
+      price,
+      invoke: (maxTokens, tryNo) =>
+        acts.modelTurn.executeWithOptions({ ...MODEL_CALL, summary: `claude: turn ${turn} (attempt ${n})${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+          {
+            workflowId, attempt: n, turn, model, price, systemPrompt: agent.systemPrompt, toolNames: offered, maxTokens,
+            contextBudgetChars: agent.contextBudgetChars, head, userText: turn === 1 ? userText : undefined, toolResults: pending,
+          },
+        ]),
+    });
+    if (!result.ok) return { kind: 'stopped', stopReason: result.stopReason, detail: result.detail };
+    const answer = result.value;
+    head = answer.head;
+    contextChars = answer.contextChars + offered.length * TOOL_DEF_CHARS;
+    if (answer.toolCalls.length === 0) {
+      progress.candidate = answer.text;
+      return { kind: 'checked' };
+    }
+    pending = await runCalls(answer.toolCalls, turn);
+  }
+  progress.candidate = '';
+  progress.verdicts.push({
+    check: 'output', kind: 'output', passed: false,
+    reason: `step cap: the agent used all ${agent.maxTurns} turns without a final answer`,
+    failedItems: ['output'], requiredCorrection: `finish with a final answer (no tool call) within ${agent.maxTurns} turns`,
+    usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+  });
+  return { kind: 'checked' };
+
+  async function runCalls(calls: ToolCallRef[], turn: number): Promise<ToolResultRef[]> {
+    const one = async (call: ToolCallRef): Promise<ToolResultRef> => {
+      const denied = gateTool(input.spec.autonomy, call.name, classOf(call.name), available);
+      if (denied) {
+        progress.toolCalls!.push({ turn, name: call.name, summary: call.summary, allowed: false, reason: denied, isError: true });
+        return { toolUseId: call.id, isError: true, text: `denied: ${denied}` };
+      }
+      const done = await acts.runTool.executeWithOptions({ ...TOOL_CALL, summary: `tool ${call.name} ${call.summary}`.trim() }, [
+        {
+          workflowId, attempt: n, turn, assistantHead: head!, toolUseId: call.id, name: call.name, root: setup.root, autonomy: input.spec.autonomy,
+          available, allowedCommands: agent.commandAllowList, commandTimeoutMs: parseDuration(agent.commandTimeout) ?? 120_000, outputCapChars: agent.toolOutputCapChars,
+        },
+      ]);
+      progress.toolCalls!.push({ turn, name: call.name, summary: call.summary, allowed: true, isError: done.isError, preview: done.preview, bytes: done.bytes });
+      return { toolUseId: done.toolUseId, isError: done.isError, ref: done.ref };
+    };
+    // Read-only calls cannot interfere with each other: run them together. Anything that
+    // writes runs alone, in the order the model asked.
+    if (calls.every((c) => classOf(c.name) === 'read')) return Promise.all(calls.map(one));
+    const results: ToolResultRef[] = [];
+    for (const call of calls) results.push(await one(call));
+    return results;
+  }
+}
