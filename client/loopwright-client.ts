@@ -87,9 +87,7 @@ export class LoopwrightClient {
     try {
       return await this.connection.withDeadline(Date.now() + 10_000, () => handle.query(stateQuery));
     } catch (err) {
-      throw new LoopwrightError(
-        `run ${workflowId} is ${description.status.name.toLowerCase()} and no worker answered its state query: start one with \`npx loopwright worker\` (${(err as Error).message})`,
-      );
+      throw new NoWorkerError(workflowId, description.status.name.toLowerCase(), (err as Error).message);
     }
   }
 
@@ -97,10 +95,20 @@ export class LoopwrightClient {
    * Waits until the run ends or waits for a human, calling `onProgress` on every change of
    * state or attempt. Returns the record at that point.
    */
-  async wait(workflowId: string, onProgress?: (record: RunRecord) => void): Promise<RunRecord> {
+  async wait(workflowId: string, onProgress?: (record: RunRecord) => void, onNoWorker?: (err: NoWorkerError) => void): Promise<RunRecord> {
     let last = '';
     for (;;) {
-      const record = await this.status(workflowId);
+      let record: RunRecord;
+      try {
+        record = await this.status(workflowId);
+      } catch (err) {
+        // A worker may be restarting (or not started yet): the run is durable, keep waiting.
+        if (!(err instanceof NoWorkerError)) throw err;
+        if (last !== 'no-worker') onNoWorker?.(err);
+        last = 'no-worker';
+        await sleep(1000);
+        continue;
+      }
       const key = `${record.state}/${record.attempt}`;
       if (key !== last) onProgress?.(record);
       last = key;
@@ -194,6 +202,13 @@ export class LoopwrightClient {
     if (err instanceof WorkflowNotFoundError && workflowId) return new RunNotFoundError(workflowId);
     if (isGrpcServiceError(err) && err.code === 14) return new ServerUnavailableError(this.config.temporalAddress, { cause: err });
     return err;
+  }
+}
+
+/** A running run whose state query no worker answered (none is running, or all are busy or restarting). */
+export class NoWorkerError extends LoopwrightError {
+  constructor(workflowId: string, status: string, detail: string) {
+    super(`run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`);
   }
 }
 

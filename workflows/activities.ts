@@ -3,12 +3,12 @@ import type { Activities } from '../activities';
 
 /**
  * Model calls: one try per activity (the workflow retries, see model-call.ts), 10 minutes per
- * try, heartbeats every second (30 s of silence is a lost worker), and cancellation waits for
+ * try, heartbeats every second (10 s of silence is a lost worker), and cancellation waits for
  * the call to be aborted so a stopped attempt's model call really stops.
  */
 export const MODEL_CALL: ActivityOptions = {
   startToCloseTimeout: '10m',
-  heartbeatTimeout: '30s',
+  heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { maximumAttempts: 1 },
 };
@@ -16,7 +16,7 @@ export const MODEL_CALL: ActivityOptions = {
 /** Command and schema checks: up to 30 minutes, heartbeats, 2 tries (a lost worker is retried). */
 export const CHECK_CALL: ActivityOptions = {
   startToCloseTimeout: '30m',
-  heartbeatTimeout: '30s',
+  heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1s', maximumAttempts: 2 },
 };
@@ -28,7 +28,7 @@ export const CHECK_CALL: ActivityOptions = {
  */
 export const TOOL_CALL: ActivityOptions = {
   startToCloseTimeout: '15m',
-  heartbeatTimeout: '30s',
+  heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: ['WorkspaceError'] },
 };

@@ -40,7 +40,7 @@ export async function runCommand(
     return 0;
   }
   if (!opts.json) io.out(workflowId);
-  const record = await client.wait(workflowId, opts.json ? undefined : (r) => io.err(progressLine(r)));
+  const record = await client.wait(workflowId, opts.json ? undefined : (r) => io.err(progressLine(r)), (e) => io.err(`  waiting: ${e.message}`));
   if (opts.json) io.out(JSON.stringify(record, null, 2));
   else summarize(record).slice(1).forEach((l) => io.out(l));
   return record.state === 'completed' ? 0 : 3;

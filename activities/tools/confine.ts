@@ -1,0 +1,87 @@
+import { lstatSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { ToolError } from './types';
+
+/** Options of {@link resolveInside}. */
+export interface ResolveOptions {
+  /** The path will be written: refuse anything inside `.git/`. */
+  forWrite?: boolean;
+}
+
+function isInside(root: string, target: string): boolean {
+  const rel = path.relative(root, target);
+  return rel === '' || (!rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel));
+}
+
+function touchesGit(root: string, target: string): boolean {
+  // Case-insensitive: on macOS `.GIT/config` is the same file as `.git/config`.
+  return path.relative(root, target).split(path.sep).some((part) => part.toLowerCase() === '.git');
+}
+
+function errCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/**
+ * The real, absolute path of `relPath` inside the workspace `root`, or a ToolError that says
+ * why not. Refused: NUL bytes, absolute paths, paths whose normalized form leaves the root
+ * (`../x`, `a/../../x`), symlinks whose target leads outside (the realpath of the deepest
+ * existing ancestor, and of the file itself when it exists, must stay inside the realpath of
+ * the root), dangling symlinks, and, with `forWrite`, anything inside `.git/`.
+ * The check is made at call time: a file swapped for a symlink afterwards is not caught.
+ */
+export function resolveInside(root: string, relPath: string, opts: ResolveOptions = {}): string {
+  if (relPath.includes('\0')) throw new ToolError(`path ${JSON.stringify(relPath)} contains a NUL byte`);
+  if (path.isAbsolute(relPath)) {
+    throw new ToolError(`path ${relPath} is absolute: give a path relative to the workspace root`);
+  }
+  let realRoot: string;
+  try {
+    realRoot = realpathSync(root);
+  } catch (err) {
+    throw new Error(`the workspace root ${root} cannot be resolved (${errCode(err) ?? 'error'})`, { cause: err });
+  }
+  const shown = relPath === '' ? '.' : relPath;
+  const lexical = path.resolve(realRoot, relPath);
+  if (!isInside(realRoot, lexical)) throw new ToolError(`path ${shown} leaves the workspace`);
+  if (opts.forWrite && touchesGit(realRoot, lexical)) {
+    throw new ToolError(`path ${shown} is inside .git/: writing there is refused`);
+  }
+
+  // Walk up to the deepest ancestor that exists and take its realpath; the rest does not
+  // exist yet, so it cannot hold a symlink.
+  let existing = lexical;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      existing = realpathSync(existing);
+      break;
+    } catch (err) {
+      if (errCode(err) !== 'ENOENT' && errCode(err) !== 'ENOTDIR') throw err;
+      if (isSymlink(existing)) throw new ToolError(`path ${shown} goes through a dangling symlink`);
+      rest.unshift(path.basename(existing));
+      const parent = path.dirname(existing);
+      if (parent === existing) throw new ToolError(`path ${shown} cannot be resolved`);
+      existing = parent;
+    }
+  }
+  const real = path.join(existing, ...rest);
+  if (!isInside(realRoot, real)) throw new ToolError(`path ${shown} points outside the workspace`);
+  if (opts.forWrite && touchesGit(realRoot, real)) {
+    throw new ToolError(`path ${shown} leads into .git/: writing there is refused`);
+  }
+  return real;
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** `abs` as the model should see it: relative to the (real) root, `.` for the root itself. */
+export function relativeTo(root: string, abs: string): string {
+  return path.relative(realpathSync(root), abs) || '.';
+}
