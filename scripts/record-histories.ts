@@ -38,6 +38,10 @@ const SCRIPT = parseModelScript(
       { name: 'escalate-c2', match: { workflowId: 'replay-escalate', role: 'checker', attempt: 2 }, reply: verdict(true) },
       { name: 'approve-w1', match: { workflowId: 'replay-approve', role: 'worker', attempt: 1 }, reply: text('first') },
       { name: 'approve-c1', match: { workflowId: 'replay-approve', role: 'checker', attempt: 1 }, reply: verdict(false) },
+      { name: 'agent-t1', match: { workflowId: 'replay-agent', role: 'worker', turn: 1 }, reply: { content: [{ type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'notes.txt' } }, { type: 'tool_use', id: 'toolu_2', name: 'list_files', input: { path: '.' } }] } },
+      { name: 'agent-t2', match: { workflowId: 'replay-agent', role: 'worker', turn: 2 }, reply: { content: [{ type: 'tool_use', id: 'toolu_3', name: 'write_file', input: { path: 'x.txt', content: 'x' } }] } },
+      { name: 'agent-t3', match: { workflowId: 'replay-agent', role: 'worker', turn: 3 }, reply: text('a crash at 3am (notes.txt:1)') },
+      { name: 'agent-c1', match: { workflowId: 'replay-agent', role: 'checker' }, reply: verdict(true) },
     ],
   },
   'record-histories',
@@ -45,6 +49,7 @@ const SCRIPT = parseModelScript(
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-record-'));
+  process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
   const server = await startDevServer({ dbFile: path.join(dir, 'db.sqlite'), port: await freePort(), headless: true });
   const model = await startModelServer({ script: SCRIPT, port: 0 });
   try {
@@ -65,8 +70,12 @@ async function main(): Promise<void> {
       await client.wait('replay-approve');
       await client.decide('replay-approve', { kind: 'approve', by: 'ada', note: 'override' });
       await client.wait('replay-approve');
+      const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));
+      writeFileSync(path.join(workspace, 'notes.txt'), 'the crash happened at 3am\n');
+      await client.run('evaluate-optimize', { ...input, tools: ['read_file', 'list_files', 'write_file'], workspace, autonomy: 'L1' }, { id: 'replay-agent' });
+      await client.wait('replay-agent');
     });
-    for (const id of ['replay-feedback', 'replay-escalate', 'replay-approve']) {
+    for (const id of ['replay-feedback', 'replay-escalate', 'replay-approve', 'replay-agent']) {
       const history = await client.temporal.workflow.getHandle(id).fetchHistory();
       const file = path.join(packageRoot(), 'test', 'replay', 'histories', `${id}.json`);
       writeFileSync(file, historyToJSON(history));

@@ -13,7 +13,7 @@ const dir = path.join(__dirname, 'histories');
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 
 test('there are recorded histories to replay', () => {
-  expect(files.length).toBeGreaterThanOrEqual(3);
+  expect(files.length).toBeGreaterThanOrEqual(4);
 });
 
 test.each(files)('replays %s without nondeterminism', async (file) => {
