@@ -27,6 +27,8 @@ export const LoopInputSchema = z.object({
   prices: z.record(z.string(), z.object({ input: z.number(), output: z.number(), cacheRead: z.number(), cacheWrite: z.number() })),
   /** Folder where command checks run; a fresh folder per run when absent. */
   workspace: z.string().optional(),
+  /** Set only by the run itself when it continues as new (see workflows/resume.ts). */
+  resume: z.unknown().optional(),
   /** The user's input to the loop, kept for the record. */
   input: z.unknown().optional(),
 });

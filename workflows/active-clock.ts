@@ -7,8 +7,9 @@ export class ActiveClock {
   private usedMs = 0;
   private since: number | null;
 
-  constructor(now: number) {
+  constructor(now: number, alreadyUsedMs = 0) {
     this.since = now;
+    this.usedMs = alreadyUsedMs;
   }
 
   used(now: number): number {

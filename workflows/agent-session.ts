@@ -5,6 +5,7 @@ import { renderWorkerPrompt } from '../common/prompts';
 import { acts, MODEL_CALL, TOOL_CALL } from './activities';
 import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
 import { callWithinBudget } from './model-call';
+import type { SessionCheckpoint } from './resume';
 
 /** Rough size of the tool definitions in the prompt, per tool (for the input estimate). */
 const TOOL_DEF_CHARS = 600;
@@ -17,7 +18,13 @@ const TOOL_DEF_CHARS = 600;
  * that says why, and the denial is in the record. The conversation stays in the transcript
  * store; history carries the head reference, tool names and summaries, and the final text.
  */
-export async function runAgentSession(ctx: AttemptContext, setup: SessionSetup, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
+export async function runAgentSession(
+  ctx: AttemptContext,
+  setup: SessionSetup,
+  n: number,
+  progress: AttemptProgress,
+  resumeFrom?: SessionCheckpoint,
+): Promise<AttemptOutcome> {
   const { input, workflowId } = ctx;
   const agent = input.spec.agent;
   const model = input.spec.models.worker;
@@ -26,12 +33,17 @@ export async function runAgentSession(ctx: AttemptContext, setup: SessionSetup, 
   const classOf = (name: string) => setup.tools.find((t) => t.name === name)?.class;
   const offered = available.filter((name) => gateTool(input.spec.autonomy, name, classOf(name), available) === null);
   const userText = renderWorkerPrompt(input.task, ctx.feedback);
-  let head: string | null = null;
-  let pending: ToolResultRef[] | undefined;
-  let contextChars = agent.systemPrompt.length + userText.length + offered.length * TOOL_DEF_CHARS;
-  progress.toolCalls = [];
+  let head: string | null = resumeFrom?.head ?? null;
+  let pending: ToolResultRef[] | undefined = resumeFrom?.pending;
+  let contextChars = resumeFrom?.contextChars ?? agent.systemPrompt.length + userText.length + offered.length * TOOL_DEF_CHARS;
+  progress.toolCalls = resumeFrom ? [...resumeFrom.toolCalls] : [];
+  const firstTurn = resumeFrom?.turn ?? 1;
 
-  for (let turn = 1; turn <= agent.maxTurns; turn++) {
+  for (let turn = firstTurn; turn <= agent.maxTurns; turn++) {
+    // A long session hands over to a fresh run between turns when Temporal suggests it.
+    if (turn > firstTurn && ctx.shouldContinueAsNew()) {
+      return { kind: 'suspended', checkpoint: { turn, head, pending, contextChars, toolCalls: progress.toolCalls } };
+    }
     progress.turns = turn;
     const pendingChars = (pending ?? []).reduce((sum, r) => sum + (r.text?.length ?? agent.toolOutputCapChars), 0);
     const result = await callWithinBudget({

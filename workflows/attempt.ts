@@ -1,6 +1,7 @@
 import type { SessionSetup, ToolCallRecord } from '../common/agent';
 import type { LoopInput } from '../common/loop-input';
 import { runAgentSession } from './agent-session';
+import type { SessionCheckpoint } from './resume';
 import { JUDGE_SYSTEM_PROMPT, renderJudgePrompt } from '../common/judge';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
@@ -21,6 +22,10 @@ export interface AttemptContext {
   enterVerifying: () => void;
   /** Set when the loop's agent has tools: the session's workspace and tools. */
   session?: SessionSetup;
+  /** True when Temporal suggests continuing as new (the history grew long). */
+  shouldContinueAsNew: () => boolean;
+  /** Where a session that continued as new left off. */
+  resumeFrom?: SessionCheckpoint;
 }
 
 /** An attempt in progress: filled in as it goes, so a wall-time stop still has what was done. */
@@ -32,7 +37,11 @@ export interface AttemptProgress {
   commit?: string | null;
 }
 
-export type AttemptOutcome = { kind: 'checked' } | { kind: 'stopped'; stopReason: StopReason; detail: string };
+export type AttemptOutcome =
+  | { kind: 'checked' }
+  | { kind: 'stopped'; stopReason: StopReason; detail: string }
+  /** The session paused between turns so the run can continue as new. */
+  | { kind: 'suspended'; checkpoint: SessionCheckpoint };
 
 /** The judge answers in at most this many tokens. */
 const VERDICT_MAX_TOKENS = 1024;
@@ -45,7 +54,8 @@ export async function runAttempt(ctx: AttemptContext, n: number, progress: Attem
   const { input, workflowId } = ctx;
   const workerModel = input.spec.models.worker;
   if (ctx.session) {
-    const outcome = await runAgentSession(ctx, ctx.session, n, progress);
+    const outcome = await runAgentSession(ctx, ctx.session, n, progress, ctx.resumeFrom);
+    if (outcome.kind === 'suspended') return outcome;
     if (ctx.session.branch && progress.toolCalls?.some((c) => c.allowed)) {
       const branch = ctx.session.branch;
       progress.commit = (

@@ -1,4 +1,4 @@
-import { ActivityFailure, condition, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, condition, ContinueAsNew, continueAsNew, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { DecisionSchema, type Decision, type DecisionRecord } from '../common/decision';
 import { parseDuration } from '../common/duration';
 import { zodIssues } from '../common/format';
@@ -17,6 +17,7 @@ import { runDetails } from './details';
 import { decisionSignal, stateQuery } from './messages';
 import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './run-record';
 import { withWallTime } from './wall-time';
+import type { ResumeState } from './resume';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -30,12 +31,20 @@ import { withWallTime } from './wall-time';
  */
 export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   const info = workflowInfo();
-  const record = newRecord(info.workflowId, input, new Date().toISOString());
-  const clock = new ActiveClock(Date.now());
-  let limits = limitsOf(input);
-  const feedback: FeedbackEntry[] = [];
+  const resume = input.resume as ResumeState | undefined;
+  const record = resume?.record ?? newRecord(info.workflowId, input, new Date().toISOString());
+  const clock = new ActiveClock(Date.now(), resume?.activeMs ?? 0);
+  let limits = resume?.limits ?? limitsOf(input);
+  const feedback: FeedbackEntry[] = resume?.feedback ?? [];
   let pending: Decision | undefined;
-  let attemptUsage: Usage = { ...ZERO_USAGE };
+  let attemptUsage: Usage = resume?.inFlight?.attemptUsage ?? { ...ZERO_USAGE };
+  let inFlight = resume?.inFlight;
+  /** Hands the run over to a fresh history (Temporal suggested it), carrying all of its state. */
+  const handOver = async (session: SessionSetup | undefined, suspended?: ResumeState['inFlight']): Promise<never> => {
+    await condition(allHandlersFinished);
+    const state: ResumeState = { record, feedback, limits, activeMs: clock.used(Date.now()), session: session ?? null, inFlight: suspended };
+    return continueAsNew<typeof loopWorkflow>({ ...input, resume: state });
+  };
   const escalationMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
 
   const used = (): BudgetUse => ({ ...record.budget.used, attempts: record.attempts.length, wallTimeMs: clock.used(Date.now()) });
@@ -134,10 +143,11 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   transition('running');
 
   try {
-    const session = input.spec.agent.tools.length ? await setUpSession() : undefined;
+    const session = resume ? (resume.session ?? undefined) : input.spec.agent.tools.length ? await setUpSession() : undefined;
     if (session === null) return finish('blocked', 'setup_error');
     for (;;) {
-      const spent = attemptStop(limits, used());
+      if (!inFlight && record.attempts.length > 0 && workflowInfo().continueAsNewSuggested) await handOver(session);
+      const spent = inFlight ? null : attemptStop(limits, used());
       if (spent) {
         const ended = decide(await escalate('budget', spent, describeStop(spent, limits, used())), 'budget', spent);
         if (ended) return ended;
@@ -145,14 +155,24 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       }
       const n = record.attempts.length + 1;
       record.attempt = n;
-      attemptUsage = { ...ZERO_USAGE };
+      const resumeFrom = inFlight?.checkpoint;
+      if (!inFlight) attemptUsage = { ...ZERO_USAGE };
+      inFlight = undefined;
       transition('running');
       const progress: AttemptProgress = { candidate: null, verdicts: [] };
       const remaining = limits.maxWallTimeMs === undefined ? undefined : limits.maxWallTimeMs - clock.used(Date.now());
       const run = await withWallTime(remaining, () =>
-        runAttempt({ workflowId: info.workflowId, input, feedback, limits: () => limits, used, charge, enterVerifying: () => transition('verifying'), session }, n, progress),
+        runAttempt(
+          {
+            workflowId: info.workflowId, input, feedback, limits: () => limits, used, charge, enterVerifying: () => transition('verifying'), session,
+            shouldContinueAsNew: () => workflowInfo().continueAsNewSuggested, resumeFrom,
+          },
+          n,
+          progress,
+        ),
       );
-      const outcome = run.expired ? ({ kind: 'stopped', stopReason: 'time', detail: `wall time ran out during attempt ${n}` } as const) : run.value;
+      if (!run.expired && run.value.kind === 'suspended') await handOver(session, { n, attemptUsage, checkpoint: run.value.checkpoint });
+      const outcome = run.expired || run.value.kind === 'suspended' ? ({ kind: 'stopped', stopReason: 'time', detail: `wall time ran out during attempt ${n}` } as const) : run.value;
       if (outcome.kind === 'checked' && progress.candidate !== null && progress.verdicts.every((v) => v.passed)) {
         const reviewEnded = await reviews(progress, n);
         if (reviewEnded) return reviewEnded;
@@ -169,6 +189,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       }
     }
   } catch (err) {
+    if (err instanceof ContinueAsNew) throw err;
     if (isCancellation(err)) return finish('canceled', 'canceled');
     record.error = err instanceof Error ? err.message : String(err);
     return finish('failed', 'error');

@@ -50,10 +50,17 @@ async function main(turns: number): Promise<void> {
     const naive = await runNaiveSession({ ...common, workflowCode: naiveCode });
     console.log(`naive run ${naive.workflowId}: ${(naive.ms / 1000).toFixed(1)} s`);
     console.log('');
-    const report = formatReport(
+    const sides = [
       { name: 'Loopwright', measure: measureTurns(lw.history, TURN_ACTIVITY.loopwright), newContent: lw.newContent },
       { name: 'naive', measure: measureTurns(naive.history, TURN_ACTIVITY.naive), newContent: naive.newContent },
-    );
+    ] as const;
+    for (const side of sides) {
+      if (side.measure.turns.length !== turns) {
+        // fetchHistory returns the latest run only: a run that continued as new is cut short here.
+        throw new Error(`the ${side.name} history has ${side.measure.turns.length} model turns, not ${turns}: did the run continue as new?`);
+      }
+    }
+    const report = formatReport(...sides);
     console.log(report.join('\n'));
   } finally {
     await model?.close();
