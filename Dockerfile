@@ -42,6 +42,13 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 
 COPY --from=build /app/dist ./dist
 
+# git: agent tools (git_diff, git_status) and L2 runs (a worktree and branch per run).
+# /data: the shared volume for transcripts and worktrees, owned by the worker's user.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && mkdir -p /data && chown node:node /data
+
 # The official node image ships an unprivileged `node` user (uid 1000).
 USER node
 

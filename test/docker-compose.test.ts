@@ -185,6 +185,17 @@ describe('docker-compose.yml services', () => {
     }
   });
 
+  it('worker replicas share one volume for agent transcripts and worktrees', () => {
+    const worker = service('worker');
+    const env = worker.environment as Record<string, string>;
+    const mounts = (worker.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
+    const data = mounts.find((m) => m.split(':')[1] === '/data');
+    expect(data).toBeDefined();
+    expect(compose.volumes ?? {}).toHaveProperty([data!.split(':')[0]]);
+    expect(env.LOOPWRIGHT_TRANSCRIPTS).toMatch(/^\/data\//);
+    expect(env.LOOPWRIGHT_WORKTREES).toMatch(/^\/data\//);
+  });
+
   it('worker starts only after temporal-setup has completed successfully', () => {
     expect(dependsOn('worker')['temporal-setup']).toBe('service_completed_successfully');
   });
