@@ -2,6 +2,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { createAnthropic } from '../activities/model';
 import { ServerUnavailableError } from '../common/errors';
+import type { Tool } from '../activities/tools/types';
 import { checkSearchAttributes } from './check-search-attributes';
 import { workflowSource } from './workflow-bundle';
 
@@ -11,6 +12,8 @@ export interface WorkerOptions {
   taskQueue: string;
   /** Environment for the model endpoint (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) and prices. */
   env: Record<string, string | undefined>;
+  /** The loops' own tools, registered beside the built-in ones (a custom worker entry passes them). */
+  tools?: Tool[];
 }
 
 /** Worker settings every Loopwright worker uses (tests too). */
@@ -35,7 +38,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     await connection.close();
     throw err;
   });
-  const activities = createActivities({ anthropic: createAnthropic(opts.env) });
+  const activities = createActivities({ anthropic: createAnthropic(opts.env), tools: opts.tools });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,

@@ -1,4 +1,4 @@
-import { gateTool, type SessionSetup, type ToolCallRef, type ToolResultRef } from '../common/agent';
+import { gateTool, type SessionSetup, type ToolCallRecord, type ToolCallRef, type ToolResultRef } from '../common/agent';
 import { parseDuration } from '../common/duration';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt } from '../common/prompts';
@@ -82,10 +82,12 @@ export async function runAgentSession(
   return { kind: 'checked' };
 
   async function runCalls(calls: ToolCallRef[], turn: number): Promise<ToolResultRef[]> {
-    const one = async (call: ToolCallRef): Promise<ToolResultRef> => {
+    // The record lists the calls in the order the model made them, whatever order they finish in.
+    const records: ToolCallRecord[] = [];
+    const one = async (call: ToolCallRef, i: number): Promise<ToolResultRef> => {
       const denied = gateTool(input.spec.autonomy, call.name, classOf(call.name), available);
       if (denied) {
-        progress.toolCalls!.push({ turn, name: call.name, summary: call.summary, allowed: false, reason: denied, isError: true });
+        records[i] = { turn, name: call.name, summary: call.summary, allowed: false, reason: denied, isError: true };
         return { toolUseId: call.id, isError: true, text: `denied: ${denied}` };
       }
       const done = await acts.runTool.executeWithOptions({ ...TOOL_CALL, summary: `tool ${call.name} ${call.summary}`.trim() }, [
@@ -94,14 +96,18 @@ export async function runAgentSession(
           available, allowedCommands: agent.commandAllowList, commandTimeoutMs: parseDuration(agent.commandTimeout) ?? 120_000, outputCapChars: agent.toolOutputCapChars,
         },
       ]);
-      progress.toolCalls!.push({ turn, name: call.name, summary: call.summary, allowed: true, isError: done.isError, preview: done.preview, bytes: done.bytes });
+      records[i] = { turn, name: call.name, summary: call.summary, allowed: true, isError: done.isError, preview: done.preview, bytes: done.bytes };
       return { toolUseId: done.toolUseId, isError: done.isError, ref: done.ref };
     };
-    // Read-only calls cannot interfere with each other: run them together. Anything that
-    // writes runs alone, in the order the model asked.
-    if (calls.every((c) => classOf(c.name) === 'read')) return Promise.all(calls.map(one));
-    const results: ToolResultRef[] = [];
-    for (const call of calls) results.push(await one(call));
-    return results;
+    try {
+      // Read-only calls cannot interfere with each other: run them together. Anything that
+      // writes runs alone, in the order the model asked.
+      if (calls.every((c) => classOf(c.name) === 'read')) return await Promise.all(calls.map(one));
+      const results: ToolResultRef[] = [];
+      for (const [i, call] of calls.entries()) results.push(await one(call, i));
+      return results;
+    } finally {
+      progress.toolCalls!.push(...records.filter(Boolean));
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { createActivities, type Activities } from '../../activities';
+import type { Tool } from '../../activities/tools/types';
 import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { installRuntime } from '../../workers/runtime';
@@ -33,6 +34,7 @@ export async function testStack(
   modelUrl: string,
   env: Record<string, string> = {},
   wrap: (activities: Activities) => Activities = (a) => a,
+  tools: Tool[] = [],
 ): Promise<TestStack> {
   installRuntime();
   const taskQueue = uniqueQueue(name);
@@ -42,7 +44,7 @@ export async function testStack(
     connection,
     taskQueue,
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
-    activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv) })),
+    activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv), tools })),
     ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });

@@ -2,6 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { z } from 'zod';
+import type { Tool } from '../../activities/tools/types';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import type { ModelRule } from '../../model-server/script';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
@@ -99,6 +101,31 @@ describe('agent sessions', () => {
     expect(git('show', `${branch}:notes.txt`)).toContain('4am');
     expect(git('rev-parse', branch).trim()).toBe(record.attempts[0].commit);
     expect(git('rev-parse', 'main').trim()).not.toBe(record.attempts[0].commit);
+  });
+
+  test.each([
+    ['L2', false],
+    ['L3', true],
+  ])('a loop\'s own external tool is denied at %s unless the level allows it (allowed: %s)', async (autonomy, allowed) => {
+    const workspace = repo();
+    const sent: string[] = [];
+    const notify: Tool<{ text: string }> = {
+      name: 'notify_team',
+      description: 'Posts a message to the team channel.',
+      class: 'external',
+      input: z.object({ text: z.string() }),
+      run: async ({ text }) => {
+        sent.push(text);
+        return 'posted';
+      },
+    };
+    model = await startModelServer({ script: script(turnCalls(1, [['notify_team', { text: 'build is red' }]]), turnAnswers(2, 'told them'), judgeSays(1, true)), port: 0 });
+    stack = await testStack(`external-${autonomy}`, model.url, {}, (a) => a, [notify as Tool]);
+    const record = await run(stack, { task: 'Tell the team.', rubric: ['r'], tools: ['notify_team'], workspace, autonomy });
+    expect(record.state).toBe('completed');
+    expect(record.attempts[0].toolCalls![0]).toMatchObject({ name: 'notify_team', allowed });
+    expect(sent).toEqual(allowed ? ['build is red'] : []);
+    if (!allowed) expect(record.attempts[0].toolCalls![0].reason).toMatch(/notify_team is an external tool and this run is L2/);
   });
 
   test('an attempt that reaches maxTurns without a final answer fails with a step-cap reason', async () => {
