@@ -7,6 +7,7 @@ import type { Usage } from '../common/usage';
 import { runCommandCheck } from './checks/command';
 import { judgeCandidate, type JudgeInput } from './checks/judge';
 import { runSchemaCheck } from './checks/schema';
+import { runDiffPolicyCheck } from './checks/diff-policy';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 import { ApplicationFailure } from '@temporalio/common';
@@ -17,6 +18,7 @@ import { loopwrightHome } from '../server/paths';
 import { modelTurn, type ModelTurnInput } from './agent/model-turn';
 import { runTool, type RunToolInput, type RunToolResult } from './agent/run-tool';
 import { commitWorkspace, prepareWorkspace } from './agent/workspace';
+import { applyGitCommit, type GitCommitEffectInput, type GitCommitEffectResult } from './effects';
 import { createToolRegistry } from './tools/registry';
 import type { Tool } from './tools/types';
 import { createFileBlobStore, type BlobStore } from './transcript/store';
@@ -56,6 +58,8 @@ export interface RunCheckInput {
   task: string;
   candidate: string;
   workspace?: string;
+  /** The commit the run's changes are compared with (diff policy). */
+  baseRef?: string | null;
 }
 
 /**
@@ -94,6 +98,14 @@ export function createActivities(deps: ActivityDeps) {
       return runTool({ store, registry }, input);
     },
 
+    /**
+     * Applies one effect exactly once (see effects.ts): its key is looked up on the target
+     * before anything is done. Conflicts are a non-retryable `EffectError`.
+     */
+    async applyEffect(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
+      return applyGitCommit(input);
+    },
+
     /** Commits an L2 attempt's changes onto the run's branch. */
     async commitWorkspace(input: { root: string; branch: string; message: string }): Promise<{ commit: string | null }> {
       return commitWorkspace(input);
@@ -129,6 +141,11 @@ export function createActivities(deps: ActivityDeps) {
           return runCommandCheck({ ...input, check: input.check, workspace: input.workspace ?? defaultWorkspace(input.workflowId) });
         case 'schema':
           return runSchemaCheck(input.check, input.candidate);
+        case 'diff':
+          if (!input.workspace || !input.baseRef) {
+            throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs a git workspace and the commit the run started from` });
+          }
+          return runDiffPolicyCheck({ check: input.check, root: input.workspace, baseRef: input.baseRef });
       }
     },
   };

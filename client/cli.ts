@@ -4,12 +4,15 @@ import { LoopwrightError } from '../common/errors';
 import { BUILT_IN_LOOPS } from '../loops';
 import { cancelCommand } from './commands/cancel';
 import { decideCommand } from './commands/decide';
+import { eventCommand } from './commands/event';
 import { demoCommand } from './commands/demo';
 import { devCommand } from './commands/dev';
 import { listCommand } from './commands/list';
 import { modelServerCommand } from './commands/model-server';
 import { runCommand } from './commands/run';
+import { registerScheduleCommands } from './commands/schedule';
 import { statusCommand } from './commands/status';
+import { webhooksCommand } from './commands/webhooks';
 import { workerCommand } from './commands/worker';
 import { LoopwrightClient } from './loopwright-client';
 import { consoleOutput, type Output } from './output';
@@ -47,8 +50,8 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('model-server').description('serve the Anthropic Messages API from a JSON script (tests, demos)')
     .requiredOption('--script <file>', 'the JSON script').option('--port <n>', 'port', '8765').option('--log <file>', 'append each request as a JSON line')
     .action(action((opts) => modelServerCommand(opts, io)));
-  program.command('demo').description('what `npm start` runs: the embedded stack and one evaluate-optimize run')
-    .option('--exit', 'stop once the run is done instead of keeping the stack up')
+  program.command('demo').description('what `npm start` runs: the embedded stack and a fix-test run on a sample repository')
+    .option('--exit', 'stop once the run is done instead of keeping the stack up').option('--yes', 'approve the verified fix without asking')
     .action(action((opts) => demoCommand(opts, env, io)));
   program.command('loops').description('list the built-in loops with an example input')
     .action(action(async () => {
@@ -76,6 +79,14 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('list').description('runs, newest first').option('--state <state>', 'filter by state').option('--loop <loop>', 'filter by loop')
     .option('--limit <n>', 'at most this many', '50').option('--json', 'machine-readable output')
     .action(action(withClient((client, opts) => listCommand(client, opts, io))));
+  program.command('event <loop>').description('start the run for an event once per key (workflow id <loop>/<key>); a duplicate reports the existing run')
+    .requiredOption('--key <key>', 'the event key: letters, digits and ._:-/ (at most 200)').option('--input <json>', 'the loop input: JSON, or @file')
+    .option('--force', 'run a key whose run has closed again (same id)').option('--json', 'machine-readable output')
+    .action(action(withClient((client, loop: string, opts) => eventCommand(client, loop, opts, io))));
+  program.command('webhooks').description('an HTTP receiver: POST /events/<loop> {key, input, force?} delivers an event; Ctrl-C stops')
+    .option('--port <n>', 'port', '8788').option('--host <host>', 'interface to bind (no authentication: keep it local)', '127.0.0.1')
+    .action(action(withClient((client, opts) => webhooksCommand(client, opts, io))));
+  registerScheduleCommands(program, (fn) => action(withClient(fn)), io);
   return program;
 }
 

@@ -1,10 +1,10 @@
 import { Client, Connection, WorkflowNotFoundError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
 import type { Decision, DecisionInput, DecisionRecord } from '../common/decision';
 import { DecisionRefusedError, LoopwrightError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
-import type { Trigger } from '../common/loop-input';
+import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { decisionSignal, stateQuery } from '../workflows/messages';
@@ -52,31 +52,38 @@ export class LoopwrightClient {
     return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config, readPrices(opts.env ?? process.env));
   }
 
-  /** Starts a run of `loop` and returns its id; invalid input is refused before it reaches the server. */
-  async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger } = {}): Promise<{ workflowId: string; runId: string }> {
-    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, opts.trigger ?? { kind: 'client' });
+  /**
+   * Starts a run of `loop` and returns its id; invalid input is refused before it reaches the server.
+   * `itemKey` sets the run's LoopItemKey (the key of the event or item it works on). An id already
+   * used is a RunAlreadyExistsError; with `reuse`, an id whose earlier run has closed starts a new
+   * run (a running one is still refused).
+   */
+  async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger; itemKey?: string; reuse?: boolean } = {}): Promise<{ workflowId: string; runId: string }> {
+    const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey);
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
       const handle = await this.temporal.workflow.start('loopWorkflow', {
         taskQueue: this.config.taskQueue,
         workflowId,
         args: [plan],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: [
-          { key: LoopName, value: plan.loop },
-          { key: LoopState, value: 'running' },
-          { key: LoopAttempt, value: 0 },
-          { key: LoopAutonomy, value: plan.spec.autonomy },
-          ...(plan.itemKey ? [{ key: LoopItemKey, value: plan.itemKey }] : []),
-        ],
-        staticSummary: `${plan.loop}: ${plan.task.slice(0, 120)}`,
-        staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
+        workflowIdReusePolicy: opts.reuse ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+        ...runPresentation(plan),
       });
       return { workflowId, runId: handle.firstExecutionRunId };
     } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a run with id ${workflowId} already exists: choose another --id`);
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new RunAlreadyExistsError(workflowId);
       throw this.translate(err);
     }
+  }
+
+  /**
+   * Validates `input` with the loop's schema (InputError, exit 2) and builds the workflow input
+   * with this client's models and prices, without starting anything (schedules pin it).
+   */
+  plan(loop: string, input: unknown, trigger: Trigger, itemKey?: string): LoopInput {
+    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, trigger);
+    return itemKey === undefined ? plan : { ...plan, itemKey };
   }
 
   /** The run's record: live from the workflow while it runs, its result once it ended. */
@@ -210,6 +217,32 @@ export class NoWorkerError extends LoopwrightError {
   constructor(workflowId: string, status: string, detail: string) {
     super(`run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`);
   }
+}
+
+/** An id that a run already has (running, or closed and not reusable). Exit 2. */
+export class RunAlreadyExistsError extends UsageError {
+  constructor(readonly workflowId: string) {
+    super(`a run with id ${workflowId} already exists: choose another --id`);
+  }
+}
+
+/**
+ * What a run shows in `list` and the Web UI from its start: the search attributes (LoopName,
+ * LoopState 'running', LoopAttempt 0, LoopAutonomy, LoopItemKey) and its summary and details.
+ * Shared by direct starts and schedule actions.
+ */
+export function runPresentation(plan: LoopInput) {
+  return {
+    typedSearchAttributes: [
+      { key: LoopName, value: plan.loop },
+      { key: LoopState, value: 'running' },
+      { key: LoopAttempt, value: 0 },
+      { key: LoopAutonomy, value: plan.spec.autonomy },
+      ...(plan.itemKey ? [{ key: LoopItemKey, value: plan.itemKey }] : []),
+    ] as SearchAttributePair[],
+    staticSummary: `${plan.loop}: ${plan.task.slice(0, 120)}`,
+    staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
+  };
 }
 
 function sleep(ms: number): Promise<void> {

@@ -43,11 +43,13 @@ export function summarize(r: RunRecord): string[] {
   lines.push(`  usage      ${r.usage.total.inputTokens} in / ${r.usage.total.outputTokens} out tokens, ${money(r.usage.total.costUsd)}`);
   if (r.escalation && r.state === 'awaiting_human') {
     lines.push(`  waiting    for a human until ${r.escalation.deadline}: ${r.escalation.reason}`);
-    const verbs = r.escalation.kind === 'review' ? 'approve|reject' : 'approve|reject|retry|budget';
+    const verbs = r.escalation.kind === 'review' || r.escalation.kind === 'approval' ? 'approve|reject' : 'approve|reject|retry|budget';
     lines.push(`             decide with: loopwright ${verbs} ${r.workflowId} --by NAME`);
     if (r.pendingReview) lines.push('  candidate', ...r.pendingReview.candidate.split('\n').map((l) => `    ${l}`));
   }
   if (r.decision) lines.push(`  decision   ${r.decision.kind} by ${r.decision.by}`);
+  for (const e of r.effects) lines.push(`  effect     ${e.name}: ${e.commit.slice(0, 12)} on ${e.target}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
+  if (r.workspace?.branch) lines.push(`  branch     ${r.workspace.branch}`);
   if (r.error) lines.push(`  error      ${r.error}`);
   if (r.output !== null) lines.push('  output', ...r.output.split('\n').map((l) => `    ${l}`));
   return lines;

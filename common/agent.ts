@@ -52,6 +52,8 @@ export interface ToolCallRecord {
 /** Where a run's agent works and with which tools, fixed once at the start of the run. */
 export interface SessionSetup {
   root: string;
+  /** The commit the run's branch started from (L2), for the diff policy. */
+  base: string | null;
   /** The run's own branch (L2: a git worktree on a fresh branch), else null. */
   branch: string | null;
   tools: Array<{ name: string; class: ToolClass }>;

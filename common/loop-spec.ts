@@ -57,8 +57,22 @@ export const HumanCheckSchema = z.object({
 });
 export type HumanCheck = z.infer<typeof HumanCheckSchema>;
 
+/**
+ * The standard rubric for code changes, checked on the run's git workspace against the commit
+ * it started from: changes stay inside `allowedPaths`, no test is deleted or skipped, and (when
+ * required) a regression test is added.
+ */
+export const DiffPolicyCheckSchema = z.object({
+  kind: z.literal('diff'),
+  name: z.string().min(1).default('change policy'),
+  allowedPaths: z.array(z.string().min(1)).min(1),
+  requireRegressionTest: z.boolean().default(true),
+  testPattern: z.string().optional(),
+});
+export type DiffPolicyCheck = z.infer<typeof DiffPolicyCheckSchema>;
+
 /** One independent check of a candidate. All of a loop's checks must pass. */
-export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema]);
+export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema, DiffPolicyCheckSchema]);
 export type Check = z.infer<typeof CheckSchema>;
 /** The checks that run in an activity (all but the human review). */
 export type AutomatedCheck = Exclude<Check, HumanCheck>;
@@ -76,6 +90,19 @@ export const BudgetSchema = z.object({
   maxSideEffects: z.number().int().nonnegative().optional(),
 });
 export type Budget = z.infer<typeof BudgetSchema>;
+
+/**
+ * An effect a verified run has on the world. `git_commit`: the run's branch becomes one commit
+ * on `targetBranch` (default: the branch checked out in the workspace), carrying a
+ * `Loopwright-Effect: <key>` trailer, so it is applied exactly once.
+ */
+export const EffectSpecSchema = z.object({
+  kind: z.literal('git_commit'),
+  name: z.string().min(1).default('commit'),
+  targetBranch: z.string().min(1).optional(),
+  message: z.string().min(1),
+});
+export type EffectSpec = z.infer<typeof EffectSpecSchema>;
 
 /** Who decides when the loop gives up, and how long the run waits for them. */
 export const EscalationSchema = z.object({
@@ -120,5 +147,10 @@ export const LoopSpecSchema = z.object({
   budget: BudgetSchema,
   escalation: EscalationSchema,
   autonomy: AutonomySchema.default('L1'),
+  /**
+   * What a verified run does with its result. L1 never applies effects (it reports); L2 waits
+   * for a human's approval after verification; L3 applies at once and records an audit entry.
+   */
+  delivery: z.object({ effects: z.array(EffectSpecSchema).default([]) }).default({ effects: [] }),
 });
 export type LoopSpec = z.infer<typeof LoopSpecSchema>;

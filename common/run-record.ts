@@ -23,6 +23,9 @@ export function isTerminal(state: RunState): boolean {
  * - `model_error`: a model call failed in a way retrying cannot fix (→ `blocked` if nobody acts);
  * - `review_timeout`: a human review was not given by the deadline (→ `blocked`);
  * - `setup_error`: the run's workspace or tools cannot be set up (→ `blocked`);
+ * - `approval_timeout`: an L2 run's verified change was not approved by the deadline (→ `blocked`);
+ * - `effects`: applying the effects would pass `maxSideEffects` (→ `budget_exhausted`);
+ * - `effect_error`: an effect could not be applied (a conflict) (→ `blocked`);
  * - `canceled`; `error`: a fault in Loopwright itself (→ `failed`).
  */
 export type StopReason =
@@ -36,10 +39,13 @@ export type StopReason =
   | 'model_error'
   | 'review_timeout'
   | 'setup_error'
+  | 'approval_timeout'
+  | 'effects'
+  | 'effect_error'
   | 'canceled'
   | 'error';
 
-export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'output';
+export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'diff' | 'output';
 
 /** One check's verdict on one candidate, with its evidence. */
 export interface Verdict {
@@ -91,13 +97,29 @@ export interface RunBudget {
 
 /** Why and since when the run waits for a human. */
 export interface Escalation {
-  /** `budget`: a budget ran out; `error`: a model call cannot succeed; `review`: a human check. */
-  kind: 'budget' | 'error' | 'review';
+  /**
+   * `budget`: a budget ran out; `error`: a model call cannot succeed; `review`: a human check;
+   * `approval`: an L2 run passed its checks and waits for approval before its effects.
+   */
+  kind: 'budget' | 'error' | 'review' | 'approval';
   stopReason: StopReason;
   reason: string;
   since: string;
   deadline: string;
   timedOut: boolean;
+}
+
+/** One effect, keyed `<workflow id>/<effect name>/<sequence>`. */
+export interface EffectRecord {
+  key: string;
+  name: string;
+  kind: 'git_commit';
+  target: string;
+  commit: string;
+  /** True when the target already had it (a retry, a repeated approval): nothing was done twice. */
+  alreadyApplied: boolean;
+  at: string;
+  approvedBy: string | null;
 }
 
 /** Usage of the run, in total and per role. */
@@ -141,6 +163,10 @@ export interface RunRecord {
   /** Set while (and after) the run waited for a human. */
   escalation: Escalation | null;
   usage: RunUsage;
+  /** Effects applied (or found already applied), each with its idempotency key. */
+  effects: EffectRecord[];
+  /** L3: effects applied without approval wait for review here. */
+  audit: { needed: boolean; reviewedBy?: string } | null;
   error: string | null;
   startedAt: string;
   endedAt: string | null;

@@ -101,7 +101,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
     if (check.kind !== 'judge') {
       progress.verdicts.push(
         await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: `check ${check.name} (${check.kind}): attempt ${n}` }, [
-          { workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace },
+          { workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace, baseRef: ctx.session?.base },
         ]),
       );
       continue;

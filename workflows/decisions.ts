@@ -10,9 +10,11 @@ export function refusalReason(record: RunRecord, decision: Decision, alreadyDeci
   const esc = record.escalation;
   if (record.state !== 'awaiting_human' || !esc) return `the run is ${record.state}, not waiting for a decision`;
   if (alreadyDecided) return 'a decision was already taken for this wait';
-  if (esc.kind === 'review') {
+  if (esc.kind === 'review' || esc.kind === 'approval') {
     if (decision.kind === 'approve' || decision.kind === 'reject') return null;
-    return `the run waits for a review of attempt ${record.attempt}: approve or reject it`;
+    return esc.kind === 'review'
+      ? `the run waits for a review of attempt ${record.attempt}: approve or reject it`
+      : 'the run waits for approval of its verified change: approve or reject it';
   }
   if (decision.kind === 'approve' && !record.attempts.some((a) => a.candidate !== null)) {
     return 'there is no candidate to approve: retry, extend the budget or reject';

@@ -179,7 +179,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       }
       const stopped = outcome.kind === 'stopped' ? { reason: outcome.stopReason, detail: outcome.detail } : undefined;
       const attempt = recordAttempt(record, { ...progress, n, usage: attemptUsage, stopped });
-      if (attempt.passed) return finish('completed', 'passed', attempt.candidate);
+      if (attempt.passed) return await deliver(attempt.candidate ?? '', n, session);
       const lesson = feedbackFrom(attempt);
       if (lesson) feedback.push(lesson);
       if (stopped) {
@@ -212,6 +212,50 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
       return null;
     }
+  }
+
+  /**
+   * Delivers a verified candidate. Effects never run at L1 (it reports). At L2 the run waits for a
+   * human's approval first; at L3 it applies them at once and marks the run for audit. Each
+   * effect carries the key `<workflow id>/<effect>/<n>` so retries and repeated approvals apply
+   * it once, and counts against maxSideEffects.
+   */
+  async function deliver(candidate: string, n: number, session: SessionSetup | undefined): Promise<RunRecord> {
+    const effects = input.spec.delivery.effects;
+    if (effects.length === 0 || input.spec.autonomy === 'L1') return finish('completed', 'passed', candidate);
+    if (!session?.branch && effects.some((e) => e.kind === 'git_commit')) {
+      record.error = 'a git_commit effect needs the run to work on its own branch (an L2 run with tools and a git workspace)';
+      return finish('blocked', 'setup_error');
+    }
+    let approvedBy: string | null = null;
+    if (input.spec.autonomy === 'L2') {
+      const plan = effects.map((e) => `${e.name} (${e.kind}${e.targetBranch ? ` to ${e.targetBranch}` : ''})`).join(', ');
+      const decision = await escalate('approval', 'approval_timeout', `attempt ${n} passed every check: approve to apply ${plan}`);
+      if (!decision) return finish('blocked', 'approval_timeout');
+      if (decision.kind === 'reject') return finish('rejected', 'rejected', candidate);
+      approvedBy = decision.by;
+    }
+    transition('applying');
+    for (const [i, effect] of effects.entries()) {
+      if (limits.maxSideEffects !== undefined && record.budget.used.sideEffects >= limits.maxSideEffects) {
+        record.error = `side-effect budget exhausted: ${record.budget.used.sideEffects}/${limits.maxSideEffects} effects applied`;
+        return finish('budget_exhausted', 'effects', candidate);
+      }
+      const key = `${info.workflowId}/${effect.name}/${i + 1}`;
+      try {
+        const applied = await acts.applyEffect.executeWithOptions({ ...TOOL_CALL, summary: `effect ${effect.name}: ${key}` }, [
+          { key, repo: input.workspace!, branch: session!.branch!, targetBranch: effect.targetBranch, message: effect.message },
+        ]);
+        record.effects.push({ key, name: effect.name, kind: effect.kind, target: applied.target, commit: applied.commit, alreadyApplied: applied.alreadyApplied, at: new Date().toISOString(), approvedBy });
+        record.budget.used.sideEffects += 1;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+        return finish('blocked', 'effect_error', candidate);
+      }
+    }
+    if (input.spec.autonomy === 'L3') record.audit = { needed: true };
+    return finish('completed', 'passed', candidate);
   }
 
   /** Each human check reviews the candidate; returns the record when the run ends (no review in time). */

@@ -50,6 +50,8 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
     stopReason: null,
     escalation: null,
     usage: { total: { ...ZERO_USAGE }, worker: { ...ZERO_USAGE }, checker: { ...ZERO_USAGE } },
+    effects: [],
+    audit: null,
     error: null,
     startedAt: now,
     endedAt: null,

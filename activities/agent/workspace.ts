@@ -27,22 +27,25 @@ export function runBranch(workflowId: string): string {
  * `worktreesDir`; the repository's own working tree is never touched. Idempotent: a retry
  * finds the worktree it made.
  */
-export async function prepareWorkspace(worktreesDir: string, input: { workflowId: string; workspace: string; autonomy: Autonomy }): Promise<{ root: string; branch: string | null }> {
+export async function prepareWorkspace(worktreesDir: string, input: { workflowId: string; workspace: string; autonomy: Autonomy }): Promise<{ root: string; branch: string | null; base: string | null }> {
   if (!existsSync(input.workspace) || !statSync(input.workspace).isDirectory()) {
     throw setupError(`workspace ${input.workspace} is not a folder on this worker: give an existing folder (shared by all workers)`);
   }
   const folder = realpathSync(input.workspace);
-  if (input.autonomy !== 'L2') return { root: folder, branch: null };
+  if (input.autonomy !== 'L2') return { root: folder, branch: null, base: await git(folder, ['rev-parse', 'HEAD']).catch(() => null) };
   const top = await git(folder, ['rev-parse', '--show-toplevel']).catch(() => {
     throw setupError(`workspace ${folder} is not a git repository: an L2 run works on a branch in a git worktree`);
   });
   const branch = runBranch(input.workflowId);
   const root = path.join(worktreesDir, branch.replace(/\//g, '_'));
-  if (existsSync(path.join(root, '.git'))) return { root: realpathSync(root), branch };
+  if (existsSync(path.join(root, '.git'))) {
+    const base = await git(top, ['merge-base', branch, 'HEAD']);
+    return { root: realpathSync(root), branch, base };
+  }
   mkdirSync(worktreesDir, { recursive: true });
   const exists = await git(top, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).then(() => true, () => false);
   await git(top, exists ? ['worktree', 'add', root, branch] : ['worktree', 'add', '-b', branch, root, 'HEAD']);
-  return { root: realpathSync(root), branch };
+  return { root: realpathSync(root), branch, base: await git(root, ['rev-parse', 'HEAD']) };
 }
 
 /**

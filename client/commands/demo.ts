@@ -1,46 +1,72 @@
-import demoScript from '../../loops/fixtures/evaluate-optimize-demo.json';
-import { startModelServer, type ModelServer } from '../../model-server/server';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import type { RunRecord } from '../../common/run-record';
+import demoScript from '../../loops/fixtures/fix-test-demo.json';
+import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
 import { parseModelScript } from '../../model-server/script';
+import { startModelServer, type ModelServer } from '../../model-server/server';
 import { startEmbeddedStack } from '../../workers/embedded-stack';
 import { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
 import { untilSignal } from './process';
-
-/** The task the demo gives `evaluate-optimize`; the scripted session answers exactly this. */
-export const DEMO_INPUT = {
-  task: 'Write a haiku about a worker process that crashes and resumes from its durable history.',
-  rubric: ['exactly three lines', 'mentions a crash', 'ends with the work resuming'],
-  maxAttempts: 3,
-};
 
 /** A link to a run's page in the Web UI. */
 export function runUrl(uiUrl: string, namespace: string, workflowId: string): string {
   return `${uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
+async function ask(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
 /**
- * `demo` (what `npm start` runs): the embedded stack plus one `evaluate-optimize` run. Without
- * ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL) the model is the scripted model server playing a
- * recorded session: the first attempt fails the judge, the feedback fixes the second. The stack
- * keeps running for the Web UI until Ctrl-C, unless --exit is given.
+ * `demo` (what `npm start` runs): the embedded stack, a sample repository with a real failing
+ * test, and a `fix-test` run on it (L2). Without ANTHROPIC_API_KEY the scripted model plays a
+ * recorded session: the first candidate deletes the failing test and the change policy rejects
+ * it; the second fixes the bug and adds a regression test. The demo then asks whether to approve
+ * (the real decision signal; `--yes` approves without asking), the fix lands as one commit,
+ * and the stack stays up for the Web UI until Ctrl-C (unless --exit).
  */
-export async function demoCommand(opts: { exit?: boolean }, env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: Record<string, string | undefined>, io: Output): Promise<number> {
   const runEnv = { ...env };
   let model: ModelServer | undefined;
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
-    model = await startModelServer({ script: parseModelScript(demoScript, 'loops/fixtures/evaluate-optimize-demo.json'), port: 0 });
+    model = await startModelServer({ script: parseModelScript(demoScript, 'loops/fixtures/fix-test-demo.json'), port: 0 });
     runEnv.ANTHROPIC_BASE_URL = model.url;
     io.out(`No ANTHROPIC_API_KEY is set, so the demo uses the scripted model server (a recorded session) at ${model.url}.`);
     io.out('Set ANTHROPIC_API_KEY to run the same demo against Claude.');
   }
+  const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-demo-')), 'sample-math'));
+  io.out(`Sample repository with a failing test: ${repo}`);
   const stack = await startEmbeddedStack({ env: runEnv, log: io.err });
   const client = await LoopwrightClient.connect({ env: runEnv, address: stack.address });
   try {
     io.out(`Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}`);
-    const { workflowId } = await client.run('evaluate-optimize', DEMO_INPUT, { trigger: { kind: 'cli', by: 'demo' } });
-    io.out(`Started evaluate-optimize: ${workflowId}`);
-    const record = await client.wait(workflowId, (r) => io.out(progressLine(r)));
+    const input = { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] };
+    const { workflowId } = await client.run('fix-test', input, { trigger: { kind: 'cli', by: 'demo' } });
+    io.out(`Started fix-test: ${workflowId}`);
+    const progress = (r: RunRecord) => io.out(progressLine(r));
+    let record = await client.wait(workflowId, progress);
+    if (record.state === 'awaiting_human' && record.escalation?.kind === 'approval') {
+      for (const a of record.attempts) io.out(`  attempt ${a.n}: ${a.passed ? 'passed' : `failed: ${a.reasons.join(' | ')}`}`);
+      io.out(`The fix is verified and waits for approval on branch ${record.workspace?.branch}:`);
+      io.out(`  ${record.attempts[record.attempts.length - 1].candidate ?? ''}`);
+      const yes = opts.yes || (process.stdin.isTTY ? await ask('Approve it and commit the fix to main? [y/N] ') : false);
+      if (yes) await client.decide(workflowId, { kind: 'approve', by: env.USER || 'demo' });
+      else if (!process.stdin.isTTY) io.out(`Approve it from another terminal: npx loopwright approve ${workflowId} --by YOU (or rerun with npm start -- --yes)`);
+      else await client.decide(workflowId, { kind: 'reject', by: env.USER || 'demo', reason: 'not approved in the demo' });
+      record = await waitForEnd(client, workflowId);
+    }
     summarize(record).forEach((l) => io.out(l));
+    const effect = record.effects[0];
+    if (effect) io.out(`The fix is commit ${effect.commit.slice(0, 12)} on ${effect.target} in ${repo} (git -C ${repo} log -1).`);
     if (stack.uiUrl) io.out(`See the run in the Web UI: ${runUrl(stack.uiUrl, stack.namespace, workflowId)}`);
     io.out(`Its record: npx loopwright status ${workflowId}`);
     if (!opts.exit) {
@@ -52,5 +78,13 @@ export async function demoCommand(opts: { exit?: boolean }, env: Record<string, 
     await client.close();
     await stack.stop();
     await model?.close();
+  }
+}
+
+async function waitForEnd(client: LoopwrightClient, workflowId: string): Promise<RunRecord> {
+  for (;;) {
+    const record = await client.status(workflowId);
+    if (record.state !== 'awaiting_human' && record.state !== 'applying' && record.state !== 'running' && record.state !== 'verifying') return record;
+    await new Promise((resolve) => setTimeout(resolve, 300));
   }
 }

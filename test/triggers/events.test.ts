@@ -1,0 +1,111 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { LoopwrightClient } from '../../client/loopwright-client';
+import { LoopItemKey, LoopName } from '../../common/search-attributes';
+import { startModelServer, type ModelServer } from '../../model-server/server';
+import { runCli } from '../helpers/cli';
+import { judgeSays, script, workerSays } from '../helpers/scripts';
+import { testAddress, testStack, uniqueQueue, type TestStack } from '../helpers/temporal';
+
+/** `loopwright event`: one run per key, duplicates reported, --force reruns a closed key. */
+let model: ModelServer | undefined;
+let stack: TestStack | undefined;
+
+afterEach(async () => {
+  await stack?.close();
+  await model?.close();
+  stack = undefined;
+  model = undefined;
+});
+
+const input = (extra: Record<string, unknown> = {}) => JSON.stringify({ task: 'Say hi.', rubric: ['says hi'], ...extra });
+
+/** Runs the built CLI against the test server and the stack's task queue; output split into lines. */
+async function cli(s: { taskQueue: string }, ...args: string[]): Promise<{ code: number | null; stdout: string[]; stderr: string[] }> {
+  const result = await runCli(args, { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: s.taskQueue });
+  const lines = (text: string) => (text.trim() === '' ? [] : text.trimEnd().split('\n'));
+  return { code: result.code, stdout: lines(result.stdout), stderr: lines(result.stderr) };
+}
+
+const workerCalls = (m: ModelServer, workflowId: string) => m.requests.filter((r) => r.role === 'worker' && r.workflowId === workflowId).length;
+
+describe('loopwright event on a real dev server', () => {
+  test('a second delivery of the same key starts nothing and reports the first run as a duplicate; the model sees one worker call', async () => {
+    model = await startModelServer({ script: script(workerSays(1, 'hi'), judgeSays(1, true)), port: 0 });
+    const s = (stack = await testStack('event-dup', model.url));
+    const id = 'evaluate-optimize/order:42/v1';
+    await s.run(async () => {
+      const first = await cli(s, 'event', 'evaluate-optimize', '--key', 'order:42/v1', '--input', input(), '--json');
+      expect(first).toMatchObject({ code: 0, stderr: [] });
+      expect(JSON.parse(first.stdout[0])).toEqual({ workflowId: id, duplicate: false });
+
+      const second = await cli(s, 'event', 'evaluate-optimize', '--key', 'order:42/v1', '--input', input(), '--json');
+      expect(second.code).toBe(0);
+      const dup = JSON.parse(second.stdout[0]);
+      expect(dup).toMatchObject({ workflowId: id, duplicate: true });
+      expect(['running', 'verifying', 'completed']).toContain(dup.state);
+
+      expect((await s.client.wait(id)).state).toBe('completed');
+      const third = await cli(s, 'event', 'evaluate-optimize', '--key', 'order:42/v1', '--input', input());
+      expect(third.code).toBe(0);
+      expect(third.stdout[0]).toBe(id);
+      expect(third.stdout[1]).toMatch(new RegExp(`^already started: ${id} \\(state completed\\)`));
+    });
+    expect(workerCalls(model, id)).toBe(1);
+    const description = await s.client.temporal.workflow.getHandle(id).describe();
+    expect(description.typedSearchAttributes.get(LoopItemKey)).toBe('order:42/v1');
+    expect(description.typedSearchAttributes.get(LoopName)).toBe('evaluate-optimize');
+  });
+
+  test('--force after the first run completed starts a second run with the same id; --force on a waiting run is refused with exit 2', async () => {
+    const pass = 'evaluate-optimize/force-pass';
+    const hold = 'evaluate-optimize/force-hold';
+    model = await startModelServer({
+      script: script(
+        workerSays(1, 'hi', { name: 'pass worker', match: { workflowId: pass, role: 'worker' }, times: 2 }),
+        judgeSays(1, true, [], '', { name: 'pass judge', match: { workflowId: pass, role: 'checker' }, times: 2 }),
+        workerSays(1, 'no', { name: 'hold worker', match: { workflowId: hold, role: 'worker' } }),
+        judgeSays(1, false, ['says hi'], 'Say hi.', { name: 'hold judge', match: { workflowId: hold, role: 'checker' } }),
+      ),
+      port: 0,
+    });
+    const s = (stack = await testStack('event-force', model.url));
+    await s.run(async () => {
+      expect((await cli(s, 'event', 'evaluate-optimize', '--key', 'force-pass', '--input', input())).code).toBe(0);
+      expect((await s.client.wait(pass)).state).toBe('completed');
+      const firstRun = (await s.client.temporal.workflow.getHandle(pass).describe()).runId;
+
+      const forced = await cli(s, 'event', 'evaluate-optimize', '--key', 'force-pass', '--input', input(), '--force', '--json');
+      expect(forced.code).toBe(0);
+      expect(JSON.parse(forced.stdout[0])).toEqual({ workflowId: pass, duplicate: false });
+      expect((await s.client.wait(pass)).state).toBe('completed');
+      expect((await s.client.temporal.workflow.getHandle(pass).describe()).runId).not.toBe(firstRun);
+
+      expect((await cli(s, 'event', 'evaluate-optimize', '--key', 'force-hold', '--input', input({ maxAttempts: 1 }))).code).toBe(0);
+      expect((await s.client.wait(hold)).state).toBe('awaiting_human');
+      const refused = await cli(s, 'event', 'evaluate-optimize', '--key', 'force-hold', '--input', input({ maxAttempts: 1 }), '--force');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toEqual([`error: run ${hold} is still running (state awaiting_human): cancel it first (\`loopwright cancel ${hold}\`) or wait for it to end, then deliver with --force`]);
+      await s.client.cancel(hold);
+    });
+    expect(workerCalls(model, pass)).toBe(2);
+    expect(workerCalls(model, hold)).toBe(1);
+  });
+
+  test.each([
+    [['--key', 'has space', '--input', input()], /event key "has space" has characters that are not allowed \(" "\)/],
+    [['--key', 'k'.repeat(201), '--input', input()], /event key is 201 characters long: at most 200 are allowed/],
+    [['--key', 'ok-key', '--input', '{"task":"x"}'], /invalid input for loop evaluate-optimize: rubric: /],
+    [['--key', 'ok-key'], /missing --input/],
+  ])('a bad delivery %# is refused with one error line and exit 2, and starts nothing', async (args, message) => {
+    const client = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress() } });
+    try {
+      const result = await cli({ taskQueue: uniqueQueue('event-bad') }, 'event', 'evaluate-optimize', ...args);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toHaveLength(1);
+      expect(result.stderr[0]).toMatch(message);
+      await expect(client.temporal.workflow.getHandle('evaluate-optimize/ok-key').describe()).rejects.toThrow(WorkflowNotFoundError);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,96 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import demoScript from '../../loops/fixtures/fix-test-demo.json';
+import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
+import { parseModelScript } from '../../model-server/script';
+import { startModelServer, type ModelServer } from '../../model-server/server';
+import { testStack, type TestStack } from '../helpers/temporal';
+
+/**
+ * The fix-test loop (L2) on a real git repository with a real failing test, with the demo's
+ * scripted session: a first candidate that deletes the failing test is rejected by the change
+ * policy; the second fixes the bug; approval lands it as exactly one commit.
+ */
+let model: ModelServer | undefined;
+let stack: TestStack | undefined;
+
+afterEach(async () => {
+  await stack?.close();
+  await model?.close();
+  stack = model = undefined;
+});
+
+const sample = () => createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-fix-')), 'repo'));
+const input = (repo: string) => ({ repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
+const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo }).toString();
+const effectCommits = (repo: string) => git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').trim().split('\n').filter(Boolean);
+
+test('a cheating candidate is rejected, the real fix passes, and approving twice commits it exactly once', async () => {
+  model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
+  stack = await testStack('fix-test', model.url);
+  const s = stack;
+  const repo = sample();
+  const record = await s.run(async () => {
+    const { workflowId } = await s.client.run('fix-test', input(repo));
+    const waiting = await s.client.wait(workflowId);
+    expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' } });
+    expect(effectCommits(repo)).toEqual([]);
+    const both = await Promise.allSettled([
+      s.client.decide(workflowId, { kind: 'approve', by: 'ada' }),
+      s.client.decide(workflowId, { kind: 'approve', by: 'bob' }),
+    ]);
+    expect(both.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (;;) {
+      const r = await s.client.status(workflowId);
+      if (r.state === 'completed' || r.state === 'blocked') return r;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  });
+  expect(record).toMatchObject({ state: 'completed', stopReason: 'passed', override: false });
+  const [first, second] = record.attempts;
+  expect(first.passed).toBe(false);
+  expect(first.verdicts.find((v) => v.check === 'tests pass')?.passed).toBe(true);
+  const policy = first.verdicts.find((v) => v.check === 'change policy')!;
+  expect(policy.passed).toBe(false);
+  expect(policy.failedItems).toEqual(expect.arrayContaining(['no deleted tests', 'regression test']));
+  expect(second.passed).toBe(true);
+  expect(record.effects).toHaveLength(1);
+  const effect = record.effects[0];
+  expect(effect).toMatchObject({ name: 'commit', target: 'main', alreadyApplied: false, key: `${record.workflowId}/commit/1` });
+  expect(effectCommits(repo)).toEqual([effect.commit]);
+  expect(git(repo, 'log', '-1', '--format=%B', 'main')).toContain(`Loopwright-Effect: ${effect.key}`);
+  expect(readFileSync(path.join(repo, 'src/math.js'), 'utf8')).toContain('return a + b;');
+  expect(git(repo, 'status', '--porcelain').trim()).toBe('');
+  execFileSync('node', ['--test'], { cwd: repo, stdio: 'ignore' });
+});
+
+test('an effect activity retried after it committed finds its commit and does not commit again', async () => {
+  model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
+  let calls = 0;
+  stack = await testStack('effect-retry', model.url, {}, (acts) => ({
+    ...acts,
+    async applyEffect(args) {
+      const result = await acts.applyEffect(args);
+      if (++calls === 1) throw new Error('worker lost right after committing');
+      return result;
+    },
+  }));
+  const s = stack;
+  const repo = sample();
+  const record = await s.run(async () => {
+    const { workflowId } = await s.client.run('fix-test', input(repo));
+    await s.client.wait(workflowId);
+    await s.client.decide(workflowId, { kind: 'approve', by: 'ada' });
+    for (;;) {
+      const r = await s.client.status(workflowId);
+      if (r.state === 'completed' || r.state === 'blocked') return r;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  });
+  expect(calls).toBe(2);
+  expect(record.state).toBe('completed');
+  expect(record.effects[0].alreadyApplied).toBe(true);
+  expect(effectCommits(repo)).toEqual([record.effects[0].commit]);
+});
