@@ -10,6 +10,7 @@ import { runSchemaCheck } from './checks/schema';
 import { runDiffPolicyCheck } from './checks/diff-policy';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import path from 'node:path';
 import type { SessionSetup, TurnResult } from '../common/agent';
@@ -104,6 +105,13 @@ export function createActivities(deps: ActivityDeps) {
      */
     async applyEffect(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
       return applyGitCommit(input);
+    },
+
+    /** How many of a loop's runs wait for a human now (verification debt), from the visibility store. */
+    async countPendingReviews(input: { loop: string }): Promise<number> {
+      const query = `WorkflowType = 'loopWorkflow' AND ExecutionStatus = 'Running' AND LoopName = '${input.loop.replace(/'/g, '')}' AND LoopState = 'awaiting_human'`;
+      const { count } = await Context.current().client.workflow.count(query);
+      return count;
     },
 
     /** Commits an L2 attempt's changes onto the run's branch. */

@@ -11,7 +11,8 @@ const id = z.string().min(1);
  * - retry: the guidance becomes feedback and `attempts` more attempts are granted;
  * - extend: a budget grows by the given amounts (recorded with who and how much).
  * During a human review (a `human` check), approve passes the candidate and reject fails it
- * with the reason as feedback.
+ * with the reason as feedback. After a run that needs an audit completed, `audit` records a
+ * person's review of it (ok or bad).
  * `id` lets the sender find its decision in the run's record (applied or refused).
  */
 export const DecisionSchema = z.discriminatedUnion('kind', [
@@ -28,6 +29,13 @@ export const DecisionSchema = z.discriminatedUnion('kind', [
     note: z.string().optional(),
   }).refine((d) => d.attempts !== undefined || d.tokens !== undefined || d.costUsd !== undefined || d.wallTime !== undefined, {
     message: 'say what to extend: attempts, tokens, costUsd or wallTime',
+  }),
+  z.object({
+    kind: z.literal('audit'),
+    id,
+    by,
+    verdict: z.enum(['ok', 'bad']),
+    note: z.string().optional(),
   }),
   z.object({
     kind: z.literal('retry'),

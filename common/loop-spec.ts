@@ -152,5 +152,13 @@ export const LoopSpecSchema = z.object({
    * for a human's approval after verification; L3 applies at once and records an audit entry.
    */
   delivery: z.object({ effects: z.array(EffectSpecSchema).default([]) }).default({ effects: [] }),
+  /** Share of passed runs (0..1) routed to a person for audit; they show in `list --needs-audit`. */
+  auditSample: z.number().min(0).max(1).default(0),
+  /**
+   * Verification debt: how many of this loop's runs may wait for a human at once. While that
+   * many wait, runs started by a schedule, an event or discovery stop at once (blocked, with
+   * stopReason `verification_debt`) instead of adding to the pile. Runs started by hand are not held back.
+   */
+  maxPendingReviews: z.number().int().positive().optional(),
 });
 export type LoopSpec = z.infer<typeof LoopSpecSchema>;

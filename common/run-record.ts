@@ -26,6 +26,7 @@ export function isTerminal(state: RunState): boolean {
  * - `approval_timeout`: an L2 run's verified change was not approved by the deadline (→ `blocked`);
  * - `effects`: applying the effects would pass `maxSideEffects` (→ `budget_exhausted`);
  * - `effect_error`: an effect could not be applied (a conflict) (→ `blocked`);
+ * - `verification_debt`: too many of the loop's runs already wait for a human (→ `blocked`, at start);
  * - `canceled`; `error`: a fault in Loopwright itself (→ `failed`).
  */
 export type StopReason =
@@ -42,6 +43,7 @@ export type StopReason =
   | 'approval_timeout'
   | 'effects'
   | 'effect_error'
+  | 'verification_debt'
   | 'canceled'
   | 'error';
 
@@ -166,7 +168,7 @@ export interface RunRecord {
   /** Effects applied (or found already applied), each with its idempotency key. */
   effects: EffectRecord[];
   /** L3: effects applied without approval wait for review here. */
-  audit: { needed: boolean; reviewedBy?: string } | null;
+  audit: { needed: boolean; reason: string; reviewedBy?: string; verdict?: 'ok' | 'bad'; note?: string; at?: string } | null;
   error: string | null;
   startedAt: string;
   endedAt: string | null;

@@ -12,6 +12,8 @@ export const LoopAutonomy = defineSearchAttributeKey('LoopAutonomy', SearchAttri
 export const LoopItemKey = defineSearchAttributeKey('LoopItemKey', SearchAttributeType.KEYWORD);
 export const LoopCostUsd = defineSearchAttributeKey('LoopCostUsd', SearchAttributeType.DOUBLE);
 export const LoopTokens = defineSearchAttributeKey('LoopTokens', SearchAttributeType.INT);
+/** `needed` while a run waits for a person to audit it (L3 effects, audit samples), then `reviewed`. */
+export const LoopAudit = defineSearchAttributeKey('LoopAudit', SearchAttributeType.KEYWORD);
 
 /** Name and server-side type (as the Temporal CLI spells it) of each search attribute. */
 export const SEARCH_ATTRIBUTES: ReadonlyArray<{ name: string; type: 'Keyword' | 'Int' | 'Double' }> = [
@@ -22,4 +24,5 @@ export const SEARCH_ATTRIBUTES: ReadonlyArray<{ name: string; type: 'Keyword' | 
   { name: 'LoopItemKey', type: 'Keyword' },
   { name: 'LoopCostUsd', type: 'Double' },
   { name: 'LoopTokens', type: 'Int' },
+  { name: 'LoopAudit', type: 'Keyword' },
 ];

@@ -32,7 +32,7 @@ NS=$TEMPORAL_NAMESPACE
 
 # name:type of every search attribute. Keep in sync with SEARCH_ATTRIBUTES in
 # common/search-attributes.ts (test/docker-compose.test.ts fails when they differ).
-SEARCH_ATTRIBUTES="LoopName:Keyword LoopState:Keyword LoopAttempt:Int LoopAutonomy:Keyword LoopItemKey:Keyword LoopCostUsd:Double LoopTokens:Int"
+SEARCH_ATTRIBUTES="LoopName:Keyword LoopState:Keyword LoopAttempt:Int LoopAutonomy:Keyword LoopItemKey:Keyword LoopCostUsd:Double LoopTokens:Int LoopAudit:Keyword"
 
 log() { printf '[temporal-setup] %s\n' "$*"; }
 die() { printf '[temporal-setup] ERROR: %s\n' "$*" >&2; exit 1; }

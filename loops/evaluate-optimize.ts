@@ -20,6 +20,8 @@ export const EvaluateOptimizeInputSchema = z
     autonomy: AutonomySchema.optional(),
     allowCommands: z.array(z.string().min(1)).optional(),
     maxTurns: z.number().int().min(1).max(200).optional(),
+    auditSample: z.number().min(0).max(1).optional(),
+    maxPendingReviews: z.number().int().positive().optional(),
   })
   .strict()
   .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, { message: 'give a rubric or at least one check', path: ['rubric'] })
@@ -65,6 +67,8 @@ export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
       budget: { ...input.budget, maxAttempts: input.maxAttempts ?? input.budget?.maxAttempts ?? 3 },
       escalation: { timeout: input.escalationTimeout ?? '24h' },
       autonomy: input.autonomy ?? 'L1',
+      auditSample: input.auditSample ?? 0,
+      ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
     });
     return { task: input.task, spec, workspace: input.workspace };
   },

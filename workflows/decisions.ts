@@ -7,6 +7,10 @@ import type { RunRecord } from '../common/run-record';
  * a candidate), reject, retry or extend when a budget or an error stopped it.
  */
 export function refusalReason(record: RunRecord, decision: Decision, alreadyDecided: boolean): string | null {
+  if (decision.kind === 'audit') {
+    if (!record.audit?.needed) return `run ${record.workflowId} does not need an audit`;
+    return record.audit.reviewedBy ? `run ${record.workflowId} was already audited by ${record.audit.reviewedBy}` : null;
+  }
   const esc = record.escalation;
   if (record.state !== 'awaiting_human' || !esc) return `the run is ${record.state}, not waiting for a decision`;
   if (alreadyDecided) return 'a decision was already taken for this wait';

@@ -5,7 +5,7 @@ import { zodIssues } from '../common/format';
 import type { LoopInput } from '../common/loop-input';
 import type { FeedbackEntry } from '../common/prompts';
 import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../common/run-record';
-import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
+import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
 import { ActiveClock } from './active-clock';
 import { acts, TOOL_CALL } from './activities';
@@ -18,6 +18,7 @@ import { decisionSignal, stateQuery } from './messages';
 import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './run-record';
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
+import { inAuditSample } from './audit';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -69,7 +70,9 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
     const refusal = refusalReason(record, decision, pending !== undefined);
     const entry: DecisionRecord = refusal ? { ...decision, status: 'refused', reason: refusal, at } : { ...decision, status: 'applied', at };
     record.decisions.push(entry);
-    if (!refusal) {
+    if (!refusal && decision.kind === 'audit') {
+      record.audit = { ...record.audit!, reviewedBy: decision.by, verdict: decision.verdict, note: decision.note, at };
+    } else if (!refusal) {
       pending = decision;
       record.decision = entry;
     }
@@ -143,6 +146,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   transition('running');
 
   try {
+    if (await heldBack()) return finish('blocked', 'verification_debt');
     const session = resume ? (resume.session ?? undefined) : input.spec.agent.tools.length ? await setUpSession() : undefined;
     if (session === null) return finish('blocked', 'setup_error');
     for (;;) {
@@ -179,7 +183,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       }
       const stopped = outcome.kind === 'stopped' ? { reason: outcome.stopReason, detail: outcome.detail } : undefined;
       const attempt = recordAttempt(record, { ...progress, n, usage: attemptUsage, stopped });
-      if (attempt.passed) return await deliver(attempt.candidate ?? '', n, session);
+      if (attempt.passed) return await awaitAudit(await deliver(attempt.candidate ?? '', n, session));
       const lesson = feedbackFrom(attempt);
       if (lesson) feedback.push(lesson);
       if (stopped) {
@@ -254,8 +258,34 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
         return finish('blocked', 'effect_error', candidate);
       }
     }
-    if (input.spec.autonomy === 'L3') record.audit = { needed: true };
+    if (input.spec.autonomy === 'L3') record.audit = { needed: true, reason: 'L3: effects were applied without a human approval' };
     return finish('completed', 'passed', candidate);
+  }
+
+  /**
+   * A completed run that needs an audit (L3 effects, or one of the loop's audit samples) stays
+   * open, with LoopAudit = needed, until a person records an audit decision (or 30 days pass).
+   */
+  async function awaitAudit(done: RunRecord): Promise<RunRecord> {
+    if (done.state === 'completed' && !done.audit && inAuditSample(info.workflowId, input.spec.auditSample)) {
+      done.audit = { needed: true, reason: `audit sample (${Math.round(input.spec.auditSample * 100)}% of passed runs)` };
+    }
+    if (!done.audit?.needed) return done;
+    upsertSearchAttributes([{ key: LoopAudit, value: 'needed' }]);
+    setCurrentDetails(`${runDetails(done)}\n\nwaiting for an audit: ${done.audit.reason}`);
+    const reviewed = await condition(() => done.audit?.reviewedBy !== undefined, '30d', { summary: 'wait for an audit' });
+    upsertSearchAttributes([{ key: LoopAudit, value: reviewed ? 'reviewed' : 'expired' }]);
+    return done;
+  }
+
+  /** Verification debt: a triggered run does not start while too many of the loop's runs wait for a human. */
+  async function heldBack(): Promise<boolean> {
+    const max = input.spec.maxPendingReviews;
+    if (resume || max === undefined || input.trigger.kind === 'cli' || input.trigger.kind === 'client') return false;
+    const waiting = await acts.countPendingReviews.executeWithOptions({ ...TOOL_CALL, summary: `count ${input.loop} runs waiting for a human` }, [{ loop: input.loop }]);
+    if (waiting < max) return false;
+    record.error = `verification debt: ${waiting} runs of loop ${input.loop} wait for a human (maxPendingReviews ${max}); this ${input.trigger.kind} run did not start`;
+    return true;
   }
 
   /** Each human check reviews the candidate; returns the record when the run ends (no review in time). */

@@ -67,14 +67,22 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     listBlobs(root, workTree, isTest, MAX_TEST_FILE_BYTES),
   ]);
   const texts = await readBlobs(root, [...baseTests.values(), ...workTests.values()]);
-  const count = (tests: Map<string, string>, file: string | undefined): number => {
-    const oid = file === undefined ? undefined : tests.get(file);
-    const text = oid === undefined ? undefined : texts.get(oid);
-    return text === undefined || file === undefined ? 0 : countTestCases(text, file);
-  };
-  const total = (tests: Map<string, string>) => [...tests.keys()].reduce((n, file) => n + count(tests, file), 0);
-  const before = total(baseTests);
-  const after = total(workTests);
+  // Files unchanged since base share a blob: each is read and counted once.
+  const cache = new Map<string, number>();
+  const countAll = (tests: Map<string, string>) =>
+    new Map(
+      [...tests].map(([file, oid]) => {
+        const key = `${oid} ${file.endsWith('.py')}`;
+        if (!cache.has(key)) cache.set(key, countTestCases(texts.get(oid) ?? '', file));
+        return [file, cache.get(key) ?? 0] as const;
+      }),
+    );
+  const baseCounts = countAll(baseTests);
+  const workCounts = countAll(workTests);
+  const count = (counts: Map<string, number>, file: string) => counts.get(file) ?? 0;
+  const sum = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
+  const before = sum(baseCounts);
+  const after = sum(workCounts);
 
   const failures: Failure[] = [];
   const outside = [...new Set(changes.flatMap((c) => [c.oldPath, c.path]).filter((p): p is string => p !== undefined && !isAllowed(p)))];
@@ -91,10 +99,10 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
   const fewer: string[] = [];
   for (const c of changes) {
     const oldPath = c.oldPath ?? c.path;
-    const was = count(baseTests, oldPath);
+    const was = count(baseCounts, oldPath);
     if (was === 0) continue;
-    if (!workTests.has(c.path) || c.status === 'D') deleted.push(`${oldPath} (${plural(was, 'test case')})`);
-    else if (count(workTests, c.path) < was) fewer.push(`${c.path} (${was} → ${count(workTests, c.path)} test cases)`);
+    if (c.status === 'D' || !isTest(c.path)) deleted.push(`${oldPath} (${plural(was, 'test case')})`);
+    else if (count(workCounts, c.path) < was) fewer.push(`${c.path} (${was} → ${count(workCounts, c.path)} test cases)`);
   }
   if (deleted.length + fewer.length > 0) {
     const parts = [deleted.length > 0 ? `deleted test ${plural(deleted.length, 'file', false)} ${names(deleted)}` : '', fewer.length > 0 ? `removed test cases from ${names(fewer)}` : ''];
@@ -116,7 +124,7 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     });
   }
 
-  const newTestFile = changes.some((c) => c.status !== 'D' && count(baseTests, c.oldPath ?? c.path) === 0 && !baseTests.has(c.path) && count(workTests, c.path) > 0);
+  const newTestFile = changes.some((c) => c.status !== 'D' && count(baseCounts, c.oldPath ?? c.path) === 0 && !baseCounts.has(c.path) && count(workCounts, c.path) > 0);
   if (check.requireRegressionTest && after <= before && !newTestFile) {
     failures.push({
       rule: 'regression test',
@@ -125,7 +133,7 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     });
   }
 
-  const evidence = evidenceOf(base, changes, (c) => [count(baseTests, c.oldPath ?? c.path), count(workTests, c.path)], isTest, before, after);
+  const evidence = evidenceOf(base, changes, (c) => [count(baseCounts, c.oldPath ?? c.path), count(workCounts, c.path)], isTest, before, after);
   const summary = `${plural(changes.length, 'file')} changed since ${base.slice(0, 12)}, test cases ${before} → ${after}`;
   const passed = failures.length === 0;
   return {

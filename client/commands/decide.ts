@@ -13,6 +13,7 @@ export interface DecideOptions {
   tokens?: string;
   cost?: string;
   time?: string;
+  verdict?: string;
   json?: boolean;
 }
 
@@ -30,6 +31,11 @@ export function decisionRequest(kind: DecisionKind, opts: DecideOptions): Decisi
   if (!by) throw new UsageError(`${verb} needs --by NAME: decisions are recorded with who made them`);
   if (kind === 'approve') return { kind, by, note: opts.note };
   if (kind === 'reject') return { kind, by, reason: opts.reason };
+  if (kind === 'audit') {
+    const verdict = opts.verdict ?? 'ok';
+    if (verdict !== 'ok' && verdict !== 'bad') throw new UsageError(`--verdict must be ok or bad, not "${verdict}"`);
+    return { kind, by, verdict, note: opts.note };
+  }
   if (kind === 'retry') {
     if (!opts.guidance?.trim()) throw new UsageError('retry needs --guidance TEXT: it becomes feedback for the next attempt');
     return { kind, by, guidance: opts.guidance, attempts: wholeNumber('--attempts', opts.attempts ?? '1', 20)! };

@@ -8,7 +8,7 @@ import { createAnthropic } from '../../activities/model';
 import { planRun } from '../../client/plan-run';
 import { readPrices } from '../../client/prices';
 import type { RunRecord } from '../../common/run-record';
-import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../../common/search-attributes';
+import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../../common/search-attributes';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { WORKER_TUNING } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
@@ -28,7 +28,7 @@ beforeAll(async () => {
   env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: process.env.LOOPWRIGHT_TEMPORAL_CLI! },
-      searchAttributes: [LoopName, LoopState, LoopAttempt, LoopAutonomy, LoopItemKey, LoopCostUsd, LoopTokens],
+      searchAttributes: [LoopName, LoopState, LoopAttempt, LoopAutonomy, LoopItemKey, LoopCostUsd, LoopTokens, LoopAudit],
       extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40', '--headless'],
     },
   });

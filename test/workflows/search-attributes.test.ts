@@ -21,7 +21,7 @@ describe('a worker checks the namespace for the search attributes before it star
     const error = await checkSearchAttributes(testAddress(), namespace).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(new RegExp(`namespace ${namespace} at .* lacks the search attributes LoopName, LoopState, LoopAttempt`));
-    expect((error as Error).message).toMatch(/`temporal operator search-attribute create --namespace bare-\w+ --name LoopName --name LoopState --name LoopAutonomy --name LoopItemKey --type Keyword && .* --name LoopAttempt --name LoopTokens --type Int && .* --name LoopCostUsd --type Double`/);
+    expect((error as Error).message).toMatch(/`temporal operator search-attribute create --namespace bare-\w+ --name LoopName --name LoopState --name LoopAutonomy --name LoopItemKey --name LoopAudit --type Keyword && .* --name LoopAttempt --name LoopTokens --type Int && .* --name LoopCostUsd --type Double`/);
     expect((error as Error).message).not.toMatch(/\n/);
   });
 });

@@ -99,7 +99,7 @@ export async function diffTrees(root: string, from: string, to: string): Promise
 /** Regular files in a tree: path → blob id, for the paths `keep` accepts and at most `maxSize` bytes. */
 export async function listBlobs(root: string, tree: string, keep: (file: string) => boolean, maxSize: number): Promise<Map<string, string>> {
   const blobs = new Map<string, string>();
-  for (const entry of (await git(root, ['ls-tree', '-r', '-z', '-l', tree])).split('\0')) {
+  for (const entry of (await git(root, ['ls-tree', '--full-tree', '-r', '-z', '-l', tree])).split('\0')) {
     const m = /^(\d+) blob (\S+) +(\d+)\t([\s\S]+)$/.exec(entry);
     if (m && m[1] !== '120000' && Number(m[3]) <= maxSize && keep(m[4])) blobs.set(m[4], m[2]);
   }
