@@ -8,6 +8,9 @@ import { runCommandCheck } from './checks/command';
 import { judgeCandidate, type JudgeInput } from './checks/judge';
 import { runSchemaCheck } from './checks/schema';
 import { runDiffPolicyCheck } from './checks/diff-policy';
+import { runCitationsCheck } from './checks/citations';
+import { createDiscoveryActivities } from './discovery';
+import { writeReport, type WriteReportInput, type WriteReportResult } from './reports';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 import { Context } from '@temporalio/activity';
@@ -32,6 +35,8 @@ export interface ActivityDeps {
   tools?: Tool[];
   /** Where L2 runs get their git worktrees (default LOOPWRIGHT_WORKTREES or .loopwright/worktrees). */
   worktreesDir?: string;
+  /** Where the discovery activities read models and prices (LOOPWRIGHT_*_MODEL, LOOPWRIGHT_PRICES); default process.env. */
+  env?: Record<string, string | undefined>;
 }
 
 export interface GenerateCandidateInput {
@@ -75,12 +80,22 @@ export function createActivities(deps: ActivityDeps) {
   const registry = createToolRegistry(deps.tools ?? []);
   const worktreesDir = deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
   return {
+    ...createDiscoveryActivities(deps.env ?? process.env),
+
+    /**
+     * Writes a verified run's report and the reports index, exactly once per key (see reports.ts).
+     * Reports are the L1 delivery: the workflow applies them at every autonomy level.
+     */
+    async writeReport(input: WriteReportInput): Promise<WriteReportResult> {
+      return writeReport(input);
+    },
+
     /**
      * Fixes where a run's agent works and which tools it has, once per run: the tool classes
      * (for the autonomy gate) and the workspace (an L2 run gets its own git worktree and branch).
      * An unknown tool or an unusable workspace is a non-retryable `WorkspaceError`.
      */
-    async prepareSession(input: { workflowId: string; workspace: string; autonomy: Autonomy; tools: string[] }): Promise<SessionSetup> {
+    async prepareSession(input: { workflowId: string; workspace: string; autonomy: Autonomy; isolate?: boolean; tools: string[] }): Promise<SessionSetup> {
       const unknown = input.tools.filter((t) => !registry.get(t));
       if (unknown.length) {
         throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `unknown tools ${unknown.join(', ')}: this worker has ${registry.names().join(', ')}` });
@@ -142,7 +157,7 @@ export function createActivities(deps: ActivityDeps) {
       return judgeCandidate(callModel, input);
     },
 
-    /** A check that needs no model: a command in the run's workspace, or a JSON Schema. */
+    /** A check that needs no model: a command in the run's workspace, a JSON Schema, the change policy, citations. */
     async runCheck(input: RunCheckInput): Promise<Verdict> {
       switch (input.check.kind) {
         case 'command':
@@ -154,6 +169,11 @@ export function createActivities(deps: ActivityDeps) {
             throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs a git workspace and the commit the run started from` });
           }
           return runDiffPolicyCheck({ check: input.check, root: input.workspace, baseRef: input.baseRef });
+        case 'citations':
+          if (!input.workspace) {
+            throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs the run's workspace (the repository it cites)` });
+          }
+          return runCitationsCheck({ check: input.check, candidate: input.candidate, workspace: input.workspace });
       }
     },
   };

@@ -4,6 +4,8 @@ import { LoopwrightError } from '../common/errors';
 import { BUILT_IN_LOOPS } from '../loops';
 import { cancelCommand } from './commands/cancel';
 import { decideCommand } from './commands/decide';
+import { discoverCommand } from './commands/discover';
+import { discoverySchemaOf } from './discovery';
 import { eventCommand } from './commands/event';
 import { demoCommand } from './commands/demo';
 import { devCommand } from './commands/dev';
@@ -12,6 +14,7 @@ import { modelServerCommand } from './commands/model-server';
 import { runCommand } from './commands/run';
 import { registerScheduleCommands } from './commands/schedule';
 import { statusCommand } from './commands/status';
+import { traceCommand } from './commands/trace';
 import { webhooksCommand } from './commands/webhooks';
 import { workerCommand } from './commands/worker';
 import { LoopwrightClient } from './loopwright-client';
@@ -64,7 +67,9 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .action(action(withClient((client, loop: string, opts) => runCommand(client, loop, opts, io))));
   program.command('status <id>').description("a run's record").option('--json', 'the run record as JSON')
     .action(action(withClient((client, id: string, opts) => statusCommand(client, id, opts, io))));
-  const decision = (kind: 'approve' | 'reject' | 'retry' | 'extend', about: string, extra: (c: Command) => Command) =>
+  program.command('trace <id>').description("a run's story from its Temporal history: attempts, calls, verdicts, decisions, effects").option('--json', 'the trace as JSON')
+    .action(action(withClient((client, id: string, opts) => traceCommand(client, id, opts, io))));
+  const decision = (kind: 'approve' | 'reject' | 'retry' | 'extend' | 'audit', about: string, extra: (c: Command) => Command) =>
     extra(program.command(`${kind === 'extend' ? 'budget' : kind} <id>`).description(about).requiredOption('--by <name>', 'who decides (recorded)').option('--json', 'machine-readable output'))
       .action(action(withClient((client, id: string, opts) => decideCommand(client, kind, id, opts, io))));
   decision('approve', 'accept the last candidate of a waiting run (recorded as a human override)', (c) => c.option('--note <text>', 'a note for the record'));
@@ -74,10 +79,12 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   decision('extend', "extend a waiting run's budget (recorded with who and how much)", (c) =>
     c.option('--attempts <n>', 'more attempts').option('--tokens <n>', 'more tokens (input + output)').option('--cost <usd>', 'more dollars')
       .option('--time <duration>', 'more active wall time, e.g. 30m').option('--note <text>', 'a note for the record'));
+  decision('audit', 'record your audit of a completed run that needs one (L3 effects, audit samples)', (c) =>
+    c.option('--verdict <ok|bad>', 'what you found', 'ok').option('--note <text>', 'a note for the record'));
   program.command('cancel <id>').description('cancel a run; it ends canceled with its record').option('--json', 'the record as JSON')
     .action(action(withClient((client, id: string, opts) => cancelCommand(client, id, opts, io))));
   program.command('list').description('runs, newest first').option('--state <state>', 'filter by state').option('--loop <loop>', 'filter by loop')
-    .option('--limit <n>', 'at most this many', '50').option('--json', 'machine-readable output')
+    .option('--limit <n>', 'at most this many', '50').option('--needs-audit', 'only completed runs that wait for a person to audit them').option('--json', 'machine-readable output')
     .action(action(withClient((client, opts) => listCommand(client, opts, io))));
   program.command('event <loop>').description('start the run for an event once per key (workflow id <loop>/<key>); a duplicate reports the existing run')
     .requiredOption('--key <key>', 'the event key: letters, digits and ._:-/ (at most 200)').option('--input <json>', 'the loop input: JSON, or @file')
@@ -86,6 +93,12 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('webhooks').description('an HTTP receiver: POST /events/<loop> {key, input, force?} delivers an event; Ctrl-C stops')
     .option('--port <n>', 'port', '8788').option('--host <host>', 'interface to bind (no authentication: keep it local)', '127.0.0.1')
     .action(action(withClient((client, opts) => webhooksCommand(client, opts, io))));
+  program.command('discover <loop>').description("find a loop's work items and start one run per item (ids <loop>/<repo>/<key>; existing ones are skipped)")
+    .option('--input <json>', 'the discovery input: JSON, or @file').option('--wait', 'wait and print the runs started and the items skipped').option('--json', 'machine-readable output')
+    .action(action(async (loop: string, opts) => {
+      discoverySchemaOf(loop); // a loop without a discovery source is a usage error, before connecting
+      return withClient((client) => discoverCommand(client, loop, opts, io))();
+    }));
   registerScheduleCommands(program, (fn) => action(withClient(fn)), io);
   return program;
 }

@@ -71,6 +71,7 @@ export async function deliverEvent(client: EventClient, request: EventRequest): 
       await client.run(request.loop, request.input, { id: workflowId, itemKey: key, reuse: request.force === true, trigger: { kind: 'event', by: request.by } });
       return { workflowId, duplicate: false, state: 'running' };
     } catch (err) {
+      if (isUnavailable(err)) throw new ServerUnavailableError(client.config.temporalAddress, { cause: err });
       if (!(err instanceof RunAlreadyExistsError)) throw err;
     }
     const existing = await runState(client, workflowId);
@@ -90,7 +91,14 @@ export async function runState(client: Pick<EventClient, 'temporal' | 'config'>,
     return { running: false, state: status === 'COMPLETED' && loopState ? loopState : status.toLowerCase() };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) throw new RunNotFoundError(workflowId);
-    if (isGrpcServiceError(err) && err.code === 14) throw new ServerUnavailableError(client.config.temporalAddress, { cause: err });
+    if (isUnavailable(err)) throw new ServerUnavailableError(client.config.temporalAddress, { cause: err });
     throw err;
   }
+}
+
+/** A gRPC UNAVAILABLE, raw or wrapped in the SDK's ServiceError (`cause`): Temporal is not answering. */
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof ServerUnavailableError) return false;
+  const cause = err instanceof Error && isGrpcServiceError(err.cause) ? err.cause : err;
+  return isGrpcServiceError(cause) && cause.code === 14;
 }

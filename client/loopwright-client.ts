@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowNotFoundError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, ServiceError, WorkflowNotFoundError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
@@ -150,13 +150,14 @@ export class LoopwrightClient {
   }
 
   /** Runs, newest first, filtered by state and loop through the search attributes. */
-  async list(filter: { state?: string; loop?: string; limit?: number } = {}): Promise<RunSummary[]> {
+  async list(filter: { state?: string; loop?: string; limit?: number; needsAudit?: boolean } = {}): Promise<RunSummary[]> {
     if (filter.state && !RUN_STATES.includes(filter.state as RunState)) {
       throw new UsageError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`);
     }
     const clauses = [`WorkflowType = 'loopWorkflow'`];
     if (filter.state) clauses.push(`LoopState = '${filter.state}'`);
     if (filter.loop) clauses.push(`LoopName = '${filter.loop.replace(/'/g, '')}'`);
+    if (filter.needsAudit) clauses.push(`LoopAudit = 'needed'`);
     const rows: RunSummary[] = [];
     try {
       for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
@@ -207,7 +208,9 @@ export class LoopwrightClient {
 
   private translate(err: unknown, workflowId?: string): unknown {
     if (err instanceof WorkflowNotFoundError && workflowId) return new RunNotFoundError(workflowId);
-    if (isGrpcServiceError(err) && err.code === 14) return new ServerUnavailableError(this.config.temporalAddress, { cause: err });
+    // The SDK wraps gRPC errors of some calls in a ServiceError: look inside it too.
+    const grpc = err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : err;
+    if (isGrpcServiceError(grpc) && grpc.code === 14) return new ServerUnavailableError(this.config.temporalAddress, { cause: err });
     return err;
   }
 }

@@ -48,7 +48,10 @@ export function summarize(r: RunRecord): string[] {
     if (r.pendingReview) lines.push('  candidate', ...r.pendingReview.candidate.split('\n').map((l) => `    ${l}`));
   }
   if (r.decision) lines.push(`  decision   ${r.decision.kind} by ${r.decision.by}`);
-  for (const e of r.effects) lines.push(`  effect     ${e.name}: ${e.commit.slice(0, 12)} on ${e.target}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
+  for (const e of r.effects) {
+    const what = e.kind === 'report' ? `report ${e.path ?? e.target}` : `${e.commit.slice(0, 12)} on ${e.target}`;
+    lines.push(`  effect     ${e.name}: ${what}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
+  }
   if (r.workspace?.branch) lines.push(`  branch     ${r.workspace.branch}`);
   if (r.error) lines.push(`  error      ${r.error}`);
   if (r.output !== null) lines.push('  output', ...r.output.split('\n').map((l) => `    ${l}`));

@@ -1,7 +1,7 @@
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, isGrpcServiceError, type ScheduleDescription, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, type ScheduleDescription, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
 import { parseDuration } from '../common/duration';
 import { ServerUnavailableError, UsageError } from '../common/errors';
-import { runState } from './events';
+import { isUnavailable, runState } from './events';
 import { runPresentation, type LoopwrightClient } from './loopwright-client';
 
 /** Overlap policies as the CLI spells them, and Temporal's names. */
@@ -44,7 +44,6 @@ export interface ScheduleDetails extends ScheduleView {
   catchupWindowMs: number;
   actionsTaken: number;
   recentRuns: Array<{ workflowId: string; scheduledAt: string; takenAt: string; state: string | null }>;
-  runningRuns: string[];
 }
 
 /** How a new schedule's runs are spaced: `{ intervals }` for --every, `{ cronExpressions }` for --cron. */
@@ -56,7 +55,7 @@ export function scheduleSpec(every: string | undefined, cron: string | undefined
   }
   const ms = parseDuration(every!);
   if (ms === undefined || ms < 1000) throw new UsageError(`--every "${every}" is not a duration of at least 1s: use a number and a unit (s, m, h, d), e.g. 30m or 1h`);
-  return { spec: { intervals: [{ every: ms }] }, memo: { every: every!.trim() } };
+  return { spec: { intervals: [{ every: ms }] }, memo: { every: every!.replace(/\s+/g, '') } };
 }
 
 /**
@@ -69,7 +68,7 @@ export function scheduleSpec(every: string | undefined, cron: string | undefined
 export async function createSchedule(client: LoopwrightClient, request: CreateScheduleRequest): Promise<ScheduleDetails> {
   const { spec, memo } = scheduleSpec(request.every, request.cron);
   const overlapName = (request.overlap ?? 'skip') as OverlapName;
-  if (!(overlapName in OVERLAP_POLICIES)) throw new UsageError(`unknown overlap policy "${request.overlap}": use one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`);
+  if (!Object.hasOwn(OVERLAP_POLICIES, overlapName)) throw new UsageError(`unknown overlap policy "${request.overlap}": use one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`);
   const scheduleId = request.id ?? (memo.every ? `${request.loop}-every-${memo.every}` : `${request.loop}-cron`);
   if (scheduleId.trim() === '' || scheduleId.length > 200) throw new UsageError(`schedule id "${scheduleId}" must be 1 to 200 characters`);
   const plan = client.plan(request.loop, request.input, { kind: 'schedule', by: scheduleId });
@@ -138,7 +137,6 @@ export async function describeSchedule(client: LoopwrightClient, scheduleId: str
     catchupWindowMs: d.policies.catchupWindow,
     actionsTaken: d.info.numActionsTaken,
     recentRuns: recent,
-    runningRuns: d.info.runningActions.map((a) => a.workflow.workflowId),
   };
 }
 
@@ -186,8 +184,7 @@ async function call<T>(client: LoopwrightClient, scheduleId: string, fn: (handle
 
 function translate(err: unknown, client: LoopwrightClient, scheduleId?: string): unknown {
   if (err instanceof ScheduleNotFoundError) return new UsageError(`no schedule with id ${scheduleId ?? err.scheduleId}: check the id with \`loopwright schedule list\``);
-  const cause = err instanceof Error && isGrpcServiceError(err.cause) ? err.cause : err;
-  if (isGrpcServiceError(cause) && cause.code === 14) return new ServerUnavailableError(client.config.temporalAddress, { cause: err });
+  if (isUnavailable(err)) return new ServerUnavailableError(client.config.temporalAddress, { cause: err });
   return err;
 }
 

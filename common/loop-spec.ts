@@ -71,8 +71,22 @@ export const DiffPolicyCheckSchema = z.object({
 });
 export type DiffPolicyCheck = z.infer<typeof DiffPolicyCheckSchema>;
 
+/**
+ * Evidence discipline for a report: every `path:line` the candidate cites exists in the
+ * workspace (the file exists, the line is within it), there is at least one citation, and, when
+ * `testCommand` is given, the test `testName` really fails in a fresh run of it.
+ */
+export const CitationsCheckSchema = z.object({
+  kind: z.literal('citations'),
+  name: z.string().min(1).default('citations'),
+  testName: z.string().min(1),
+  testCommand: z.string().min(1).optional(),
+  timeout: DurationSchema.default('10m'),
+});
+export type CitationsCheck = z.infer<typeof CitationsCheckSchema>;
+
 /** One independent check of a candidate. All of a loop's checks must pass. */
-export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema, DiffPolicyCheckSchema]);
+export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema, DiffPolicyCheckSchema, CitationsCheckSchema]);
 export type Check = z.infer<typeof CheckSchema>;
 /** The checks that run in an activity (all but the human review). */
 export type AutomatedCheck = Exclude<Check, HumanCheck>;
@@ -92,16 +106,32 @@ export const BudgetSchema = z.object({
 export type Budget = z.infer<typeof BudgetSchema>;
 
 /**
- * An effect a verified run has on the world. `git_commit`: the run's branch becomes one commit
- * on `targetBranch` (default: the branch checked out in the workspace), carrying a
- * `Loopwright-Effect: <key>` trailer, so it is applied exactly once.
+ * `git_commit`: the run's branch becomes one commit on `targetBranch` (default: the branch
+ * checked out in the workspace), carrying a `Loopwright-Effect: <key>` trailer, so it is applied
+ * exactly once. Runs at L2 after approval, at L3 at once, never at L1.
  */
-export const EffectSpecSchema = z.object({
+export const GitCommitEffectSchema = z.object({
   kind: z.literal('git_commit'),
   name: z.string().min(1).default('commit'),
   targetBranch: z.string().min(1).optional(),
   message: z.string().min(1),
 });
+
+/**
+ * `report`: the verified candidate becomes `<dir>/<item>.md` (default dir
+ * `<workspace>/.loopwright/reports`, an absolute path when given) and `<dir>/index.md` lists every
+ * report. Reports are the L1 delivery: they are written at every autonomy level, without approval.
+ */
+export const ReportEffectSchema = z.object({
+  kind: z.literal('report'),
+  name: z.string().min(1).default('report'),
+  dir: z.string().min(1).optional(),
+  /** The report's heading (default: the run's item key). */
+  title: z.string().min(1).optional(),
+});
+
+/** An effect a verified run has on the world, keyed so it is applied exactly once. */
+export const EffectSpecSchema = z.discriminatedUnion('kind', [GitCommitEffectSchema, ReportEffectSchema]);
 export type EffectSpec = z.infer<typeof EffectSpecSchema>;
 
 /** Who decides when the loop gives up, and how long the run waits for them. */

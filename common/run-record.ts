@@ -47,7 +47,7 @@ export type StopReason =
   | 'canceled'
   | 'error';
 
-export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'diff' | 'output';
+export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'diff' | 'citations' | 'output';
 
 /** One check's verdict on one candidate, with its evidence. */
 export interface Verdict {
@@ -115,9 +115,13 @@ export interface Escalation {
 export interface EffectRecord {
   key: string;
   name: string;
-  kind: 'git_commit';
+  kind: 'git_commit' | 'report';
+  /** The branch a commit landed on, or the folder of a report. */
   target: string;
+  /** The commit (git_commit); empty for a report. */
   commit: string;
+  /** The file a report was written to. */
+  path?: string;
   /** True when the target already had it (a retry, a repeated approval): nothing was done twice. */
   alreadyApplied: boolean;
   at: string;

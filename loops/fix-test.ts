@@ -11,6 +11,8 @@ export const FixTestInputSchema = z
     allowedPaths: z.array(z.string().trim().min(1)).min(1, { message: 'list the paths the fix may touch, e.g. ["src/", "test/"]' }),
     targetBranch: z.string().trim().min(1).optional(),
     maxAttempts: z.number().int().min(1).max(10).optional(),
+    /** L2 (default) waits for approval before committing; L3 commits at once and asks for an audit. */
+    autonomy: z.enum(['L2', 'L3']).optional(),
   })
   .strict();
 export type FixTestInput = z.infer<typeof FixTestInputSchema>;
@@ -59,7 +61,7 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       ],
       budget: { maxAttempts: input.maxAttempts ?? 3 },
       escalation: { timeout: '72h' },
-      autonomy: 'L2',
+      autonomy: input.autonomy ?? 'L2',
       delivery: { effects: [{ kind: 'git_commit', name: 'commit', targetBranch: input.targetBranch, message: `fix: ${input.failingTest}` }] },
     });
     return { task, spec, workspace: input.repo, itemKey: input.failingTest };

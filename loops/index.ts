@@ -1,11 +1,12 @@
 import { UsageError } from '../common/errors';
+import { ciTriage } from './ci-triage';
 import { evaluateOptimize } from './evaluate-optimize';
 import { fixTest } from './fix-test';
 import type { LoopDefinition } from './loop-definition';
 
 /** The built-in loops, by name. */
 export const BUILT_IN_LOOPS: ReadonlyMap<string, LoopDefinition<any>> = new Map(
-  [evaluateOptimize, fixTest].map((loop) => [loop.name, loop as LoopDefinition<any>]),
+  [evaluateOptimize, fixTest, ciTriage].map((loop) => [loop.name, loop as LoopDefinition<any>]),
 );
 
 /** The loop called `name`, or a UsageError that lists the known ones. */

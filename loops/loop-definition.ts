@@ -20,5 +20,7 @@ export interface LoopDefinition<I = unknown> {
   /** Example input, shown by `loopwright loops`. */
   example: I;
   inputSchema: z.ZodType<I>;
+  /** The input of this loop's discovery source (`loopwright discover`), when it has one. */
+  discoveryInputSchema?: z.ZodType<unknown>;
   plan(input: I, defaults: { models: Models }): LoopPlan;
 }

@@ -1,2 +1,3 @@
 /** Every workflow the Loopwright worker runs; this file is the entry of the workflow bundle. */
 export { loopWorkflow } from './loop-workflow';
+export { discoveryWorkflow } from './discovery-workflow';

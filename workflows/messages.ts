@@ -1,5 +1,6 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { Decision } from '../common/decision';
+import type { DiscoveryResult } from '../common/discovery';
 import type { RunRecord } from '../common/run-record';
 
 /**
@@ -10,3 +11,6 @@ export const decisionSignal = defineSignal<[Decision]>('decision');
 
 /** The run's live record. */
 export const stateQuery = defineQuery<RunRecord>('state');
+
+/** A discovery run's progress: the items it found, the runs it started and the items it skipped. */
+export const discoveryStateQuery = defineQuery<DiscoveryResult>('state');

@@ -22,17 +22,21 @@ export function runBranch(workflowId: string): string {
 }
 
 /**
- * Where a run's agent works. L1 and L3 work in the given folder. L2 works in an isolated git
+ * Where a run's agent works. L1 and L3 work in the given folder (L3 in a worktree too when the
+ * loop delivers a git commit, which is made from the run's branch). L2 works in an isolated git
  * worktree on a fresh branch `loopwright/<run>` made from the repository's HEAD, under
  * `worktreesDir`; the repository's own working tree is never touched. Idempotent: a retry
  * finds the worktree it made.
  */
-export async function prepareWorkspace(worktreesDir: string, input: { workflowId: string; workspace: string; autonomy: Autonomy }): Promise<{ root: string; branch: string | null; base: string | null }> {
+export async function prepareWorkspace(
+  worktreesDir: string,
+  input: { workflowId: string; workspace: string; autonomy: Autonomy; isolate?: boolean },
+): Promise<{ root: string; branch: string | null; base: string | null }> {
   if (!existsSync(input.workspace) || !statSync(input.workspace).isDirectory()) {
     throw setupError(`workspace ${input.workspace} is not a folder on this worker: give an existing folder (shared by all workers)`);
   }
   const folder = realpathSync(input.workspace);
-  if (input.autonomy !== 'L2') return { root: folder, branch: null, base: await git(folder, ['rev-parse', 'HEAD']).catch(() => null) };
+  if (input.autonomy !== 'L2' && !input.isolate) return { root: folder, branch: null, base: await git(folder, ['rev-parse', 'HEAD']).catch(() => null) };
   const top = await git(folder, ['rev-parse', '--show-toplevel']).catch(() => {
     throw setupError(`workspace ${folder} is not a git repository: an L2 run works on a branch in a git worktree`);
   });

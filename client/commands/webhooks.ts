@@ -54,8 +54,9 @@ export function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookS
     server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new UsageError(`port ${opts.port} on ${host} is in use: pick another with --port`) : err));
     server.listen(opts.port ?? 0, host, () => {
       const { port } = server.address() as AddressInfo;
+      const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
       resolve({
-        url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+        url: `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`,
         close: () =>
           new Promise<void>((done) => {
             server.close(() => done());

@@ -92,11 +92,11 @@ describe('loopwright event on a real dev server', () => {
   });
 
   test.each([
-    [['--key', 'has space', '--input', input()], /event key "has space" has characters that are not allowed \(" "\)/],
-    [['--key', 'k'.repeat(201), '--input', input()], /event key is 201 characters long: at most 200 are allowed/],
-    [['--key', 'ok-key', '--input', '{"task":"x"}'], /invalid input for loop evaluate-optimize: rubric: /],
-    [['--key', 'ok-key'], /missing --input/],
-  ])('a bad delivery %# is refused with one error line and exit 2, and starts nothing', async (args, message) => {
+    ['a key with a space', ['--key', 'has space', '--input', input()], /event key "has space" has characters that are not allowed \(" "\)/],
+    ['a key of 201 characters', ['--key', 'k'.repeat(201), '--input', input()], /event key is 201 characters long: at most 200 are allowed/],
+    ['input that fails the loop schema', ['--key', 'ok-key', '--input', '{"task":"x"}'], /invalid input for loop evaluate-optimize: rubric: /],
+    ['a delivery without --input', ['--key', 'ok-key'], /missing --input/],
+  ])('%s is refused with one error line and exit 2, and starts nothing', async (_name, args, message) => {
     const client = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress() } });
     try {
       const result = await cli({ taskQueue: uniqueQueue('event-bad') }, 'event', 'evaluate-optimize', ...args);

@@ -94,3 +94,62 @@ test('an effect activity retried after it committed finds its commit and does no
   expect(record.effects[0].alreadyApplied).toBe(true);
   expect(effectCommits(repo)).toEqual([record.effects[0].commit]);
 });
+
+test('candidates that skip the failing test or edit outside the allowed paths are rejected with the right reason', async () => {
+  const skipped = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add, multiply } = require('../src/math');\n\ntest('multiply multiplies two numbers', () => {\n  assert.strictEqual(multiply(3, 4), 12);\n});\n\ntest.skip('add adds two numbers', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n";
+  const tools = (attempt: number, turn: number, calls: Array<[string, Record<string, unknown>]>) => ({
+    name: `a${attempt}t${turn}`, match: { role: 'worker', attempt, turn },
+    reply: { content: calls.map(([name, input]) => ({ type: 'tool_use', name, input })), stop_reason: 'tool_use' },
+  });
+  const answer = (attempt: number, turn: number) => ({ name: `a${attempt}t${turn}`, match: { role: 'worker', attempt, turn }, reply: { content: [{ type: 'text', text: 'done' }] } });
+  model = await startModelServer({
+    script: parseModelScript({
+      rules: [
+        tools(1, 1, [['write_file', { path: 'test/math.test.js', content: skipped }]]),
+        answer(1, 2),
+        tools(2, 1, [
+          ['edit_file', { path: 'src/math.js', old_text: 'return a - b;', new_text: 'return a + b;' }],
+          ['write_file', { path: 'test/math.test.js', content: skipped.replace('test.skip(', 'test(') + "\ntest('add adds negatives', () => {\n  assert.strictEqual(add(-1, -1), -2);\n});\n" }],
+          ['write_file', { path: 'package.json', content: '{"name":"sample-math","scripts":{"test":"echo ok"}}\n' }],
+        ]),
+        answer(2, 2),
+      ],
+    }, 'cheats'),
+    port: 0,
+  });
+  stack = await testStack('fix-test-cheats', model.url);
+  const s = stack;
+  const repo = sample();
+  const record = await s.run(async () => s.client.wait((await s.client.run('fix-test', { ...input(repo), maxAttempts: 2 })).workflowId));
+  expect(record).toMatchObject({ state: 'awaiting_human', stopReason: 'attempts' });
+  const policy = (n: number) => record.attempts[n].verdicts.find((v) => v.check === 'change policy')!;
+  expect(policy(0).failedItems).toContain('no skipped tests');
+  expect(policy(0).reason).toMatch(/test\/math\.test\.js:9/);
+  expect(policy(1).failedItems).toEqual(['allowed paths']);
+  expect(policy(1).reason).toContain('package.json');
+  expect(effectCommits(repo)).toEqual([]);
+  expect(git(repo, 'log', '--oneline', 'main').trim().split('\n')).toHaveLength(1);
+  await s.client.temporal.workflow.getHandle(record.workflowId).terminate('test done');
+});
+
+test('at L3 the verified fix is committed at once, and the run waits in list --needs-audit for a person', async () => {
+  model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
+  stack = await testStack('fix-test-l3', model.url);
+  const s = stack;
+  const repo = sample();
+  await s.run(async () => {
+    const { workflowId } = await s.client.run('fix-test', { ...input(repo), autonomy: 'L3' });
+    const done = await s.client.wait(workflowId);
+    expect(done).toMatchObject({ state: 'completed', audit: { needed: true }, decision: null });
+    expect(done.audit?.reason).toMatch(/L3/);
+    expect(done.effects[0]).toMatchObject({ approvedBy: null, target: 'main' });
+    expect(effectCommits(repo)).toEqual([done.effects[0].commit]);
+    for (let i = 0; i < 50; i++) {
+      if ((await s.client.list({ needsAudit: true, limit: 500 })).some((r) => r.workflowId === workflowId)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect((await s.client.list({ needsAudit: true, limit: 500 })).map((r) => r.workflowId)).toContain(workflowId);
+    await s.client.decide(workflowId, { kind: 'audit', by: 'ivy', verdict: 'ok' });
+    await s.client.temporal.workflow.getHandle(workflowId).result();
+  });
+});

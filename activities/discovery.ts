@@ -1,0 +1,78 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { existsSync, statSync } from 'node:fs';
+import { readConfig } from '../common/config';
+import type { DiscoveredItem } from '../common/discovery';
+import { LoopwrightError } from '../common/errors';
+import type { LoopInput } from '../common/loop-input';
+import { planRun } from '../client/plan-run';
+import { readPrices } from '../client/prices';
+import { runTestCommand } from './discovery/run-tests';
+
+/** Input of `listFailingTests`. */
+export interface ListFailingTestsInput {
+  repo: string;
+  testCommand: string;
+  /** Default 10 minutes. */
+  timeoutMs?: number;
+}
+
+/** Input of `planTriageRun`: one failing test of a repository. */
+export interface PlanTriageRunInput {
+  loop: string;
+  repo: string;
+  testCommand: string;
+  failingTest: string;
+  reportDir?: string;
+  /** The discovery run that plans it (recorded as the run's trigger). */
+  by: string;
+}
+
+/**
+ * The discovery activities: find the failing tests of a repository, plan one run per test with
+ * the worker's models and prices, and tell whether a run id is running or done.
+ */
+export function createDiscoveryActivities(env: Record<string, string | undefined>) {
+  return {
+    /**
+     * Runs the test command in the repository (`sh -c`, 10 minutes by default, heartbeats) and
+     * returns its failing tests, each with a stable key. A missing folder is a non-retryable
+     * `DiscoveryError`; a command that times out is retried by Temporal.
+     */
+    async listFailingTests(input: ListFailingTestsInput): Promise<DiscoveredItem[]> {
+      if (!existsSync(input.repo) || !statSync(input.repo).isDirectory()) {
+        throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: `repository ${input.repo} is not a folder on this worker` });
+      }
+      const { failing, run } = await runTestCommand({ cwd: input.repo, testCommand: input.testCommand, timeoutMs: input.timeoutMs ?? 600_000 });
+      if (run.timedOut) throw ApplicationFailure.create({ type: 'DiscoveryError', message: `\`${input.testCommand}\` timed out in ${input.repo}` });
+      return failing;
+    },
+
+    /**
+     * Plans a run of `loop` for one failing test, exactly as the client would (client/plan-run.ts),
+     * with models and prices from this worker's environment. Invalid input is a non-retryable `InputError`.
+     */
+    async planTriageRun(input: PlanTriageRunInput): Promise<LoopInput> {
+      const config = readConfig(env);
+      try {
+        const loopInput = { repo: input.repo, testCommand: input.testCommand, failingTest: input.failingTest, ...(input.reportDir ? { reportDir: input.reportDir } : {}) };
+        return planRun(input.loop, loopInput, { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) }, { kind: 'discovery', by: input.by });
+      } catch (err) {
+        if (err instanceof LoopwrightError) throw ApplicationFailure.create({ type: err.name, nonRetryable: true, message: err.message });
+        throw err;
+      }
+    },
+
+    /** Whether the run with this id is still running (`running`), has closed (`done`), or is unknown. */
+    async describeRun(input: { workflowId: string }): Promise<'running' | 'done' | 'unknown'> {
+      try {
+        const description = await Context.current().client.workflow.getHandle(input.workflowId).describe();
+        return description.status.name === 'RUNNING' ? 'running' : 'done';
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return 'unknown';
+        throw err;
+      }
+    },
+  };
+}

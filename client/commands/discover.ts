@@ -1,0 +1,27 @@
+import { discoveryResult, startDiscovery } from '../discovery';
+import type { LoopwrightClient } from '../loopwright-client';
+import type { Output } from '../output';
+import { parseInputArg } from './run';
+
+/**
+ * `discover <loop> --input JSON|@file [--wait] [--json]`: starts the loop's discovery and prints
+ * its id; with --wait, the items it found, the runs it started and the items it skipped.
+ */
+export async function discoverCommand(client: LoopwrightClient, loop: string, opts: { input?: string; wait?: boolean; json?: boolean }, io: Output): Promise<number> {
+  const input = parseInputArg(opts.input);
+  const { workflowId } = await startDiscovery(client, loop, input);
+  if (!opts.wait) {
+    io.out(opts.json ? JSON.stringify({ workflowId }) : workflowId);
+    return 0;
+  }
+  if (!opts.json) io.out(workflowId);
+  const result = await discoveryResult(client, workflowId);
+  if (opts.json) {
+    io.out(JSON.stringify({ workflowId, ...result }, null, 2));
+    return 0;
+  }
+  io.out(`  found      ${result.items.length} failing tests`);
+  for (const id of result.started) io.out(`  started    ${id}`);
+  for (const s of result.skipped) io.out(`  skipped    ${s.workflowId} (${s.reason})`);
+  return 0;
+}
