@@ -69,6 +69,7 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
     if (effect) io.out(`The fix is commit ${effect.commit.slice(0, 12)} on ${effect.target} in ${repo} (git -C ${repo} log -1).`);
     if (stack.uiUrl) io.out(`See the run in the Web UI: ${runUrl(stack.uiUrl, stack.namespace, workflowId)}`);
     io.out(`Its record: npx loopwright status ${workflowId}`);
+    io.out(`Its trace:  npx loopwright trace ${workflowId}`);
     if (!opts.exit) {
       io.out('The server and worker keep running so you can browse the run; Ctrl-C stops them.');
       await Promise.race([untilSignal(), stack.done]);
