@@ -79,7 +79,7 @@ export function createActivities(deps: ActivityDeps) {
   const store = deps.store ?? createFileBlobStore(process.env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'));
   const registry = createToolRegistry(deps.tools ?? []);
   const worktreesDir = deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
-  return {
+  return withHeartbeats({
     ...createDiscoveryActivities(deps.env ?? process.env),
 
     /**
@@ -176,7 +176,33 @@ export function createActivities(deps: ActivityDeps) {
           return runCitationsCheck({ check: input.check, candidate: input.candidate, workspace: input.workspace });
       }
     },
-  };
+  });
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/**
+ * Every activity heartbeats once a second while it runs (Temporal throttles what it sends):
+ * the workflows give activities a 10 s heartbeat timeout so a lost worker is noticed quickly,
+ * and a long git operation, test run or search must not look like one.
+ */
+function withHeartbeats<T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    wrapped[name] = async (...args: never[]) => {
+      let beat: NodeJS.Timeout | undefined;
+      try {
+        const ctx = Context.current();
+        beat = setInterval(() => ctx.heartbeat(), 1000);
+      } catch {
+        // not inside an activity (a unit test calling the function directly)
+      }
+      try {
+        return await fn(...args);
+      } finally {
+        if (beat) clearInterval(beat);
+      }
+    };
+  }
+  return wrapped as T;
+}
