@@ -25,6 +25,7 @@ export interface PlanTriageRunInput {
   testCommand: string;
   failingTest: string;
   reportDir?: string;
+  maxPendingReviews?: number;
   /** The discovery run that plans it (recorded as the run's trigger). */
   by: string;
 }
@@ -56,7 +57,10 @@ export function createDiscoveryActivities(env: Record<string, string | undefined
     async planTriageRun(input: PlanTriageRunInput): Promise<LoopInput> {
       const config = readConfig(env);
       try {
-        const loopInput = { repo: input.repo, testCommand: input.testCommand, failingTest: input.failingTest, ...(input.reportDir ? { reportDir: input.reportDir } : {}) };
+        const loopInput = {
+          repo: input.repo, testCommand: input.testCommand, failingTest: input.failingTest,
+          ...(input.reportDir ? { reportDir: input.reportDir } : {}), ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
+        };
         return planRun(input.loop, loopInput, { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) }, { kind: 'discovery', by: input.by });
       } catch (err) {
         if (err instanceof LoopwrightError) throw ApplicationFailure.create({ type: err.name, nonRetryable: true, message: err.message });

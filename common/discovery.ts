@@ -14,9 +14,11 @@ export interface DiscoveryInput {
   testCommand: string;
   reportDir?: string;
   fanOut?: number;
+  /** Verification debt: start no run while this many of the loop's runs wait for a human. */
+  maxPendingReviews?: number;
 }
 
-/** An item that got no new run, and why (`already running`, `already done`). */
+/** An item that got no new run, and why (`already running`, `already done`, verification debt). */
 export interface SkippedItem {
   key: string;
   workflowId: string;

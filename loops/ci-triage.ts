@@ -9,14 +9,16 @@ const testCommand = z.string().trim().min(1, { message: 'give the command that r
 const reportDir = z.string().trim().min(1).optional();
 
 /** Input of one `ci-triage` run: a repository, its test command and one failing test. */
-export const CiTriageInputSchema = z.object({ repo, testCommand, failingTest: z.string().trim().min(1, { message: 'name the failing test' }), reportDir }).strict();
+const maxPendingReviews = z.number().int().positive().optional();
+export const CiTriageInputSchema = z.object({ repo, testCommand, failingTest: z.string().trim().min(1, { message: 'name the failing test' }), reportDir, maxPendingReviews }).strict();
 export type CiTriageInput = z.infer<typeof CiTriageInputSchema>;
 
 /**
  * Input of the ci-triage discovery (`loopwright discover ci-triage`): the repository and its test
- * command; every failing test becomes one run. `fanOut` caps the starts in flight (default 4).
+ * command; every failing test becomes one run. `fanOut` caps the starts in flight (default 4);
+ * `maxPendingReviews` holds new runs back while that many of the loop's runs wait for a human.
  */
-export const CiTriageDiscoveryInputSchema = z.object({ repo, testCommand, reportDir, fanOut: z.number().int().min(1).max(64).optional() }).strict();
+export const CiTriageDiscoveryInputSchema = z.object({ repo, testCommand, reportDir, fanOut: z.number().int().min(1).max(64).optional(), maxPendingReviews }).strict();
 export type CiTriageDiscoveryInput = z.infer<typeof CiTriageDiscoveryInputSchema>;
 
 /** The judge's rubric for a diagnosis. */
@@ -60,6 +62,7 @@ export const ciTriage: LoopDefinition<CiTriageInput> = {
       budget: { maxAttempts: 3 },
       escalation: { timeout: '72h' },
       autonomy: 'L1',
+      ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
       delivery: { effects: [{ kind: 'report', name: 'report', title: `ci-triage: ${input.failingTest}`, ...(input.reportDir ? { dir: path.resolve(input.repo, input.reportDir) } : {}) }] },
     });
     return { task, spec, workspace: input.repo, itemKey: testKey(input.failingTest) };

@@ -7,7 +7,7 @@ import { loopWorkflow } from './loop-workflow';
 import { discoveryStateQuery } from './messages';
 
 const { listFailingTests } = proxyActivities<Activities>({ ...CHECK_CALL, retry: { ...CHECK_CALL.retry, nonRetryableErrorTypes: ['DiscoveryError'] } });
-const { planTriageRun, describeRun } = proxyActivities<Activities>({ ...TOOL_CALL, retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: ['InputError', 'UsageError'] } });
+const { planTriageRun, describeRun, countPendingReviews } = proxyActivities<Activities>({ ...TOOL_CALL, retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: ['InputError', 'UsageError'] } });
 
 /** Child starts in flight at once, unless the input says otherwise. */
 export const DEFAULT_FAN_OUT = 4;
@@ -50,7 +50,19 @@ export async function discoveryWorkflow(input: DiscoveryInput): Promise<Discover
 
   async function startOne(item: DiscoveredItem): Promise<void> {
     const workflowId = itemWorkflowId(input.loop, input.repo, item.key);
-    const plan = await planTriageRun({ loop: input.loop, repo: input.repo, testCommand: input.testCommand, failingTest: item.name, reportDir: input.reportDir, by: workflowInfo().workflowId });
+    const plan = await planTriageRun({
+      loop: input.loop, repo: input.repo, testCommand: input.testCommand, failingTest: item.name, reportDir: input.reportDir,
+      maxPendingReviews: input.maxPendingReviews, by: workflowInfo().workflowId,
+    });
+    // Verification debt: while too many of the loop's runs wait for a human, start nothing new.
+    const max = plan.spec.maxPendingReviews;
+    if (max !== undefined && (await describeRun({ workflowId })) === 'unknown') {
+      const waiting = await countPendingReviews({ loop: plan.loop });
+      if (waiting >= max) {
+        state.skipped.push({ key: item.key, workflowId, reason: `verification debt: ${waiting} runs of ${plan.loop} wait for a human (maxPendingReviews ${max})` });
+        return;
+      }
+    }
     try {
       await startChild(loopWorkflow, {
         workflowId,

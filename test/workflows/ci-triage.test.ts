@@ -84,3 +84,26 @@ test('a diagnosis citing a line that does not exist fails the citations check by
   expect(record).toMatchObject({ state: 'completed', output: GOOD });
   expect(existsSync(path.join(repo, '.loopwright', 'reports', `${KEY}.md`))).toBe(true);
 });
+
+test('with maxPendingReviews reached, discovery starts no run for a new item and records the verification debt', async () => {
+  const denied = { name: 'denied', match: { role: 'worker' }, error: { status: 401 } };
+  model = await startModelServer({ script: script(denied as never), port: 0 });
+  stack = await testStack('ci-triage-debt', model.url);
+  const s = stack;
+  const repo = sample();
+  const childId = `ci-triage/${path.basename(repo)}/${KEY}`;
+  const result = await s.run(async () => {
+    // A run of the loop that waits for a human (its model key is refused, so it escalates).
+    const waiting = await s.client.run('ci-triage', { repo, testCommand: 'node --test', failingTest: 'something else' });
+    expect((await s.client.wait(waiting.workflowId)).state).toBe('awaiting_human');
+    for (let i = 0; i < 50 && !(await s.client.list({ state: 'awaiting_human', loop: 'ci-triage', limit: 500 })).some((r) => r.workflowId === waiting.workflowId); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const held = await discoveryResult(s.client, (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test', maxPendingReviews: 1 })).workflowId);
+    await s.client.temporal.workflow.getHandle(waiting.workflowId).terminate('test done');
+    return held;
+  });
+  expect(result.started).toEqual([]);
+  expect(result.skipped).toEqual([{ key: KEY, workflowId: childId, reason: expect.stringMatching(/^verification debt: \d+ runs of ci-triage wait for a human \(maxPendingReviews 1\)$/) }]);
+  await expect(s.client.status(childId)).rejects.toThrow(/no run with id/);
+});
