@@ -119,9 +119,9 @@ describe('runModelServerCommand and the log file', () => {
     ];
     expect(transcript[0]).toContain('a - b');
     expect(transcript[1]).toBe('OverloadedError');
-    expect(transcript[2]).toContain('"pass":false');
+    expect(transcript[2]).toContain('"passed":false');
     expect(transcript[3]).toContain('a + b');
-    expect(transcript[4]).toContain('"pass":true');
+    expect(transcript[4]).toContain('"passed":true');
     expect(server.requests.map((r) => r.rule)).toEqual([
       'worker-first-try',
       'checker-overloaded-once',
