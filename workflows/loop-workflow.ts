@@ -35,6 +35,8 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   const info = workflowInfo();
   const resume = input.resume as ResumeState | undefined;
   const record = resume?.record ?? newRecord(info.workflowId, input, new Date().toISOString());
+  // Date.now() in workflow code is Temporal's workflow time (the current workflow task's start),
+  // replayed identically: the sandbox makes it deterministic, so the active clock may use it.
   const clock = new ActiveClock(Date.now(), resume?.activeMs ?? 0);
   let limits = resume?.limits ?? limitsOf(input);
   const feedback: FeedbackEntry[] = resume?.feedback ?? [];

@@ -59,3 +59,21 @@ export async function testStack(
     },
   };
 }
+
+/**
+ * The environment of a `loopwright worker` process for a test: the test dev server, a task queue
+ * of its own, the scripted model, and the bundle, transcripts and worktrees of this test run.
+ */
+export function workerProcessEnv(name: string, modelUrl: string): Record<string, string | undefined> {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: testAddress(),
+    LOOPWRIGHT_TASK_QUEUE: uniqueQueue(name),
+    ANTHROPIC_BASE_URL: modelUrl,
+    ANTHROPIC_API_KEY: 'test',
+    LOOPWRIGHT_WORKFLOW_BUNDLE: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE,
+    LOOPWRIGHT_TRANSCRIPTS: process.env.LOOPWRIGHT_TRANSCRIPTS,
+    LOOPWRIGHT_WORKTREES: process.env.LOOPWRIGHT_WORKTREES,
+  };
+}

@@ -6,7 +6,7 @@ import { startModelServer, type ModelServer } from '../../model-server/server';
 import { startCli, type Background } from '../helpers/cli';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays, script } from '../helpers/scripts';
-import { testAddress, uniqueQueue } from '../helpers/temporal';
+import { workerProcessEnv } from '../helpers/temporal';
 
 /**
  * A worker process killed (SIGKILL) in the middle of an agent session, and another started:
@@ -14,6 +14,13 @@ import { testAddress, uniqueQueue } from '../helpers/temporal';
  */
 let model: ModelServer | undefined;
 const workers: Background[] = [];
+
+async function startWorker(env: Record<string, string | undefined>): Promise<Background> {
+  const worker = startCli(['worker'], env);
+  workers.push(worker);
+  await worker.waitFor(/worker polling task queue/);
+  return worker;
+}
 
 afterAll(async () => {
   for (const w of workers) await w.stop('SIGKILL');
@@ -35,30 +42,16 @@ test('kill -9 the worker mid-session: another worker resumes it without repeatin
     ),
     port: 0,
   });
-  const taskQueue = uniqueQueue('crash');
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_ADDRESS: testAddress(),
-    LOOPWRIGHT_TASK_QUEUE: taskQueue,
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: 'test',
-    LOOPWRIGHT_WORKFLOW_BUNDLE: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE,
-    LOOPWRIGHT_TRANSCRIPTS: process.env.LOOPWRIGHT_TRANSCRIPTS,
-    LOOPWRIGHT_WORKTREES: process.env.LOOPWRIGHT_WORKTREES,
-  };
+  const env = workerProcessEnv('crash', model.url);
+
   const client = await LoopwrightClient.connect({ env });
   try {
-    const first = startCli(['worker'], env);
-    workers.push(first);
-    await first.waitFor(/worker polling task queue/);
+    const first = await startWorker(env);
     const { workflowId } = await client.run('evaluate-optimize', { task: 'Read a, write b.', rubric: ['done'], tools: ['read_file', 'write_file', 'list_files'], workspace, autonomy: 'L3' });
     while (!model.requests.some((r) => r.turn === 3)) await new Promise((r) => setTimeout(r, 50));
     await first.stop('SIGKILL');
 
-    const second = startCli(['worker'], env);
-    workers.push(second);
-    await second.waitFor(/worker polling task queue/);
+    await startWorker(env);
     const record = await client.wait(workflowId);
 
     expect(record).toMatchObject({ state: 'completed', output: 'done: a.txt read, b.txt written' });

@@ -8,7 +8,7 @@ import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/samp
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { startCli, type Background } from '../helpers/cli';
-import { testAddress, uniqueQueue } from '../helpers/temporal';
+import { workerProcessEnv } from '../helpers/temporal';
 
 /**
  * A worker process killed (SIGKILL) while it applies an effect, after the commit is made but
@@ -18,6 +18,13 @@ import { testAddress, uniqueQueue } from '../helpers/temporal';
 let model: ModelServer | undefined;
 const workers: Background[] = [];
 
+async function startWorker(env: Record<string, string | undefined>): Promise<Background> {
+  const worker = startCli(['worker'], env);
+  workers.push(worker);
+  await worker.waitFor(/worker polling task queue/);
+  return worker;
+}
+
 afterAll(async () => {
   for (const w of workers) await w.stop('SIGKILL');
   await model?.close();
@@ -26,23 +33,11 @@ afterAll(async () => {
 test('kill -9 the worker in the middle of the effect: the commit lands exactly once', async () => {
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-effect-crash-')), 'repo'));
   model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
-  const taskQueue = uniqueQueue('effect-crash');
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_ADDRESS: testAddress(),
-    LOOPWRIGHT_TASK_QUEUE: taskQueue,
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: 'test',
-    LOOPWRIGHT_WORKFLOW_BUNDLE: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE,
-    LOOPWRIGHT_TRANSCRIPTS: process.env.LOOPWRIGHT_TRANSCRIPTS,
-    LOOPWRIGHT_WORKTREES: process.env.LOOPWRIGHT_WORKTREES,
-  };
+  const env = workerProcessEnv('effect-crash', model.url);
+
   const client = await LoopwrightClient.connect({ env });
   try {
-    const first = startCli(['worker'], env);
-    workers.push(first);
-    await first.waitFor(/worker polling task queue/);
+    const first = await startWorker(env);
     const { workflowId } = await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
     expect((await client.wait(workflowId)).escalation?.kind).toBe('approval');
 
@@ -55,9 +50,7 @@ test('kill -9 the worker in the middle of the effect: the commit lands exactly o
     while (!existsSync(marker)) await new Promise((r) => setTimeout(r, 50));
     await first.stop('SIGKILL');
 
-    const second = startCli(['worker'], env);
-    workers.push(second);
-    await second.waitFor(/worker polling task queue/);
+    await startWorker(env);
     const record = await client.wait(workflowId);
     expect(record.state).toBe('completed');
     expect(record.effects).toHaveLength(1);
