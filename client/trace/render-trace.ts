@@ -1,3 +1,4 @@
+import type { Budget } from '../../common/loop-spec';
 import type { Trace, TraceCheck, TraceDecision, TraceEffect, TraceModelCall, TraceToolCall } from './types';
 import { redact } from './redact';
 
@@ -20,7 +21,14 @@ export function oneLine(text: string, max = TEXT_CUT): string {
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 
-const money = (usd: number) => `$${usd.toFixed(4)}`;
+/** `$0.0123`: dollars to four places, as every trace view shows cost. */
+export const money = (usd: number): string => `$${usd.toFixed(4)}`;
+
+/** `3 attempts, 20000 tokens, $0.5000, 1h active, 2 effects`: the limits a budget sets. */
+export function budgetLimits(b: Budget): string {
+  const limits = [`${b.maxAttempts} attempt${b.maxAttempts === 1 ? '' : 's'}`, b.maxTokens && `${b.maxTokens} tokens`, b.maxCostUsd && money(b.maxCostUsd), b.maxWallTime && `${b.maxWallTime} active`, b.maxSideEffects !== undefined && `${b.maxSideEffects} effects`];
+  return limits.filter(Boolean).join(', ');
+}
 
 /**
  * The trace as a timeline, one line per event with its time since the start: attempts with
@@ -32,9 +40,7 @@ export function renderTrace(trace: Trace): string[] {
     `${trace.workflowId}  ${trace.loop} v${trace.specVersion} ${trace.autonomy}  started ${trace.startedAt.slice(0, 19).replace('T', ' ')} UTC by ${trace.trigger.kind}${trace.trigger.by ? ` (${trace.trigger.by})` : ''}`,
     `  task: ${oneLine(trace.task)}`,
   ];
-  const b = trace.budget;
-  const limits = [`${b.maxAttempts} attempt${b.maxAttempts === 1 ? '' : 's'}`, b.maxTokens && `${b.maxTokens} tokens`, b.maxCostUsd && money(b.maxCostUsd), b.maxWallTime && `${b.maxWallTime} active`, b.maxSideEffects !== undefined && `${b.maxSideEffects} effects`];
-  head.push(`  budget: ${limits.filter(Boolean).join(', ')}  rubric ${trace.rubricHash.slice(0, 19)}…${trace.itemKey ? `  item ${trace.itemKey}` : ''}${trace.runs > 1 ? `  (${trace.runs} runs, continued as new)` : ''}`);
+  head.push(`  budget: ${budgetLimits(trace.budget)}  rubric ${trace.rubricHash.slice(0, 19)}…${trace.itemKey ? `  item ${trace.itemKey}` : ''}${trace.runs > 1 ? `  (${trace.runs} runs, continued as new)` : ''}`);
 
   const rows: Array<{ ms: number; text: string }> = [];
   const at = (offsetMs: number, indent: number, text: string) => rows.push({ ms: offsetMs, text: `${`${formatOffset(offsetMs)} `.padEnd(8)}${' '.repeat(indent)}${text}` });
@@ -103,8 +109,9 @@ function checkLines(c: TraceCheck): string[] {
   return lines;
 }
 
-function decisionLine(d: TraceDecision): string {
-  const extras = [
+/** What a decision carried, one phrase each: `guidance "…"`, `+1 attempt`, `note "…"`. */
+export function decisionDetails(d: TraceDecision): string[] {
+  return [
     d.guidance && `guidance "${oneLine(d.guidance)}"`,
     d.attempts && `+${d.attempts} attempt${d.attempts === 1 ? '' : 's'}`,
     d.tokens && `+${d.tokens} tokens`,
@@ -113,7 +120,11 @@ function decisionLine(d: TraceDecision): string {
     d.verdict && `verdict ${d.verdict}`,
     d.note && `note "${oneLine(d.note)}"`,
     d.reason && `reason "${oneLine(d.reason)}"`,
-  ].filter(Boolean);
+  ].filter((x): x is string => Boolean(x));
+}
+
+function decisionLine(d: TraceDecision): string {
+  const extras = decisionDetails(d);
   const status = d.status === 'refused' ? `  REFUSED: ${d.refusal ?? 'no reason given'}` : d.override ? '  (human override)' : '';
   return `decision ${d.kind} by ${d.by}${extras.length ? `: ${extras.join(', ')}` : ''}${status}`;
 }
