@@ -47,9 +47,11 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('dev').description('start the Temporal dev server (SQLite, Web UI) and a worker; Ctrl-C stops both')
     .option('--port <n>', 'gRPC port', '7233').option('--ui-port <n>', 'Web UI port', '8233')
     .option('--db <file>', 'SQLite file (default .loopwright/dev.db)').option('--headless', 'no Web UI')
+    .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS, else 127.0.0.1:9464 when free)')
     .action(action((opts) => devCommand(opts, env, io)));
   program.command('worker').description('run a worker on TEMPORAL_ADDRESS / LOOPWRIGHT_TASK_QUEUE')
-    .action(action(() => workerCommand(env, io)));
+    .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS; none when unset)')
+    .action(action((opts) => workerCommand(opts, env, io)));
   program.command('model-server').description('serve the Anthropic Messages API from a JSON script (tests, demos)')
     .requiredOption('--script <file>', 'the JSON script').option('--port <n>', 'port', '8765').option('--log <file>', 'append each request as a JSON line')
     .action(action((opts) => modelServerCommand(opts, io)));

@@ -1,3 +1,5 @@
+import { ConfigError } from './errors';
+
 /**
  * Settings read from the environment, with their defaults. Pure: callers pass `process.env`.
  */
@@ -7,6 +9,8 @@ export interface LoopwrightConfig {
   taskQueue: string;
   workerModel: string;
   checkerModel: string;
+  /** LOOPWRIGHT_METRICS: `host:port` a worker serves Prometheus metrics on; none by default (`dev` picks 127.0.0.1:9464). */
+  metrics?: string;
 }
 
 /** Current Claude model ids; override per role with LOOPWRIGHT_WORKER_MODEL / LOOPWRIGHT_CHECKER_MODEL. */
@@ -25,5 +29,13 @@ export function readConfig(env: Record<string, string | undefined>): LoopwrightC
     taskQueue: pick(env, 'LOOPWRIGHT_TASK_QUEUE', 'loopwright'),
     workerModel: pick(env, 'LOOPWRIGHT_WORKER_MODEL', DEFAULT_WORKER_MODEL),
     checkerModel: pick(env, 'LOOPWRIGHT_CHECKER_MODEL', DEFAULT_CHECKER_MODEL),
+    metrics: env.LOOPWRIGHT_METRICS?.trim() ? metricsAddress(env.LOOPWRIGHT_METRICS, 'LOOPWRIGHT_METRICS') : undefined,
   };
+}
+
+/** `host:port` with a port number, or a ConfigError that says what to give. */
+export function metricsAddress(value: string, from: string): string {
+  const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value.trim());
+  if (!m || Number(m[2]) > 65535) throw new ConfigError(`${from} "${value}" is not host:port: give an address to serve metrics on, e.g. 127.0.0.1:9464`);
+  return value.trim();
 }

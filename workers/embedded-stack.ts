@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { readConfig } from '../common/config';
 import { startDevServer, type DevServer } from '../server/dev-server';
+import { isPortFree } from '../server/free-port';
 import { loopwrightHome } from '../server/paths';
 import { createLoopwrightWorker } from './create-worker';
 import { installRuntime } from './runtime';
@@ -11,14 +12,21 @@ export interface StackOptions {
   uiPort?: number;
   dbFile?: string;
   headless?: boolean;
+  /** Where to serve Prometheus metrics (`host:port`); default 127.0.0.1:9464 when that port is free. */
+  metrics?: string;
   log?: (line: string) => void;
 }
+
+/** The metrics address of the embedded stack when none is given. */
+export const DEFAULT_METRICS = '127.0.0.1:9464';
 
 /** The embedded default: a Temporal dev server (SQLite, Web UI) and a worker, in one process. */
 export interface EmbeddedStack {
   server: DevServer;
   address: string;
   uiUrl?: string;
+  /** The Prometheus endpoint, when metrics are served. */
+  metricsUrl?: string;
   namespace: string;
   taskQueue: string;
   /** Resolves when the worker has stopped. */
@@ -41,8 +49,10 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
     log: opts.log,
   });
   let worker;
+  let metrics: string | undefined;
   try {
-    installRuntime();
+    metrics = opts.metrics ?? config.metrics ?? ((await isPortFree(9464)) ? DEFAULT_METRICS : undefined);
+    installRuntime({ metrics });
     worker = await createLoopwrightWorker({ address: server.address, namespace: config.namespace, taskQueue: config.taskQueue, env: opts.env });
   } catch (err) {
     await server.stop();
@@ -57,5 +67,5 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
       await worker.connection.close();
       await server.stop();
     })());
-  return { server, address: server.address, uiUrl: server.uiUrl, namespace: config.namespace, taskQueue: config.taskQueue, done: running, stop };
+  return { server, address: server.address, uiUrl: server.uiUrl, metricsUrl: metrics ? `http://${metrics}/metrics` : undefined, namespace: config.namespace, taskQueue: config.taskQueue, done: running, stop };
 }

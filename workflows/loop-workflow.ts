@@ -20,6 +20,7 @@ import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimi
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
 import { inAuditSample } from './audit';
+import { runMetrics } from './metrics';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -50,10 +51,12 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
     return continueAsNew<typeof loopWorkflow>({ ...input, resume: state });
   };
   const escalationMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
+  const metrics = runMetrics(input.loop, input.spec.autonomy);
 
   const used = (): BudgetUse => ({ ...record.budget.used, attempts: record.attempts.length, wallTimeMs: clock.used(Date.now()) });
   const charge = (role: 'worker' | 'checker', usage: Usage) => {
     chargeUsage(record, role, usage);
+    metrics.charged(role, usage);
     attemptUsage = addUsage(attemptUsage, usage);
   };
 
@@ -99,6 +102,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
     record.ok = state === 'completed';
     record.endedAt = new Date().toISOString();
     transition(state);
+    metrics.ended(record);
     return record;
   };
   /** Waits in awaiting_human (the active clock paused) for one decision or the deadline. */
@@ -112,6 +116,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
     if (!decided) record.escalation.timedOut = true;
     const decision = pending;
     pending = undefined;
+    metrics.waited(kind, Date.now() - now, decided);
     clock.resume(Date.now());
     return decision;
   };
@@ -186,6 +191,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       }
       const stopped = outcome.kind === 'stopped' ? { reason: outcome.stopReason, detail: outcome.detail } : undefined;
       const attempt = recordAttempt(record, { ...progress, n, usage: attemptUsage, stopped });
+      metrics.verdicts(attempt.verdicts);
       if (attempt.passed) return await awaitAudit(await deliver(attempt.candidate ?? '', n, session));
       const lesson = feedbackFrom(attempt);
       if (lesson) feedback.push(lesson);
@@ -343,7 +349,7 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
       const decision = await escalate('review', 'review_timeout', `attempt ${n} passed its automated checks and waits for review ${check.name}${who}`);
       record.pendingReview = null;
       if (!decision) {
-        recordAttempt(record, { n, candidate: progress.candidate, usage: attemptUsage, verdicts: progress.verdicts });
+        metrics.verdicts(recordAttempt(record, { n, candidate: progress.candidate, usage: attemptUsage, verdicts: progress.verdicts }).verdicts);
         return finish('blocked', 'review_timeout');
       }
       const approved = decision.kind === 'approve';

@@ -48,7 +48,7 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
   const stack = await startEmbeddedStack({ env: runEnv, log: io.err });
   const client = await LoopwrightClient.connect({ env: runEnv, address: stack.address });
   try {
-    io.out(`Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}`);
+    io.out(`Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}${stack.metricsUrl ? `, metrics: ${stack.metricsUrl}` : ''}`);
     const input = { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] };
     const { workflowId } = await client.run('fix-test', input, { trigger: { kind: 'cli', by: 'demo' } });
     io.out(`Started fix-test: ${workflowId}`);

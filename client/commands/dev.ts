@@ -1,3 +1,4 @@
+import { metricsAddress } from '../../common/config';
 import { UsageError } from '../../common/errors';
 import { startEmbeddedStack } from '../../workers/embedded-stack';
 import type { Output } from '../output';
@@ -8,6 +9,7 @@ export interface DevOptions {
   uiPort?: string;
   db?: string;
   headless?: boolean;
+  metrics?: string;
 }
 
 /**
@@ -15,9 +17,10 @@ export interface DevOptions {
  * search attributes, 30-day retention, Web UI) and a worker; Ctrl-C stops both.
  */
 export async function devCommand(opts: DevOptions, env: Record<string, string | undefined>, io: Output): Promise<number> {
-  const stack = await startEmbeddedStack({ env, port: numberOpt(opts.port), uiPort: numberOpt(opts.uiPort), dbFile: opts.db, headless: opts.headless, log: io.err });
+  const stack = await startEmbeddedStack({ env, port: numberOpt(opts.port), uiPort: numberOpt(opts.uiPort), dbFile: opts.db, headless: opts.headless, metrics: opts.metrics ? metricsAddress(opts.metrics, '--metrics') : undefined, log: io.err });
   io.out(`Temporal dev server: ${stack.address} (namespace ${stack.namespace})`);
   if (stack.uiUrl) io.out(`Web UI: ${stack.uiUrl}`);
+  if (stack.metricsUrl) io.out(`metrics: ${stack.metricsUrl}`);
   io.out(`worker: task queue ${stack.taskQueue}`);
   io.err(modelEndpointNote(env));
   io.err('Ctrl-C stops the worker and the server.');

@@ -1,16 +1,18 @@
-import { readConfig } from '../../common/config';
+import { metricsAddress, readConfig } from '../../common/config';
 import { createLoopwrightWorker } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
 /** `worker`: polls LOOPWRIGHT_TASK_QUEUE on TEMPORAL_ADDRESS until Ctrl-C or SIGTERM. */
-export async function workerCommand(env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function workerCommand(opts: { metrics?: string }, env: Record<string, string | undefined>, io: Output): Promise<number> {
   const config = readConfig(env);
-  installRuntime();
+  const metrics = opts.metrics ? metricsAddress(opts.metrics, '--metrics') : config.metrics;
+  installRuntime({ metrics });
   const { worker, connection } = await createLoopwrightWorker({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, env });
   io.err(`worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}); Ctrl-C stops it`);
   io.err(modelEndpointNote(env));
+  if (metrics) io.err(`metrics: http://${metrics}/metrics`);
   const running = worker.run();
   await Promise.race([untilSignal(), running]);
   if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -72,3 +72,19 @@ export function startCli(args: string[], env: Record<string, string | undefined>
     },
   };
 }
+
+/** `loopwright worker` processes started by {@link startWorkerProcess}, for {@link stopWorkerProcesses}. */
+const workerProcesses: Background[] = [];
+
+/** Starts a `loopwright worker` process and resolves once it polls its task queue. */
+export async function startWorkerProcess(env: Record<string, string | undefined>, args: string[] = []): Promise<Background> {
+  const worker = startCli(['worker', ...args], env);
+  workerProcesses.push(worker);
+  await worker.waitFor(/worker polling task queue/);
+  return worker;
+}
+
+/** Kills every worker process this test file started (by its pid). */
+export async function stopWorkerProcesses(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  for (const w of workerProcesses.splice(0)) await w.stop(signal);
+}

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { startModelServer, type ModelServer } from '../../model-server/server';
-import { startCli, type Background } from '../helpers/cli';
+import { startWorkerProcess as startWorker, stopWorkerProcesses } from '../helpers/cli';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays, script } from '../helpers/scripts';
 import { workerProcessEnv } from '../helpers/temporal';
@@ -13,17 +13,9 @@ import { workerProcessEnv } from '../helpers/temporal';
  * the session resumes from history; no completed model turn or tool call runs again.
  */
 let model: ModelServer | undefined;
-const workers: Background[] = [];
-
-async function startWorker(env: Record<string, string | undefined>): Promise<Background> {
-  const worker = startCli(['worker'], env);
-  workers.push(worker);
-  await worker.waitFor(/worker polling task queue/);
-  return worker;
-}
 
 afterAll(async () => {
-  for (const w of workers) await w.stop('SIGKILL');
+  await stopWorkerProcesses();
   await model?.close();
 });
 

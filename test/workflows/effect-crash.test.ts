@@ -7,7 +7,7 @@ import demoScript from '../../loops/fixtures/fix-test-demo.json';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
-import { startCli, type Background } from '../helpers/cli';
+import { startWorkerProcess as startWorker, stopWorkerProcesses } from '../helpers/cli';
 import { workerProcessEnv } from '../helpers/temporal';
 
 /**
@@ -16,17 +16,9 @@ import { workerProcessEnv } from '../helpers/temporal';
  * retries the effect, finds the commit by its key, and the fix lands exactly once.
  */
 let model: ModelServer | undefined;
-const workers: Background[] = [];
-
-async function startWorker(env: Record<string, string | undefined>): Promise<Background> {
-  const worker = startCli(['worker'], env);
-  workers.push(worker);
-  await worker.waitFor(/worker polling task queue/);
-  return worker;
-}
 
 afterAll(async () => {
-  for (const w of workers) await w.stop('SIGKILL');
+  await stopWorkerProcesses();
   await model?.close();
 });
 
