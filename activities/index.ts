@@ -11,6 +11,7 @@ import { runDiffPolicyCheck } from './checks/diff-policy';
 import { runCitationsCheck } from './checks/citations';
 import { createDiscoveryActivities } from './discovery';
 import { writeReport, type WriteReportInput, type WriteReportResult } from './reports';
+import { writeTraceReport, type TraceReportInput } from './trace-report';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 import { Context } from '@temporalio/activity';
@@ -88,6 +89,11 @@ export function createActivities(deps: ActivityDeps) {
      */
     async writeReport(input: WriteReportInput): Promise<WriteReportResult> {
       return writeReport(input);
+    },
+
+    /** Writes the run's trace as a Markdown report as the run ends (see trace-report.ts). */
+    async writeTraceReport(input: TraceReportInput): Promise<{ path: string }> {
+      return writeTraceReport(Context.current().client, input);
     },
 
     /**

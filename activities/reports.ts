@@ -23,7 +23,7 @@ export interface WriteReportResult {
 const INDEX = 'index.md';
 
 /** Writes a file through a temporary sibling and a rename, so a reader never sees half of it. */
-function writeAtomic(file: string, text: string): void {
+export function writeAtomic(file: string, text: string): void {
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, text);
   renameSync(tmp, file);

@@ -70,6 +70,7 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('status <id>').description("a run's record").option('--json', 'the run record as JSON')
     .action(action(withClient((client, id: string, opts) => statusCommand(client, id, opts, io))));
   program.command('trace <id>').description("a run's story from its Temporal history: attempts, calls, verdicts, decisions, effects").option('--json', 'the trace as JSON')
+    .option('--markdown', 'the trace as a Markdown report (what delivery.trace writes)')
     .action(action(withClient((client, id: string, opts) => traceCommand(client, id, opts, io))));
   const decision = (kind: 'approve' | 'reject' | 'retry' | 'extend' | 'audit', about: string, extra: (c: Command) => Command) =>
     extra(program.command(`${kind === 'extend' ? 'budget' : kind} <id>`).description(about).requiredOption('--by <name>', 'who decides (recorded)').option('--json', 'machine-readable output'))

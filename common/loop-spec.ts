@@ -181,7 +181,17 @@ export const LoopSpecSchema = z.object({
    * What a verified run does with its result. L1 never applies effects (it reports); L2 waits
    * for a human's approval after verification; L3 applies at once and records an audit entry.
    */
-  delivery: z.object({ effects: z.array(EffectSpecSchema).default([]) }).default({ effects: [] }),
+  delivery: z
+    .object({
+      effects: z.array(EffectSpecSchema).default([]),
+      /**
+       * Write the run's trace (what `loopwright trace` shows) as Markdown when the run ends, in
+       * any state: `<dir>/<workflow id slug>.md`. Default dir: `<workspace>/.loopwright/traces`
+       * for runs with a workspace, else `<LOOPWRIGHT_HOME>/traces` on the worker.
+       */
+      trace: z.object({ dir: z.string().min(1).optional() }).optional(),
+    })
+    .default({ effects: [] }),
   /** Share of passed runs (0..1) routed to a person for audit; they show in `list --needs-audit`. */
   auditSample: z.number().min(0).max(1).default(0),
   /**

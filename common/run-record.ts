@@ -175,5 +175,7 @@ export interface RunRecord {
   audit: { needed: boolean; reason: string; reviewedBy?: string; verdict?: 'ok' | 'bad'; note?: string; at?: string } | null;
   error: string | null;
   startedAt: string;
+  /** Where the run's trace report was written (`delivery.trace`), or why it could not be. */
+  traceReport?: { path: string | null; error: string | null };
   endedAt: string | null;
 }

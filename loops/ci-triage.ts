@@ -63,7 +63,11 @@ export const ciTriage: LoopDefinition<CiTriageInput> = {
       escalation: { timeout: '72h' },
       autonomy: 'L1',
       ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
-      delivery: { effects: [{ kind: 'report', name: 'report', title: `ci-triage: ${input.failingTest}`, ...(input.reportDir ? { dir: path.resolve(input.repo, input.reportDir) } : {}) }] },
+      delivery: {
+        effects: [{ kind: 'report', name: 'report', title: `ci-triage: ${input.failingTest}`, ...(input.reportDir ? { dir: path.resolve(input.repo, input.reportDir) } : {}) }],
+        // The L1 delivery also keeps the story of how the triage was reached, whatever the outcome.
+        trace: input.reportDir ? { dir: path.resolve(input.repo, input.reportDir, 'traces') } : {},
+      },
     });
     return { task, spec, workspace: input.repo, itemKey: testKey(input.failingTest) };
   },

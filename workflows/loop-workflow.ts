@@ -1,4 +1,4 @@
-import { ActivityFailure, allHandlersFinished, condition, ContinueAsNew, continueAsNew, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { DecisionSchema, type Decision, type DecisionRecord } from '../common/decision';
 import { parseDuration } from '../common/duration';
 import { zodIssues } from '../common/format';
@@ -33,6 +33,29 @@ import { runMetrics } from './metrics';
  * ending returns the full record.
  */
 export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
+  const record = await runLoop(input);
+  const trace = input.spec.delivery?.trace;
+  if (trace) await writeTrace(record, trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined));
+  return record;
+}
+
+/**
+ * The run's trace as a Markdown report (`delivery.trace`), written as it ends, whatever the
+ * state: a canceled run writes it too (outside the canceled scope). A report that cannot be
+ * written does not change how the run ended; the record says why.
+ */
+async function writeTrace(record: RunRecord, dir: string | undefined): Promise<void> {
+  try {
+    const written = await CancellationScope.nonCancellable(() =>
+      acts.writeTraceReport.executeWithOptions({ ...TOOL_CALL, summary: 'trace report' }, [{ workflowId: record.workflowId, dir, record }]),
+    );
+    record.traceReport = { path: written.path, error: null };
+  } catch (err) {
+    record.traceReport = { path: null, error: err instanceof ActivityFailure && err.cause ? err.cause.message : String(err) };
+  }
+}
+
+async function runLoop(input: LoopInput): Promise<RunRecord> {
   const info = workflowInfo();
   const resume = input.resume as ResumeState | undefined;
   const record = resume?.record ?? newRecord(info.workflowId, input, new Date().toISOString());

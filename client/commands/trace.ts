@@ -1,18 +1,23 @@
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
+import { renderTraceMarkdown } from '../trace/render-markdown';
+import { UsageError } from '../../common/errors';
 import { buildTrace } from '../trace/build-trace';
 import { fetchHistories } from '../trace/fetch-histories';
 import { renderTrace } from '../trace/render-trace';
 
 /**
- * `trace <id> [--json]`: the run's story rebuilt from its Temporal history (all runs of its
+ * `trace <id> [--json | --markdown]`: the run's story rebuilt from its Temporal history (all runs of its
  * continue-as-new chain), so it works on running runs, ended ones and with no worker up.
- * Text is a timeline; `--json` prints the `Trace` (client/trace/types.ts). Secrets are redacted.
+ * Text is a timeline; `--json` prints the `Trace` (client/trace/types.ts); `--markdown` the report
+ * `delivery.trace` writes (render-markdown.ts). Secrets are redacted.
  * An unknown id is a RunNotFoundError (exit 2).
  */
-export async function traceCommand(client: LoopwrightClient, id: string, opts: { json?: boolean }, io: Output): Promise<number> {
+export async function traceCommand(client: LoopwrightClient, id: string, opts: { json?: boolean; markdown?: boolean }, io: Output): Promise<number> {
+  if (opts.json && opts.markdown) throw new UsageError('--json and --markdown are two formats of the same trace: give one');
   const trace = buildTrace(await fetchHistories(client.temporal, id));
   if (opts.json) io.out(JSON.stringify(trace, null, 2));
+  else if (opts.markdown) io.out(renderTraceMarkdown(trace).trimEnd());
   else renderTrace(trace).forEach((line) => io.out(line));
   return 0;
 }

@@ -6,7 +6,7 @@ import type { CheckKind, RunRecord, Verdict } from '../../common/run-record';
 import { addUsage, type Usage } from '../../common/usage';
 import { activityFailure, decode, durationMs, eventMs, failureMessage, failureUsage, scheduledIdOf, summaryOf, type History, type HistoryEvent } from './history';
 import { completeFromRecord, type TurnCalls } from './from-record';
-import { guessKind, outcomeOf } from './outcome';
+import { guessKind, outcomeOf, outcomeOfRecord } from './outcome';
 import { redactDeep } from './redact';
 import type { Trace, TraceAttempt, TraceCheck, TraceEffect, TraceEscalation, TraceModelCall, TraceTime, TraceToolCall } from './types';
 
@@ -22,8 +22,10 @@ const HUMAN_WAIT = 'wait for a human: ';
  * The story of a run from its histories (each run of its continue-as-new chain, oldest first).
  * Pure: it reads the events and their payloads and nothing else, so it works on runs that
  * ended long ago and on recorded histories. Every string in the result is redacted.
+ * `ending`: the record a run is about to return, for a trace the run writes of itself as it
+ * ends (its history has no close event yet); it stands in for the completion event's result.
  */
-export function buildTrace(histories: History[]): Trace {
+export function buildTrace(histories: History[], opts: { ending?: RunRecord } = {}): Trace {
   const start = histories[0]?.events?.[0];
   const started = start?.workflowExecutionStartedEventAttributes;
   const input = decode<LoopInput>(started?.input);
@@ -32,7 +34,7 @@ export function buildTrace(histories: History[]): Trace {
   const time = (ms: number): TraceTime => ({ at: new Date(ms).toISOString(), offsetMs: ms - t0 });
 
   const last = histories[histories.length - 1].events ?? [];
-  const record = decode<RunRecord>(last.find((e) => e.workflowExecutionCompletedEventAttributes)?.workflowExecutionCompletedEventAttributes?.result);
+  const record = decode<RunRecord>(last.find((e) => e.workflowExecutionCompletedEventAttributes)?.workflowExecutionCompletedEventAttributes?.result) ?? opts.ending;
   const attempts = new Map<number, TraceAttempt>();
   const attempt = (n: number, ms: number): TraceAttempt => {
     let a = attempts.get(n);
@@ -208,6 +210,7 @@ export function buildTrace(histories: History[]): Trace {
     if (r === histories.length - 1) trace.outcome = outcomeOf(event, time(ms), record) ?? trace.outcome;
   }
 
+  if (!trace.outcome && opts.ending?.endedAt) trace.outcome = outcomeOfRecord(opts.ending, time(Date.parse(opts.ending.endedAt)));
   trace.attempts = [...attempts.values()].sort((a, b) => a.n - b.n);
   completeFromRecord(trace, record, turns, toolsById, time);
   if (!record) trace.usage = addUsage(...trace.attempts.flatMap((a) => [...a.modelCalls.map((c) => c.usage), ...a.checks.map((c) => c.usage)]).filter((u): u is Usage => u !== null));

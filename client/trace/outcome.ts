@@ -6,16 +6,18 @@ import type { TraceEscalation, TraceOutcome, TraceTime } from './types';
 export function outcomeOf(event: HistoryEvent, when: TraceTime, record: RunRecord | undefined): TraceOutcome | undefined {
   const base = (status: TraceOutcome['status'], error: string | null = null): TraceOutcome =>
     ({ ...when, status, state: null, stopReason: null, ok: false, override: false, output: null, error });
-  if (event.workflowExecutionCompletedEventAttributes) {
-    if (!record) return base('completed');
-    return { ...base('completed', record.error), state: record.state, stopReason: record.stopReason, ok: record.ok, override: record.override, output: record.output };
-  }
+  if (event.workflowExecutionCompletedEventAttributes) return record ? outcomeOfRecord(record, when) : base('completed');
   if (event.workflowExecutionFailedEventAttributes) return base('failed', failureMessage(event.workflowExecutionFailedEventAttributes.failure));
   const terminated = event.workflowExecutionTerminatedEventAttributes;
   if (terminated) return base('terminated', `terminated${terminated.reason ? `: ${terminated.reason}` : ''}`);
   if (event.workflowExecutionCanceledEventAttributes) return base('canceled');
   if (event.workflowExecutionTimedOutEventAttributes) return base('timed_out');
   return undefined;
+}
+
+/** How a run ended that completed (returned) `record`. */
+export function outcomeOfRecord(record: RunRecord, when: TraceTime): TraceOutcome {
+  return { ...when, status: 'completed', state: record.state, stopReason: record.stopReason, ok: record.ok, override: record.override, output: record.output, error: record.error };
 }
 
 /** An escalation's kind from its reason, for waits the run record no longer describes. */

@@ -68,6 +68,16 @@ describe('loopwright trace on a real dev server', () => {
     expect(trace.outcome).toMatchObject({ status: 'completed', state: 'completed', stopReason: 'passed' });
     expect(trace.usage.inputTokens + trace.usage.outputTokens).toBe(360);
     expect(JSON.stringify(trace)).not.toContain(SECRET);
+
+    const md = capture();
+    expect(await traceCommand(s.client, workflowId, { markdown: true }, md)).toBe(0);
+    const report = md.lines.join('\n');
+    expect(report).toMatch(/^# evaluate-optimize: Write a haiku about crashes\./);
+    expect(report).toContain(`| Run | \`${workflowId}\` |`);
+    expect(report).toContain('## Attempt 2');
+    expect(report).toContain('| **Outcome** | completed (passed) |');
+    expect(report).not.toContain(SECRET);
+    await expect(traceCommand(s.client, workflowId, { markdown: true, json: true }, capture())).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/give one$/) });
   });
 
   test('an unknown run id is a RunNotFoundError (exit 2) and prints nothing', async () => {

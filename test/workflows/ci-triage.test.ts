@@ -5,6 +5,8 @@ import path from 'node:path';
 import { discoveryResult, startDiscovery } from '../../client/discovery';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
 import { startModelServer, type ModelServer } from '../../model-server/server';
+import { testKey } from '../../common/test-key';
+import type { RunRecord } from '../../common/run-record';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays, script } from '../helpers/scripts';
 import { testStack, type TestStack } from '../helpers/temporal';
@@ -51,6 +53,15 @@ test('discovery starts one triage run per failing test; its verified diagnosis b
   expect(report).toContain(`run: \`${childId}\``);
   expect(report).toContain('src/math.js:3');
   expect(readFileSync(path.join(repo, '.loopwright', 'reports', 'index.md'), 'utf8')).toContain(`[ci-triage: ${SAMPLE_FAILING_TEST}](${KEY}.md)`);
+  // delivery.trace: the story of the run, written as it ended.
+  const traceFile = path.join(repo, '.loopwright', 'traces', `${testKey(childId)}.md`);
+  expect(record.traceReport).toEqual({ path: traceFile, error: null });
+  const story = readFileSync(traceFile, 'utf8');
+  expect(story).toMatch(/^# ci-triage: /);
+  expect(story).toContain(`\`${childId}\``);
+  expect(story).toContain('completed (passed)');
+  expect(story).toMatch(/read_file.*src\/math\.js/);
+  expect(story).toMatch(/✅ \*\*citations\*\*/);
   expect(second).toMatchObject({ items: [{ key: KEY }], started: [], skipped: [{ key: KEY, workflowId: childId, reason: 'already done' }] });
   expect(model.requests.filter((r) => r.role === 'worker')).toHaveLength(2);
 });
@@ -70,7 +81,10 @@ test('a diagnosis citing a line that does not exist fails the citations check by
   stack = await testStack('ci-triage-bad', model.url);
   const s = stack;
   const repo = sample();
-  const record = await s.run(async () => s.client.wait((await s.client.run('ci-triage', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST })).workflowId));
+  // The run's result (not just its terminal state): the trace report is written as it closes.
+  const record: RunRecord = await s.run(async () =>
+    s.client.temporal.workflow.getHandle((await s.client.run('ci-triage', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST })).workflowId).result(),
+  );
   const [first, second] = record.attempts;
   expect(first.toolCalls).toEqual([expect.objectContaining({ name: 'write_file', allowed: false })]);
   expect(readFileSync(path.join(repo, 'src/math.js'), 'utf8')).toContain('return a - b;');
@@ -83,6 +97,11 @@ test('a diagnosis citing a line that does not exist fails the citations check by
   expect(second.passed).toBe(true);
   expect(record).toMatchObject({ state: 'completed', output: GOOD });
   expect(existsSync(path.join(repo, '.loopwright', 'reports', `${KEY}.md`))).toBe(true);
+  // The trace report tells the whole story: the denial and the failed citation of attempt 1.
+  const story = readFileSync(record.traceReport!.path!, 'utf8');
+  expect(story).toMatch(/\| write_file \| `src\/math\.js` \| denied: tool write_file is not available to this run/);
+  expect(story).toMatch(/❌ \*\*citations\*\*[^\n]*bad citation src\/math\.js:99/);
+  expect(story).toContain('## Attempt 2');
 });
 
 test('with maxPendingReviews reached, discovery starts no run for a new item and records the verification debt', async () => {

@@ -1,0 +1,33 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { buildTrace } from '../client/trace/build-trace';
+import { fetchHistories } from '../client/trace/fetch-histories';
+import { renderTraceMarkdown } from '../client/trace/render-markdown';
+import type { RunRecord } from '../common/run-record';
+import { testKey } from '../common/test-key';
+import { loopwrightHome } from '../server/paths';
+import { writeAtomic } from './reports';
+
+/** Input of `writeTraceReport`. */
+export interface TraceReportInput {
+  workflowId: string;
+  /** Absolute folder of the trace reports; default `<LOOPWRIGHT_HOME>/traces` on the worker. */
+  dir?: string;
+  /** The record the run is about to return (its history has no close event yet). */
+  record: RunRecord;
+}
+
+/**
+ * Writes `<dir>/<workflow id slug>.md`: the run's trace (`loopwright trace`) as Markdown, rebuilt
+ * from its Temporal history (every run of its continue-as-new chain) and the record it ends
+ * with. Secrets are redacted. Idempotent: a retry rewrites the same story.
+ */
+export async function writeTraceReport(client: Client, input: TraceReportInput): Promise<{ path: string }> {
+  const trace = buildTrace(await fetchHistories(client, input.workflowId), { ending: input.record });
+  const dir = input.dir ?? path.join(loopwrightHome(), 'traces');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${testKey(input.workflowId)}.md`);
+  writeAtomic(file, renderTraceMarkdown(trace));
+  return { path: file };
+}
