@@ -9,13 +9,15 @@ import { findTemporalCli } from '../server/temporal-binary';
  * One real Temporal dev server (installed by the project's own locator) and one workflow
  * bundle per test run. Test files reach them through LOOPWRIGHT_TEST_ADDRESS and
  * LOOPWRIGHT_WORKFLOW_BUNDLE; global-teardown stops the server by the pid started here.
+ * The server serves its Web UI on a free port (LOOPWRIGHT_TEST_UI_URL) for test/ui, which
+ * checks what a person browsing runs sees; nothing else needs the server to be headless.
  */
 export default async function globalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-test-'));
   const cli = await findTemporalCli({ log: (line) => process.stderr.write(`${line}\n`) });
-  const port = await freePort();
+  const [port, uiPort] = await Promise.all([freePort(), freePort()]);
   const [server, bundle] = await Promise.all([
-    startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, headless: true, logFile: path.join(dir, 'temporal.log') }),
+    startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') }),
     bundleWorkflowCode({
       workflowsPath: require.resolve('../workflows'),
       logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
@@ -26,6 +28,7 @@ export default async function globalSetup(): Promise<void> {
   (globalThis as { __loopwrightServer?: DevServer }).__loopwrightServer = server;
   process.env.LOOPWRIGHT_TEST_DIR = dir;
   process.env.LOOPWRIGHT_TEST_ADDRESS = server.address;
+  if (server.uiUrl) process.env.LOOPWRIGHT_TEST_UI_URL = server.uiUrl;
   process.env.LOOPWRIGHT_TEMPORAL_CLI = cli;
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE = bundlePath;
   process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
