@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { redact, redactionFromEnv } from '../common/redact';
 import { testKey } from '../common/test-key';
 
 /** Input of `writeReport`. */
@@ -13,6 +14,8 @@ export interface WriteReportInput {
   title: string;
   markdown: string;
   workflowId: string;
+  /** More names whose values are secrets (the run's LOOPWRIGHT_REDACT). */
+  redact?: string[];
 }
 
 export interface WriteReportResult {
@@ -53,7 +56,8 @@ function renderIndex(dir: string): string {
 export function writeReport(input: WriteReportInput): WriteReportResult {
   mkdirSync(input.dir, { recursive: true });
   const file = path.join(input.dir, `${testKey(input.item)}.md`);
-  const text = render(input);
+  const r = redactionFromEnv(process.env, input.redact);
+  const text = render({ ...input, title: redact(input.title, r), markdown: redact(input.markdown, r) });
   const alreadyApplied = existsSync(file) && readFileSync(file, 'utf8') === text;
   if (!alreadyApplied) writeAtomic(file, text);
   writeAtomic(path.join(input.dir, INDEX), renderIndex(input.dir));

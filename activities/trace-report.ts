@@ -4,6 +4,7 @@ import type { Client } from '@temporalio/client';
 import { buildTrace } from '../client/trace/build-trace';
 import { fetchHistories } from '../client/trace/fetch-histories';
 import { renderTraceMarkdown } from '../client/trace/render-markdown';
+import { redactionFromEnv } from '../common/redact';
 import type { RunRecord } from '../common/run-record';
 import { testKey } from '../common/test-key';
 import { loopwrightHome } from '../server/paths';
@@ -24,7 +25,7 @@ export interface TraceReportInput {
  * with. Secrets are redacted. Idempotent: a retry rewrites the same story.
  */
 export async function writeTraceReport(client: Client, input: TraceReportInput): Promise<{ path: string }> {
-  const trace = buildTrace(await fetchHistories(client, input.workflowId), { ending: input.record });
+  const trace = buildTrace(await fetchHistories(client, input.workflowId), { ending: input.record, redaction: redactionFromEnv(process.env) });
   const dir = input.dir ?? path.join(loopwrightHome(), 'traces');
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `${testKey(input.workflowId)}.md`);

@@ -11,6 +11,7 @@ import { decisionSignal, stateQuery } from '../workflows/messages';
 import { planRun } from './plan-run';
 import { readPrices } from './prices';
 import type { ModelPrice } from '../common/pricing';
+import { redact, redactionFromEnv, type Redaction } from '../common/redact';
 import { newRunId } from './run-id';
 import type { RunSummary } from './types';
 
@@ -37,6 +38,8 @@ export class LoopwrightClient {
     private readonly connection: Connection,
     readonly config: LoopwrightConfig,
     private readonly prices: Record<string, ModelPrice>,
+    /** What this process redacts (its secret variables' values and LOOPWRIGHT_REDACT names). */
+    readonly redaction: Redaction,
   ) {}
 
   /** Connects to Temporal; a server that does not answer is a ServerUnavailableError. */
@@ -49,7 +52,7 @@ export class LoopwrightClient {
     } catch (err) {
       throw new ServerUnavailableError(config.temporalAddress, { cause: err });
     }
-    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config, readPrices(opts.env ?? process.env));
+    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config, readPrices(opts.env ?? process.env), redactionFromEnv(opts.env ?? process.env));
   }
 
   /**
@@ -68,7 +71,7 @@ export class LoopwrightClient {
         args: [plan],
         workflowIdReusePolicy: opts.reuse ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
         workflowIdConflictPolicy: 'FAIL',
-        ...runPresentation(plan),
+        ...runPresentation(plan, this.redaction),
       });
       return { workflowId, runId: handle.firstExecutionRunId };
     } catch (err) {
@@ -83,7 +86,7 @@ export class LoopwrightClient {
    */
   plan(loop: string, input: unknown, trigger: Trigger, itemKey?: string): LoopInput {
     const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, trigger);
-    return itemKey === undefined ? plan : { ...plan, itemKey };
+    return { ...plan, ...(itemKey === undefined ? {} : { itemKey }), ...(this.config.redact.length ? { redact: this.config.redact } : {}) };
   }
 
   /** The run's record: live from the workflow while it runs, its result once it ended. */
@@ -234,16 +237,17 @@ export class RunAlreadyExistsError extends UsageError {
  * LoopState 'running', LoopAttempt 0, LoopAutonomy, LoopItemKey) and its summary and details.
  * Shared by direct starts and schedule actions.
  */
-export function runPresentation(plan: LoopInput) {
+export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
+  const r = (text: string) => redact(text, { names: [...(plan.redact ?? []), ...(redaction.names ?? [])], values: redaction.values });
   return {
     typedSearchAttributes: [
       { key: LoopName, value: plan.loop },
       { key: LoopState, value: 'running' },
       { key: LoopAttempt, value: 0 },
       { key: LoopAutonomy, value: plan.spec.autonomy },
-      ...(plan.itemKey ? [{ key: LoopItemKey, value: plan.itemKey }] : []),
+      ...(plan.itemKey ? [{ key: LoopItemKey, value: r(plan.itemKey) }] : []),
     ] as SearchAttributePair[],
-    staticSummary: `${plan.loop}: ${plan.task.slice(0, 120)}`,
+    staticSummary: `${plan.loop}: ${r(plan.task).slice(0, 120)}`,
     staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
   };
 }

@@ -76,7 +76,7 @@ export async function createSchedule(client: LoopwrightClient, request: CreateSc
     await client.temporal.schedule.create({
       scheduleId,
       spec,
-      action: { type: 'startWorkflow', workflowType: 'loopWorkflow', args: [plan], taskQueue: client.config.taskQueue, workflowId: `${plan.loop}/scheduled`, ...runPresentation(plan) },
+      action: { type: 'startWorkflow', workflowType: 'loopWorkflow', args: [plan], taskQueue: client.config.taskQueue, workflowId: `${plan.loop}/scheduled`, ...runPresentation(plan, client.redaction) },
       policies: { overlap: OVERLAP_POLICIES[overlapName], catchupWindow: '1m' },
       memo: { loopwright: { loop: plan.loop, ...memo } satisfies ScheduleMemo },
     });

@@ -1,4 +1,5 @@
 import { ConfigError } from './errors';
+import { redactNames } from './redact';
 
 /**
  * Settings read from the environment, with their defaults. Pure: callers pass `process.env`.
@@ -11,6 +12,8 @@ export interface LoopwrightConfig {
   checkerModel: string;
   /** LOOPWRIGHT_METRICS: `host:port` a worker serves Prometheus metrics on; none by default (`dev` picks 127.0.0.1:9464). */
   metrics?: string;
+  /** LOOPWRIGHT_REDACT: more names whose values are secrets (see common/redact.ts). */
+  redact: string[];
 }
 
 /** Current Claude model ids; override per role with LOOPWRIGHT_WORKER_MODEL / LOOPWRIGHT_CHECKER_MODEL. */
@@ -29,6 +32,7 @@ export function readConfig(env: Record<string, string | undefined>): LoopwrightC
     taskQueue: pick(env, 'LOOPWRIGHT_TASK_QUEUE', 'loopwright'),
     workerModel: pick(env, 'LOOPWRIGHT_WORKER_MODEL', DEFAULT_WORKER_MODEL),
     checkerModel: pick(env, 'LOOPWRIGHT_CHECKER_MODEL', DEFAULT_CHECKER_MODEL),
+    redact: redactNames(env),
     metrics: env.LOOPWRIGHT_METRICS?.trim() ? metricsAddress(env.LOOPWRIGHT_METRICS, 'LOOPWRIGHT_METRICS') : undefined,
   };
 }

@@ -29,6 +29,11 @@ export const LoopInputSchema = z.object({
   workspace: z.string().optional(),
   /** Set only by the run itself when it continues as new (see workflows/resume.ts). */
   resume: z.unknown().optional(),
+  /**
+   * Names whose values are secrets (LOOPWRIGHT_REDACT of the process that started the run):
+   * the run redacts what it puts in search attributes and the Web UI, the trace and reports too.
+   */
+  redact: z.array(z.string()).optional(),
   /** The user's input to the loop, kept for the record. */
   input: z.unknown().optional(),
 });

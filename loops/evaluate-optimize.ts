@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { z } from 'zod';
 import { AutonomySchema, BudgetSchema, CheckSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
 import type { LoopDefinition } from './loop-definition';
@@ -22,6 +23,8 @@ export const EvaluateOptimizeInputSchema = z
     maxTurns: z.number().int().min(1).max(200).optional(),
     auditSample: z.number().min(0).max(1).optional(),
     maxPendingReviews: z.number().int().positive().optional(),
+    /** Write the run's trace as Markdown into this folder when the run ends (delivery.trace). */
+    traceDir: z.string().min(1).optional(),
   })
   .strict()
   .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, { message: 'give a rubric or at least one check', path: ['rubric'] })
@@ -69,6 +72,7 @@ export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
       autonomy: input.autonomy ?? 'L1',
       auditSample: input.auditSample ?? 0,
       ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
+      ...(input.traceDir ? { delivery: { effects: [], trace: { dir: path.resolve(input.traceDir) } } } : {}),
     });
     return { task: input.task, spec, workspace: input.workspace };
   },

@@ -21,6 +21,7 @@ import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
 import { inAuditSample } from './audit';
 import { runMetrics } from './metrics';
+import { redact } from '../common/redact';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -75,6 +76,8 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   };
   const escalationMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
   const metrics = runMetrics(input.loop, input.spec.autonomy);
+  /** What the run keeps out of search attributes and the Web UI (the worker's reports and traces also redact its secret values). */
+  const secrets = { names: input.redact ?? [] };
 
   const used = (): BudgetUse => ({ ...record.budget.used, attempts: record.attempts.length, wallTimeMs: clock.used(Date.now()) });
   const charge = (role: 'worker' | 'checker', usage: Usage) => {
@@ -116,7 +119,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       { key: LoopCostUsd, value: record.usage.total.costUsd },
       { key: LoopTokens, value: record.budget.used.tokens },
     ]);
-    setCurrentDetails(runDetails(record));
+    setCurrentDetails(redact(runDetails(record), secrets));
   };
   const finish = (state: RunState, stopReason: StopReason, output: string | null = null): RunRecord => {
     clock.pause(Date.now());
@@ -172,7 +175,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   upsertSearchAttributes([
     { key: LoopName, value: input.loop },
     { key: LoopAutonomy, value: input.spec.autonomy },
-    ...(input.itemKey ? [{ key: LoopItemKey, value: input.itemKey }] : []),
+    ...(input.itemKey ? [{ key: LoopItemKey, value: redact(input.itemKey, secrets) }] : []),
   ]);
   transition('running');
 
@@ -325,8 +328,8 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       }
       const item = input.itemKey ?? info.workflowId;
       try {
-        const written = await acts.writeReport.executeWithOptions({ ...TOOL_CALL, summary: `effect ${effect.name}: report ${item}` }, [
-          { key, dir, item, title: effect.title ?? item, markdown: candidate, workflowId: info.workflowId },
+        const written = await acts.writeReport.executeWithOptions({ ...TOOL_CALL, summary: redact(`effect ${effect.name}: report ${item}`, secrets) }, [
+          { key, dir, item, title: effect.title ?? item, markdown: candidate, workflowId: info.workflowId, ...(input.redact ? { redact: input.redact } : {}) },
         ]);
         record.effects.push({ key, name: effect.name, kind: 'report', target: dir, commit: '', path: written.path, alreadyApplied: written.alreadyApplied, at: new Date().toISOString(), approvedBy: null });
         record.budget.used.sideEffects += 1;
@@ -347,7 +350,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     }
     if (!done.audit?.needed) return done;
     upsertSearchAttributes([{ key: LoopAudit, value: 'needed' }]);
-    setCurrentDetails(`${runDetails(done)}\n\nwaiting for an audit: ${done.audit.reason}`);
+    setCurrentDetails(redact(`${runDetails(done)}\n\nwaiting for an audit: ${done.audit.reason}`, secrets));
     const reviewed = await condition(() => done.audit?.reviewedBy !== undefined, '30d', { summary: 'wait for an audit' });
     upsertSearchAttributes([{ key: LoopAudit, value: reviewed ? 'reviewed' : 'expired' }]);
     return done;

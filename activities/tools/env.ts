@@ -1,4 +1,4 @@
-const SECRET_NAME = /API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i;
+import { SECRET_NAME } from '../../common/redact';
 
 /**
  * A copy of `env` without the variables a command the model runs should not see:

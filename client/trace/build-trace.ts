@@ -7,7 +7,7 @@ import { addUsage, type Usage } from '../../common/usage';
 import { activityFailure, decode, durationMs, eventMs, failureMessage, failureUsage, scheduledIdOf, summaryOf, type History, type HistoryEvent } from './history';
 import { completeFromRecord, type TurnCalls } from './from-record';
 import { guessKind, outcomeOf, outcomeOfRecord } from './outcome';
-import { redactDeep } from './redact';
+import { redactDeep, type Redaction } from '../../common/redact';
 import type { Trace, TraceAttempt, TraceCheck, TraceEffect, TraceEscalation, TraceModelCall, TraceTime, TraceToolCall } from './types';
 
 type Pending =
@@ -24,8 +24,10 @@ const HUMAN_WAIT = 'wait for a human: ';
  * ended long ago and on recorded histories. Every string in the result is redacted.
  * `ending`: the record a run is about to return, for a trace the run writes of itself as it
  * ends (its history has no close event yet); it stands in for the completion event's result.
+ * `redaction`: what the calling process redacts besides the patterns and the run's own names
+ * (its secret variables' values, see common/redact.ts).
  */
-export function buildTrace(histories: History[], opts: { ending?: RunRecord } = {}): Trace {
+export function buildTrace(histories: History[], opts: { ending?: RunRecord; redaction?: Redaction } = {}): Trace {
   const start = histories[0]?.events?.[0];
   const started = start?.workflowExecutionStartedEventAttributes;
   const input = decode<LoopInput>(started?.input);
@@ -214,5 +216,5 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord } = 
   trace.attempts = [...attempts.values()].sort((a, b) => a.n - b.n);
   completeFromRecord(trace, record, turns, toolsById, time);
   if (!record) trace.usage = addUsage(...trace.attempts.flatMap((a) => [...a.modelCalls.map((c) => c.usage), ...a.checks.map((c) => c.usage)]).filter((u): u is Usage => u !== null));
-  return redactDeep(trace);
+  return redactDeep(trace, { names: [...(input.redact ?? []), ...(opts.redaction?.names ?? [])], values: opts.redaction?.values });
 }

@@ -1,4 +1,4 @@
-import { redactDeep } from './redact';
+import { redactDeep } from '../../common/redact';
 import { budgetLimits, decisionDetails, formatOffset, money, oneLine } from './render-trace';
 import type { Trace, TraceAttempt, TraceCheck, TraceDecision, TraceEffect, TraceEscalation, TraceModelCall, TraceToolCall } from './types';
 

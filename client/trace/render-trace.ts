@@ -1,6 +1,6 @@
 import type { Budget } from '../../common/loop-spec';
 import type { Trace, TraceCheck, TraceDecision, TraceEffect, TraceModelCall, TraceToolCall } from './types';
-import { redact } from './redact';
+import { redact } from '../../common/redact';
 
 /** Candidates, tasks and outputs are cut to this many characters in the text timeline. */
 export const TEXT_CUT = 300;
@@ -78,7 +78,7 @@ export function renderTrace(trace: Trace): string[] {
   }
   // Stable sort: events at the same moment keep the order they were added in.
   const body = rows.map((r, i) => ({ ...r, i })).sort((x, y) => x.ms - y.ms || x.i - y.i).map((r) => `  ${r.text}`);
-  return [...head, ...body].map(redact);
+  return [...head, ...body].map((line) => redact(line));
 }
 
 function modelLine(c: TraceModelCall): string {

@@ -95,7 +95,7 @@ describe('the webhook receiver when Temporal cannot be reached', () => {
     const unreachable: EventClient = {
       run: () => Promise.reject(new ServerUnavailableError('127.0.0.1:1')),
       temporal: undefined as never,
-      config: { temporalAddress: '127.0.0.1:1', namespace: 'default', taskQueue: 'none', workerModel: 'm', checkerModel: 'm' },
+      config: { temporalAddress: '127.0.0.1:1', namespace: 'default', taskQueue: 'none', workerModel: 'm', checkerModel: 'm', redact: [] },
     };
     hooks = await startWebhookServer({ client: unreachable, port: 0 });
     const res = await post('/events/evaluate-optimize', { key: 'k', input: INPUT });
