@@ -2,16 +2,19 @@
  * Records the histories that the replay test guards: real runs of `loopWorkflow` on a real dev
  * server against the scripted model. Run it after a deliberate change to the workflow's
  * commands (with `patched()` for runs in flight), then commit test/replay/histories/*.json:
- *   npm run record-histories
+ *   npm run record-histories                  (the ones not recorded yet)
+ *   npm run record-histories -- replay-pass   (record these again)
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createActivities } from '../activities';
 import { createAnthropic } from '../activities/model';
 import { LoopwrightClient } from '../client/loopwright-client';
+import demoScript from '../loops/fixtures/fix-test-demo.json';
+import { createSampleRepo, SAMPLE_FAILING_TEST } from '../loops/fixtures/sample-repo';
 import { startModelServer } from '../model-server/server';
 import { parseModelScript } from '../model-server/script';
 import { freePort, startDevServer } from '../server/dev-server';
@@ -41,50 +44,108 @@ const SCRIPT = parseModelScript(
       { name: 'agent-t1', match: { workflowId: 'replay-agent', role: 'worker', turn: 1 }, reply: { content: [{ type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'notes.txt' } }, { type: 'tool_use', id: 'toolu_2', name: 'list_files', input: { path: '.' } }] } },
       { name: 'agent-t2', match: { workflowId: 'replay-agent', role: 'worker', turn: 2 }, reply: { content: [{ type: 'tool_use', id: 'toolu_3', name: 'write_file', input: { path: 'x.txt', content: 'x' } }] } },
       { name: 'agent-t3', match: { workflowId: 'replay-agent', role: 'worker', turn: 3 }, reply: text('a crash at 3am (notes.txt:1)') },
+      { name: 'pass-w1', match: { workflowId: 'replay-pass', role: 'worker' }, reply: text('a crash at dawn') },
+      { name: 'pass-c1', match: { workflowId: 'replay-pass', role: 'checker' }, reply: verdict(true) },
+      { name: 'budget-w1', match: { workflowId: 'replay-budget', role: 'worker' }, reply: text('no crash here') },
+      { name: 'budget-c1', match: { workflowId: 'replay-budget', role: 'checker' }, reply: verdict(false) },
       { name: 'agent-c1', match: { workflowId: 'replay-agent', role: 'checker' }, reply: verdict(true) },
     ],
   },
   'record-histories',
 );
 
+type Recorder = (client: LoopwrightClient) => Promise<void>;
+
+const input = { task: 'Write a haiku about crashes.', rubric: ['mentions a crash'] };
+
+/** One real run per recorded history, by workflow id. */
+const RECORDERS: Record<string, Recorder> = {
+  'replay-feedback': async (client) => {
+    await client.run('evaluate-optimize', { ...input, maxAttempts: 2 }, { id: 'replay-feedback' });
+    await client.wait('replay-feedback');
+  },
+  'replay-escalate': async (client) => {
+    await client.run('evaluate-optimize', { ...input, maxAttempts: 1 }, { id: 'replay-escalate' });
+    await client.wait('replay-escalate');
+    await client.decide('replay-escalate', { kind: 'retry', by: 'ada', guidance: 'Name the crash.', attempts: 1 });
+    await client.wait('replay-escalate');
+  },
+  'replay-approve': async (client) => {
+    await client.run('evaluate-optimize', { ...input, maxAttempts: 1 }, { id: 'replay-approve' });
+    await client.wait('replay-approve');
+    await client.decide('replay-approve', { kind: 'approve', by: 'ada', note: 'override' });
+    await client.wait('replay-approve');
+  },
+  'replay-agent': async (client) => {
+    const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));
+    writeFileSync(path.join(workspace, 'notes.txt'), 'the crash happened at 3am\n');
+    await client.run('evaluate-optimize', { ...input, tools: ['read_file', 'list_files', 'write_file'], workspace, autonomy: 'L1' }, { id: 'replay-agent' });
+    await client.wait('replay-agent');
+  },
+  /** Passes at once and writes its trace report as it ends (delivery.trace). */
+  'replay-pass': async (client) => {
+    await client.run('evaluate-optimize', { ...input, traceDir: mkdtempSync(path.join(tmpdir(), 'loopwright-record-traces-')) }, { id: 'replay-pass' });
+    await client.temporal.workflow.getHandle('replay-pass').result();
+  },
+  /** Spends its only attempt, waits for a human who never comes, and stops budget_exhausted. */
+  'replay-budget': async (client) => {
+    await client.run('evaluate-optimize', { ...input, maxAttempts: 1, escalationTimeout: '2s' }, { id: 'replay-budget' });
+    await client.temporal.workflow.getHandle('replay-budget').result();
+  },
+  /** The L2 fix-test demo: a cheating attempt refused by the change policy, a real fix, approval by ada, one git commit. */
+  'replay-effect': async (client) => {
+    const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
+    await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id: 'replay-effect' });
+    await client.wait('replay-effect');
+    await client.decide('replay-effect', { kind: 'approve', by: 'ada', note: 'ship it' });
+    await client.temporal.workflow.getHandle('replay-effect').result();
+  },
+};
+
+const historyFile = (id: string) => path.join(packageRoot(), 'test', 'replay', 'histories', `${id}.json`);
+
+/**
+ * Records the histories named on the command line, or else every one not recorded yet: an old
+ * history is kept, because it guards runs that older workflow code started.
+ */
 async function main(): Promise<void> {
+  const named = process.argv.slice(2);
+  const unknown = named.filter((id) => !RECORDERS[id]);
+  if (unknown.length) throw new Error(`no recorder for ${unknown.join(', ')}: choose from ${Object.keys(RECORDERS).join(', ')}`);
+  const ids = named.length ? named : Object.keys(RECORDERS).filter((id) => !existsSync(historyFile(id)));
+  if (ids.length === 0) {
+    console.log('every history is recorded; name the ones to record again');
+    return;
+  }
   const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-record-'));
   process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
+  process.env.LOOPWRIGHT_WORKTREES = path.join(dir, 'worktrees');
   const server = await startDevServer({ dbFile: path.join(dir, 'db.sqlite'), port: await freePort(), headless: true });
+  // The effect run speaks to the demo's script; every other run to SCRIPT (its rules match by workflow id).
   const model = await startModelServer({ script: SCRIPT, port: 0 });
+  const demoModel = await startModelServer({ script: parseModelScript(demoScript, 'fix-test demo'), port: 0 });
   try {
     installRuntime();
     const connection = await NativeConnection.connect({ address: server.address });
-    const env = { ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'record' };
-    const worker = await Worker.create({ connection, taskQueue: 'record', activities: createActivities({ anthropic: createAnthropic(env) }), ...workflowSource(process.env), ...WORKER_TUNING });
-    const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: 'record' } });
-    const input = { task: 'Write a haiku about crashes.', rubric: ['mentions a crash'] };
-    await worker.runUntil(async () => {
-      await client.run('evaluate-optimize', { ...input, maxAttempts: 2 }, { id: 'replay-feedback' });
-      await client.wait('replay-feedback');
-      await client.run('evaluate-optimize', { ...input, maxAttempts: 1 }, { id: 'replay-escalate' });
-      await client.wait('replay-escalate');
-      await client.decide('replay-escalate', { kind: 'retry', by: 'ada', guidance: 'Name the crash.', attempts: 1 });
-      await client.wait('replay-escalate');
-      await client.run('evaluate-optimize', { ...input, maxAttempts: 1 }, { id: 'replay-approve' });
-      await client.wait('replay-approve');
-      await client.decide('replay-approve', { kind: 'approve', by: 'ada', note: 'override' });
-      await client.wait('replay-approve');
-      const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));
-      writeFileSync(path.join(workspace, 'notes.txt'), 'the crash happened at 3am\n');
-      await client.run('evaluate-optimize', { ...input, tools: ['read_file', 'list_files', 'write_file'], workspace, autonomy: 'L1' }, { id: 'replay-agent' });
-      await client.wait('replay-agent');
-    });
-    for (const id of ['replay-feedback', 'replay-escalate', 'replay-approve', 'replay-agent']) {
-      const history = await client.temporal.workflow.getHandle(id).fetchHistory();
-      const file = path.join(packageRoot(), 'test', 'replay', 'histories', `${id}.json`);
-      writeFileSync(file, historyToJSON(history));
-      console.log(`recorded ${id} (${history.events?.length ?? 0} events) to ${path.relative(process.cwd(), file)}`);
+    for (const [queue, url] of [['record', model.url], ['record-demo', demoModel.url]] as const) {
+      const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record' };
+      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env) }), ...workflowSource(process.env), ...WORKER_TUNING });
+      const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue } });
+      const mine = ids.filter((id) => (id === 'replay-effect') === (queue === 'record-demo'));
+      await worker.runUntil(async () => {
+        for (const id of mine) await RECORDERS[id](client);
+      });
+      for (const id of mine) {
+        const history = await client.temporal.workflow.getHandle(id).fetchHistory();
+        writeFileSync(historyFile(id), historyToJSON(history));
+        console.log(`recorded ${id} (${history.events?.length ?? 0} events) to ${path.relative(process.cwd(), historyFile(id))}`);
+      }
+      await client.close();
     }
-    await client.close();
     await connection.close();
   } finally {
     await model.close();
+    await demoModel.close();
     await server.stop();
   }
 }

@@ -5,11 +5,47 @@ import { buildTrace } from '../../client/trace/build-trace';
 import type { History, HistoryEvent } from '../../client/trace/history';
 
 /** A committed history (test/replay/histories), as `fetchHistory()` would return it. */
-function recorded(name: 'feedback' | 'escalate' | 'approve' | 'agent'): History {
+function recorded(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect'): History {
   return historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')));
 }
 
 describe('buildTrace over recorded histories', () => {
+  test('pass run: one attempt, one passing verdict, completed (passed), no waits', () => {
+    const trace = buildTrace([recorded('pass')]);
+    expect(trace.attempts.map((a) => [a.n, a.passed, a.candidate, a.checks.map((c) => [c.check, c.passed])])).toEqual([[1, true, 'a crash at dawn', [['judge', true]]]]);
+    expect(trace.attempts[0].feedback).toBeNull();
+    expect(trace.escalations).toEqual([]);
+    expect(trace.outcome).toMatchObject({ status: 'completed', state: 'completed', stopReason: 'passed', ok: true, output: 'a crash at dawn' });
+  });
+
+  test('budget run: the attempt budget is spent, nobody decides by the deadline, the run stops budget_exhausted', () => {
+    const trace = buildTrace([recorded('budget')]);
+    expect(trace.budget.maxAttempts).toBe(1);
+    expect(trace.attempts.map((a) => a.passed)).toEqual([false]);
+    expect(trace.escalations).toEqual([expect.objectContaining({ kind: 'budget', reason: 'attempt budget exhausted: 1/1 attempts used', outcome: 'timed_out' })]);
+    expect(Date.parse(trace.escalations[0].deadline!) - Date.parse(trace.escalations[0].at)).toBe(2000);
+    expect(trace.decisions).toEqual([]);
+    expect(trace.outcome).toMatchObject({ state: 'budget_exhausted', stopReason: 'attempts', ok: false, output: null });
+  });
+
+  test('effect run (L2 fix-test): a refused cheating attempt, a verified fix, approval by ada, one commit with its key', () => {
+    const trace = buildTrace([recorded('effect')]);
+    expect(trace).toMatchObject({ loop: 'fix-test', autonomy: 'L2', itemKey: 'add adds two numbers' });
+    const [cheat, fix] = trace.attempts;
+    expect(cheat.checks.map((c) => [c.check, c.passed])).toEqual([['tests pass', true], ['change policy', false]]);
+    expect(cheat.checks[1].reason).toMatch(/removed test cases from test\/math\.test\.js/);
+    expect(cheat.feedback).toMatchObject({ toAttempt: 2 });
+    expect(fix.toolCalls.map((c) => [c.name, c.summary, c.allowed])).toEqual([
+      ['read_file', 'src/math.js', true], ['read_file', 'test/math.test.js', true], ['edit_file', 'src/math.js', true], ['write_file', 'test/math.test.js', true], ['run_command', 'node --test', true],
+    ]);
+    expect(fix.passed).toBe(true);
+    expect(trace.escalations).toEqual([expect.objectContaining({ kind: 'approval', outcome: 'decided' })]);
+    expect(trace.decisions).toEqual([expect.objectContaining({ kind: 'approve', by: 'ada', note: 'ship it', status: 'applied', override: false })]);
+    expect(trace.effects).toEqual([expect.objectContaining({ key: 'replay-effect/commit/1', name: 'commit', kind: 'git_commit', target: 'main', commit: expect.stringMatching(/^[0-9a-f]{40}$/), alreadyApplied: false, error: null })]);
+    expect(Date.parse(trace.effects[0].at)).toBeGreaterThan(Date.parse(trace.decisions[0].at));
+    expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed', override: false });
+  });
+
   test('feedback run: two attempts, the first fails with the judge reason and its feedback goes to attempt 2', () => {
     const trace = buildTrace([recorded('feedback')]);
     expect(trace).toMatchObject({ version: 1, workflowId: 'replay-feedback', runs: 1, loop: 'evaluate-optimize', specVersion: '2', autonomy: 'L1', task: 'Write a haiku about crashes.' });

@@ -5,7 +5,7 @@ import { buildTrace } from '../../client/trace/build-trace';
 import { renderTraceMarkdown } from '../../client/trace/render-markdown';
 import type { Trace } from '../../client/trace/types';
 
-type Name = 'feedback' | 'escalate' | 'approve' | 'agent';
+type Name = 'feedback' | 'escalate' | 'approve' | 'agent' | 'effect';
 
 /** A committed history (test/replay/histories) as JSON, before `historyFromJSON`. */
 const rawHistory = (name: Name): unknown => JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8'));
@@ -50,6 +50,13 @@ function section(md: string, heading: string): string {
 }
 
 describe('renderTraceMarkdown', () => {
+  test('effect run: the approval by ada and the commit with its key in the Effects table', () => {
+    const md = renderTraceMarkdown(traceOf('effect'));
+    const effects = section(md, '## Effects');
+    expect(effects).toMatch(/\| commit \| git_commit \| `replay-effect\/commit\/1` \| main \|/);
+    expect(section(md, '## Escalations and decisions')).toMatch(/approve.*ada/);
+  });
+
   test('feedback run: a summary, two attempt sections, attempt 1 fails with the judge reason and feeds attempt 2, completed (passed)', () => {
     const md = renderTraceMarkdown(traceOf('feedback'));
     expect(md.startsWith('# evaluate-optimize: Write a haiku about crashes.\n\n| Run | `replay-feedback` |\n|---|---|\n')).toBe(true);

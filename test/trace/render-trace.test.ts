@@ -5,7 +5,7 @@ import { buildTrace } from '../../client/trace/build-trace';
 import { formatOffset, renderTrace } from '../../client/trace/render-trace';
 import type { Trace } from '../../client/trace/types';
 
-function traceOf(name: 'feedback' | 'escalate' | 'approve' | 'agent'): Trace {
+function traceOf(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect'): Trace {
   return buildTrace([historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')))]);
 }
 
@@ -13,6 +13,32 @@ function traceOf(name: 'feedback' | 'escalate' | 'approve' | 'agent'): Trace {
 const untimed = (lines: string[]) => lines.map((l) => (l.startsWith('  +') ? `  ${l.slice(10)}` : l));
 
 describe('renderTrace', () => {
+  test('budget run: the wait with no decision by the deadline, and how it stopped', () => {
+    expect(untimed(renderTrace(traceOf('budget')).slice(3))).toEqual([
+      '  attempt 1',
+      '    claude-sonnet-5-5: worker (attempt 1)  103 tokens $0.0004',
+      '    candidate: no crash here',
+      '    check judge (judge): FAIL mentions a crash — misses: mentions a crash  418 tokens $0.0006',
+      '  awaiting_human (budget): attempt budget exhausted: 1/1 attempts used',
+      '  no decision by the deadline',
+      '  budget_exhausted (attempts)  521 tokens $0.0009',
+    ]);
+  });
+
+  test('effect run: the approval, who gave it, and the commit with its key, in that order', () => {
+    const lines = untimed(renderTrace(traceOf('effect')));
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+    const order = [
+      at(/^ {4}check change policy \(diff\): FAIL no deleted tests, regression test/),
+      at(/^ {2}awaiting_human \(approval\): attempt 2 passed every check: approve to apply commit \(git_commit\)$/),
+      at(/^ {2}decision approve by ada: note "ship it"$/),
+      at(/^ {2}effect commit replay-effect\/commit\/1 → [0-9a-f]{12} on main$/),
+      at(/^ {2}completed \(passed\)/),
+    ];
+    expect(order.every((i) => i > 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
+
   test('feedback run: a header, then attempts with model calls, verdicts, feedback and the ending, one line each', () => {
     const lines = renderTrace(traceOf('feedback'));
     expect(lines[0]).toBe('replay-feedback  evaluate-optimize v2 L1  started 2026-11-29 09:14:16 UTC by client');
