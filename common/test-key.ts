@@ -1,5 +1,5 @@
 /** FNV-1a, 32 bits, as 8 hex digits: a stable short hash without Node built-ins. */
-function fnv1a(text: string): string {
+export function fnv1a(text: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
