@@ -38,7 +38,8 @@ test('discovery starts one triage run per failing test; its verified diagnosis b
   const childId = `ci-triage/${path.basename(repo)}/${KEY}`;
   const { first, record, second } = await s.run(async () => {
     const first = await discoveryResult(s.client, (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId);
-    const record = await s.client.wait(childId);
+    // The run's result, not just its terminal state: the trace report is written as it closes.
+    const record: RunRecord = await s.client.temporal.workflow.getHandle(childId).result();
     const second = await discoveryResult(s.client, (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId);
     return { first, record, second };
   });
