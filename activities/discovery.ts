@@ -6,6 +6,7 @@ import { readConfig } from '../common/config';
 import type { DiscoveredItem } from '../common/discovery';
 import { LoopwrightError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
+import { currentHarness } from '../client/harness';
 import { planRun } from '../client/plan-run';
 import { readPrices } from '../client/prices';
 import { runTestCommand } from './discovery/run-tests';
@@ -61,7 +62,8 @@ export function createDiscoveryActivities(env: Record<string, string | undefined
           repo: input.repo, testCommand: input.testCommand, failingTest: input.failingTest,
           ...(input.reportDir ? { reportDir: input.reportDir } : {}), ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
         };
-        return planRun(input.loop, loopInput, { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) }, { kind: 'discovery', by: input.by });
+        const harness = await currentHarness(Context.current().client, Context.current().info.taskQueue, input.loop);
+        return planRun(input.loop, loopInput, { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) }, { kind: 'discovery', by: input.by }, harness);
       } catch (err) {
         if (err instanceof LoopwrightError) throw ApplicationFailure.create({ type: err.name, nonRetryable: true, message: err.message });
         throw err;

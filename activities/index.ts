@@ -12,6 +12,7 @@ import { runCitationsCheck } from './checks/citations';
 import { createDiscoveryActivities } from './discovery';
 import { writeReport, type WriteReportInput, type WriteReportResult } from './reports';
 import { writeTraceReport, type TraceReportInput } from './trace-report';
+import { mineRecentFailures, planEvaluationRun, proposeChange, publishApproved, readHarnessStore, type ProposeInput, type ProposeResult } from './improve';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 import { Context } from '@temporalio/activity';
@@ -19,6 +20,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import path from 'node:path';
 import type { SessionSetup, TurnResult } from '../common/agent';
 import type { Autonomy } from '../common/loop-spec';
+import type { LoopInput } from '../common/loop-input';
 import { loopwrightHome } from '../server/paths';
 import { modelTurn, type ModelTurnInput } from './agent/model-turn';
 import { runTool, type RunToolInput, type RunToolResult } from './agent/run-tool';
@@ -90,6 +92,17 @@ export function createActivities(deps: ActivityDeps) {
     async writeReport(input: WriteReportInput): Promise<WriteReportResult> {
       return writeReport(input);
     },
+
+    /** Improvement loop (see improve.ts): mining, the store, the proposer, evaluation plans, publishing. */
+    mineRecentFailures,
+    readHarnessStore,
+    async proposeChange(input: ProposeInput): Promise<ProposeResult> {
+      return proposeChange(callModel, input);
+    },
+    async planEvaluationRun(input: Parameters<typeof planEvaluationRun>[1]): Promise<LoopInput> {
+      return planEvaluationRun(deps.env ?? process.env, input);
+    },
+    publishApproved,
 
     /** Writes the run's trace as a Markdown report as the run ends (see trace-report.ts). */
     async writeTraceReport(input: TraceReportInput): Promise<{ path: string }> {

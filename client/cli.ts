@@ -13,6 +13,8 @@ import { listCommand } from './commands/list';
 import { modelServerCommand } from './commands/model-server';
 import { runCommand } from './commands/run';
 import { registerScheduleCommands } from './commands/schedule';
+import { registerImproveCommands } from './commands/improve';
+import { autonomyCommand } from './commands/autonomy';
 import { statusCommand } from './commands/status';
 import { traceCommand } from './commands/trace';
 import { webhooksCommand } from './commands/webhooks';
@@ -103,6 +105,11 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
       return withClient((client) => discoverCommand(client, loop, opts, io))();
     }));
   registerScheduleCommands(program, (fn) => action(withClient(fn)), io);
+  registerImproveCommands(program, (fn) => action(withClient(fn)), io, env);
+  program.command('autonomy <loop>').description("evidence for raising a loop's autonomy: its closed runs at one level, the current streak, and whether it meets its promotion rule (never changes the level)")
+    .option('--level <level>', "count runs at this level (L1, L2, L3); default: the level of the loop's spec").option('--since <duration>', 'only runs that started within this duration, e.g. 30d')
+    .option('--json', 'print the evidence as JSON')
+    .action(action(withClient((client, loop: string, opts) => autonomyCommand(client, loop, { ...opts, taskQueue: client.config.taskQueue }, io))));
   return program;
 }
 

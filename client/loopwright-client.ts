@@ -13,6 +13,7 @@ import { readPrices } from './prices';
 import type { ModelPrice } from '../common/pricing';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
 import { newRunId } from './run-id';
+import { currentHarness, type CurrentHarness } from './harness';
 import type { RunSummary } from './types';
 
 export interface ClientOptions {
@@ -37,7 +38,7 @@ export class LoopwrightClient {
     readonly temporal: Client,
     private readonly connection: Connection,
     readonly config: LoopwrightConfig,
-    private readonly prices: Record<string, ModelPrice>,
+    readonly prices: Record<string, ModelPrice>,
     /** What this process redacts (its secret variables' values and LOOPWRIGHT_REDACT names). */
     readonly redaction: Redaction,
   ) {}
@@ -62,7 +63,7 @@ export class LoopwrightClient {
    * run (a running one is still refused).
    */
   async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger; itemKey?: string; reuse?: boolean } = {}): Promise<{ workflowId: string; runId: string }> {
-    const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey);
+    const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey, await currentHarness(this.temporal, this.config.taskQueue, loop));
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
       const handle = await this.temporal.workflow.start('loopWorkflow', {
@@ -82,10 +83,12 @@ export class LoopwrightClient {
 
   /**
    * Validates `input` with the loop's schema (InputError, exit 2) and builds the workflow input
-   * with this client's models and prices, without starting anything (schedules pin it).
+   * with this client's models and prices, without starting anything (schedules pin it, with the
+   * harness version current when the schedule was made). `harness`: the loop's current version
+   * (`run` reads it from the loop's harness store); without it, the built-in v1.
    */
-  plan(loop: string, input: unknown, trigger: Trigger, itemKey?: string): LoopInput {
-    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, trigger);
+  plan(loop: string, input: unknown, trigger: Trigger, itemKey?: string, harness?: CurrentHarness): LoopInput {
+    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, trigger, harness);
     return { ...plan, ...(itemKey === undefined ? {} : { itemKey }), ...(this.config.redact.length ? { redact: this.config.redact } : {}) };
   }
 

@@ -6,20 +6,22 @@ import type { LoopInput, Trigger } from '../common/loop-input';
 import type { LoopConfig } from './types';
 import { getLoop } from '../loops';
 import { pinPrices } from './prices';
+import type { CurrentHarness } from './harness';
 
 /**
  * Validates a user's input against the loop's schema and builds the workflow input: the task
  * and the pinned snapshot of the spec with its rubric hash. Bad input is an InputError that
- * names each field at fault (exit 2), raised before anything reaches the server.
+ * names each field at fault (exit 2), raised before anything reaches the server. `harness` is
+ * the loop's current harness version (see client/harness.ts); without it, the built-in one (v1).
  */
-export function planRun(loopName: string, rawInput: unknown, config: LoopConfig, trigger: Trigger): LoopInput {
+export function planRun(loopName: string, rawInput: unknown, config: LoopConfig, trigger: Trigger, harness?: CurrentHarness): LoopInput {
   const loop = getLoop(loopName);
   const parsed = loop.inputSchema.safeParse(rawInput);
   if (!parsed.success) {
     const issues = zodIssues(parsed.error);
     throw new InputError(`invalid input for loop ${loop.name}: ${issues.join('; ')}`, issues);
   }
-  const plan = loop.plan(parsed.data, { models: config.models });
+  const plan = loop.plan(parsed.data, { models: config.models, harness: harness?.harness ?? loop.harness });
   const rubric = plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? c.rubric : []));
   const rubricHashes = Object.fromEntries(plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? [[c.name, hashRubric(c.rubric)]] : [])));
   return {
@@ -33,6 +35,7 @@ export function planRun(loopName: string, rawInput: unknown, config: LoopConfig,
     // Workers resolve the workspace on their own machine: send an absolute path.
     workspace: plan.workspace ? path.resolve(plan.workspace) : undefined,
     trigger,
+    harness: { version: harness?.version ?? 1 },
     input: parsed.data,
   };
 }

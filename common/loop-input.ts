@@ -34,6 +34,13 @@ export const LoopInputSchema = z.object({
    * the run redacts what it puts in search attributes and the Web UI, the trace and reports too.
    */
   redact: z.array(z.string()).optional(),
+  /** The harness version of the loop the run uses (its prompt and tool descriptions are in `spec.agent`). */
+  harness: z.object({ version: z.number().int().positive() }).optional(),
+  /**
+   * A child run of an improvement's evaluation: it never waits for a person (an escalation ends
+   * it at once), applies no effects and writes no reports, and failure mining skips it.
+   */
+  evaluation: z.boolean().optional(),
   /** The user's input to the loop, kept for the record. */
   input: z.unknown().optional(),
 });

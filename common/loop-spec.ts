@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PromotionRuleSchema } from './promotion';
 import { isDuration } from './duration';
 
 /** A duration string such as `30s`, `5m`, `24h`, `7d`. */
@@ -168,6 +169,8 @@ export const LoopSpecSchema = z.object({
     toolOutputCapChars: z.number().int().min(500).default(20_000),
     /** When the conversation grows past this, the oldest tool results are elided. */
     contextBudgetChars: z.number().int().min(10_000).default(400_000),
+    /** Descriptions that replace the built-in ones of these tools (part of the improvable harness). */
+    toolDescriptions: z.record(z.string().min(1), z.string().min(1)).optional(),
   }),
   models: ModelsSchema,
   checks: z
@@ -200,5 +203,10 @@ export const LoopSpecSchema = z.object({
    * stopReason `verification_debt`) instead of adding to the pile. Runs started by hand are not held back.
    */
   maxPendingReviews: z.number().int().positive().optional(),
+  /**
+   * When the loop has earned more autonomy (`loopwright autonomy <loop>` shows the evidence).
+   * Never applied by Loopwright: a person raises `autonomy` in the spec.
+   */
+  promotion: PromotionRuleSchema.optional(),
 });
 export type LoopSpec = z.infer<typeof LoopSpecSchema>;

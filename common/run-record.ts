@@ -175,6 +175,10 @@ export interface RunRecord {
   audit: { needed: boolean; reason: string; reviewedBy?: string; verdict?: 'ok' | 'bad'; note?: string; at?: string } | null;
   error: string | null;
   startedAt: string;
+  /** The harness version the run used (see `loopwright harness`); absent before harness versions existed. */
+  harnessVersion?: number;
+  /** A child run of an improvement's evaluation (see LoopInput.evaluation). */
+  evaluation?: boolean;
   /** Where the run's trace report was written (`delivery.trace`), or why it could not be. */
   traceReport?: { path: string | null; error: string | null };
   endedAt: string | null;

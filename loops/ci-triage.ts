@@ -2,7 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { LoopSpecSchema } from '../common/loop-spec';
 import { testKey } from '../common/test-key';
-import type { LoopDefinition } from './loop-definition';
+import { harnessAgent, type LoopDefinition } from './loop-definition';
 
 const repo = z.string().trim().min(1, { message: 'give the path of the repository' });
 const testCommand = z.string().trim().min(1, { message: 'give the command that runs the tests, e.g. "npm test"' });
@@ -42,6 +42,7 @@ export const ciTriage: LoopDefinition<CiTriageInput> = {
   description: 'Diagnose a failing test by reading the code; deliver a cited report (L1). Discovery: one run per failing test.',
   example: { repo: '.', testCommand: 'node --test', failingTest: 'add adds two numbers' },
   inputSchema: CiTriageInputSchema,
+  harness: { systemPrompt: SYSTEM_PROMPT, knowledge: {}, toolDescriptions: {} },
   discoveryInputSchema: CiTriageDiscoveryInputSchema,
   plan(input, defaults) {
     const task = [
@@ -53,7 +54,7 @@ export const ciTriage: LoopDefinition<CiTriageInput> = {
       name: 'ci-triage',
       version: '1',
       description: this.description,
-      agent: { systemPrompt: SYSTEM_PROMPT, maxTokens: 4096, tools: ['read_file', 'list_files', 'search'], maxTurns: 20 },
+      agent: { ...harnessAgent(defaults.harness), maxTokens: 4096, tools: ['read_file', 'list_files', 'search'], maxTurns: 20 },
       models: defaults.models,
       checks: [
         { kind: 'citations', name: 'citations', testName: input.failingTest, testCommand: input.testCommand, timeout: '10m' },
@@ -62,6 +63,8 @@ export const ciTriage: LoopDefinition<CiTriageInput> = {
       budget: { maxAttempts: 3 },
       escalation: { timeout: '72h' },
       autonomy: 'L1',
+      // L2 is earned by 50 reports in a row that people audited and found correct (raise auditSample to get audits).
+      promotion: { to: 'L2', consecutive: 50, of: 'audited_ok' },
       ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
       delivery: {
         effects: [{ kind: 'report', name: 'report', title: `ci-triage: ${input.failingTest}`, ...(input.reportDir ? { dir: path.resolve(input.repo, input.reportDir) } : {}) }],

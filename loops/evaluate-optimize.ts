@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { AutonomySchema, BudgetSchema, CheckSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
-import type { LoopDefinition } from './loop-definition';
+import { harnessPrompt } from '../common/improve/proposal';
+import { harnessAgent, type LoopDefinition } from './loop-definition';
 
 /**
  * Input of `evaluate-optimize`: any task, checked by a judge on `rubric` and/or the given
@@ -52,6 +53,7 @@ export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
   description: 'Any task, answered by the worker model and judged against your rubric and checks.',
   example: { task: 'Write a haiku about durable execution.', rubric: ['has three lines', 'mentions a crash'], maxAttempts: 3 },
   inputSchema: EvaluateOptimizeInputSchema,
+  harness: { systemPrompt: SYSTEM_PROMPT, knowledge: {}, toolDescriptions: {} },
   plan(input, defaults) {
     const judge = input.rubric ? [{ kind: 'judge' as const, name: 'judge', rubric: input.rubric }] : [];
     const spec = LoopSpecSchema.parse({
@@ -59,7 +61,8 @@ export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
       version: '2',
       description: this.description,
       agent: {
-        systemPrompt: input.tools?.length ? `${SYSTEM_PROMPT}\n${TOOLS_PROMPT}` : SYSTEM_PROMPT,
+        ...harnessAgent(defaults.harness),
+        ...(input.tools?.length ? { systemPrompt: `${harnessPrompt(defaults.harness)}\n${TOOLS_PROMPT}` } : {}),
         maxTokens: 4096,
         tools: input.tools ?? [],
         ...(input.maxTurns ? { maxTurns: input.maxTurns } : {}),

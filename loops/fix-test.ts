@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LoopSpecSchema } from '../common/loop-spec';
-import type { LoopDefinition } from './loop-definition';
+import { harnessAgent, type LoopDefinition } from './loop-definition';
 
 /** Input of `fix-test`: a repository, its test command, the failing test, where the fix may go. */
 export const FixTestInputSchema = z
@@ -36,6 +36,7 @@ export const fixTest: LoopDefinition<FixTestInput> = {
   description: 'Fix a failing test on a branch; after approval, commit the fix (L2).',
   example: { repo: '.', testCommand: 'npm test', failingTest: 'add adds two numbers', allowedPaths: ['src/', 'test/'] },
   inputSchema: FixTestInputSchema,
+  harness: { systemPrompt: SYSTEM_PROMPT, knowledge: {}, toolDescriptions: {} },
   plan(input, defaults) {
     const task = [
       `The test "${input.failingTest}" fails when \`${input.testCommand}\` runs in this repository.`,
@@ -47,7 +48,7 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       version: '1',
       description: this.description,
       agent: {
-        systemPrompt: SYSTEM_PROMPT,
+        ...harnessAgent(defaults.harness),
         maxTokens: 8192,
         tools: ['read_file', 'list_files', 'search', 'write_file', 'edit_file', 'run_command', 'git_diff', 'git_status'],
         maxTurns: 25,
@@ -62,6 +63,8 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       budget: { maxAttempts: input.maxAttempts ?? 3 },
       escalation: { timeout: '72h' },
       autonomy: input.autonomy ?? 'L2',
+      // L3 (apply at once, audit afterwards) is earned by 50 L2 changes in a row approved as they were.
+      ...((input.autonomy ?? 'L2') === 'L2' ? { promotion: { to: 'L3', consecutive: 50, of: 'approved_unchanged' } } : {}),
       delivery: { effects: [{ kind: 'git_commit', name: 'commit', targetBranch: input.targetBranch, message: `fix: ${input.failingTest}` }] },
     });
     return { task, spec, workspace: input.repo, itemKey: input.failingTest };

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import type { LoopSpec, Models } from '../common/loop-spec';
+import { harnessPrompt } from '../common/improve/proposal';
+import type { Harness } from '../common/improve/types';
 
 /** What a loop definition turns a user's input into: the task and the spec the run pins. */
 export interface LoopPlan {
@@ -22,5 +24,13 @@ export interface LoopDefinition<I = unknown> {
   inputSchema: z.ZodType<I>;
   /** The input of this loop's discovery source (`loopwright discover`), when it has one. */
   discoveryInputSchema?: z.ZodType<unknown>;
-  plan(input: I, defaults: { models: Models }): LoopPlan;
+  /** The loop's built-in harness (v1 of its improvable surface; see `loopwright harness`). */
+  harness: Harness;
+  /** `defaults.harness` is the loop's current harness version: its prompt and tool descriptions go into `spec.agent`. */
+  plan(input: I, defaults: { models: Models; harness: Harness }): LoopPlan;
+}
+
+/** The part of `spec.agent` a harness sets: the system prompt (with its knowledge) and the tool descriptions. */
+export function harnessAgent(h: Harness): { systemPrompt: string; toolDescriptions?: Record<string, string> } {
+  return { systemPrompt: harnessPrompt(h), ...(Object.keys(h.toolDescriptions).length ? { toolDescriptions: h.toolDescriptions } : {}) };
 }

@@ -59,6 +59,7 @@ export async function runAgentSession(
           {
             workflowId, attempt: n, turn, model, price, systemPrompt: agent.systemPrompt, toolNames: offered, maxTokens,
             contextBudgetChars: agent.contextBudgetChars, head, userText: turn === 1 ? userText : undefined, toolResults: pending,
+            ...(agent.toolDescriptions ? { toolDescriptions: agent.toolDescriptions } : {}),
           },
         ]),
     });

@@ -36,7 +36,7 @@ import { redact } from '../common/redact';
 export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   const record = await runLoop(input);
   const trace = input.spec.delivery?.trace;
-  if (trace) await writeTrace(record, trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined));
+  if (trace && !input.evaluation) await writeTrace(record, trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined));
   return record;
 }
 
@@ -138,6 +138,12 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     record.stopReason = stopReason;
     record.escalation = { kind, stopReason, reason, since: new Date(now).toISOString(), deadline: new Date(now + escalationMs).toISOString(), timedOut: false };
     transition('awaiting_human');
+    if (input.evaluation) {
+      // An evaluation's child run asks nobody: the escalation is its verdict.
+      record.escalation.timedOut = true;
+      clock.resume(now);
+      return undefined;
+    }
     const decided = await condition(() => pending !== undefined, escalationMs, { summary: `wait for a human: ${reason}`.slice(0, 200) });
     if (!decided) record.escalation.timedOut = true;
     const decision = pending;
@@ -264,6 +270,8 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
    * against maxSideEffects.
    */
   async function deliver(candidate: string, n: number, session: SessionSetup | undefined): Promise<RunRecord> {
+    // An evaluation's child run is judged by its checks alone: nothing leaves it.
+    if (input.evaluation) return finish('completed', 'passed', candidate);
     // Histories recorded before specs had `delivery` replay with none.
     const keyed = (input.spec.delivery?.effects ?? []).map((effect, i) => ({ effect, key: `${info.workflowId}/${effect.name}/${i + 1}` }));
     const reports = keyed.flatMap(({ effect, key }) => (effect.kind === 'report' ? [{ effect, key }] : []));
@@ -345,6 +353,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
    * open, with LoopAudit = needed, until a person records an audit decision (or 30 days pass).
    */
   async function awaitAudit(done: RunRecord): Promise<RunRecord> {
+    if (input.evaluation) return done;
     if (done.state === 'completed' && !done.audit && inAuditSample(info.workflowId, input.spec.auditSample)) {
       done.audit = { needed: true, reason: `audit sample (${Math.round(input.spec.auditSample * 100)}% of passed runs)` };
     }

@@ -55,6 +55,8 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
     error: null,
     startedAt: now,
     endedAt: null,
+    ...(input.harness ? { harnessVersion: input.harness.version } : {}),
+    ...(input.evaluation ? { evaluation: true } : {}),
   };
 }
 

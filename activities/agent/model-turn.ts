@@ -23,6 +23,8 @@ export interface ModelTurnInput {
   userText?: string;
   /** The previous turn's tool results, appended as one user message. */
   toolResults?: ToolResultRef[];
+  /** Descriptions replacing the built-in ones (the loop's harness). */
+  toolDescriptions?: Record<string, string>;
 }
 
 /** Short, single-line summary of a tool call for the Web UI and the trace. */
@@ -65,7 +67,7 @@ export async function modelTurn(
     turn: input.turn,
     system: input.systemPrompt,
     messages: messages as Anthropic.MessageParam[],
-    tools: input.toolNames.length ? deps.definitions(input.toolNames) : undefined,
+    tools: input.toolNames.length ? deps.definitions(input.toolNames).map((d) => ({ ...d, description: input.toolDescriptions?.[d.name] ?? d.description })) : undefined,
     maxTokens: input.maxTokens,
   });
   const assistant: TranscriptMessage = { role: 'assistant', content: reply.content as ContentBlock[] };

@@ -26,7 +26,7 @@ export async function runNaiveSession(opts: SessionOptions): Promise<SessionRun>
   const taskQueue = opts.taskQueue ?? uniqueName('bench-naive');
   const loop = getLoop('evaluate-optimize');
   const input = benchInput(opts.turns, opts.workspace);
-  const { task, spec } = loop.plan(loop.inputSchema.parse(input), { models: { worker: DEFAULT_WORKER_MODEL, checker: DEFAULT_CHECKER_MODEL } });
+  const { task, spec } = loop.plan(loop.inputSchema.parse(input), { models: { worker: DEFAULT_WORKER_MODEL, checker: DEFAULT_CHECKER_MODEL }, harness: loop.harness });
   const native = await NativeConnection.connect({ address: opts.address });
   const connection = await Connection.connect({ address: opts.address });
   try {

@@ -1,0 +1,82 @@
+import { WorkflowIdConflictPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { UsageError } from '../common/errors';
+import type { Harness } from '../common/improve/types';
+import { getLoop } from '../loops';
+import {
+  addRegressionUpdate, HARNESS_MEMO, harnessStateQuery, publishHarnessUpdate, rollbackHarnessUpdate, type HarnessState, type harnessWorkflow,
+} from '../workflows/harness-workflow';
+
+/** A loop's current harness version. */
+export interface CurrentHarness {
+  version: number;
+  harness: Harness;
+}
+
+/**
+ * The id of a loop's harness store: one workflow per loop and task queue, because a task queue is
+ * one deployment of Loopwright (its workers, runs and regression sets); `harness/loopwright/<loop>`
+ * for the default queue.
+ */
+export const harnessStoreId = (taskQueue: string, loop: string) => `harness/${taskQueue}/${loop}`;
+
+/**
+ * The loop's current harness, from the store's memo (so it needs no worker), or undefined when
+ * the loop has no store yet: its runs use the built-in harness, v1.
+ */
+export async function currentHarness(temporal: Client, taskQueue: string, loop: string): Promise<CurrentHarness | undefined> {
+  try {
+    const description = await temporal.workflow.getHandle(harnessStoreId(taskQueue, loop)).describe();
+    if (description.status.name !== 'RUNNING') return undefined;
+    return description.memo?.[HARNESS_MEMO] as CurrentHarness | undefined;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/** Every version, the pointer's moves and the regression set (a worker answers the query). */
+export async function harnessState(temporal: Client, loop: string, taskQueue: string): Promise<HarnessState> {
+  return (await store(temporal, loop, taskQueue)).query(harnessStateQuery);
+}
+
+/** Adds a version and makes it current; runs that start afterwards use it. */
+export async function publishHarness(temporal: Client, taskQueue: string, req: { loop: string; harness: Harness; by: string; reason: string; proposedBy?: string }): Promise<number> {
+  const { loop, ...rest } = req;
+  return update(() => store(temporal, loop, taskQueue).then((h) => h.executeUpdate(publishHarnessUpdate, { args: [rest] })));
+}
+
+/** Points the current harness back to the version before (or to `to`). */
+export async function rollbackHarness(temporal: Client, taskQueue: string, req: { loop: string; to?: number; by: string; reason: string }): Promise<number> {
+  const { loop, ...rest } = req;
+  return update(() => store(temporal, loop, taskQueue).then((h) => h.executeUpdate(rollbackHarnessUpdate, { args: [rest] })));
+}
+
+/** Adds a task to the loop's regression set; returns its id. */
+export async function addRegression(temporal: Client, taskQueue: string, req: { loop: string; input: unknown; expect: 'pass' | 'fail'; fromRun?: string; by: string }): Promise<string> {
+  const { loop, ...rest } = req;
+  return update(() => store(temporal, loop, taskQueue).then((h) => h.executeUpdate(addRegressionUpdate, { args: [rest] })));
+}
+
+/** The loop's store, started with its built-in harness as v1 when it does not exist yet. */
+async function store(temporal: Client, loop: string, taskQueue: string) {
+  const builtIn = getLoop(loop).harness;
+  return temporal.workflow.start<typeof harnessWorkflow>('harnessWorkflow', {
+    taskQueue,
+    workflowId: harnessStoreId(taskQueue, loop),
+    args: [{ loop, builtIn }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    staticSummary: `${loop}: harness versions and regression set`,
+  });
+}
+
+/** Runs an update; a validator's refusal becomes a UsageError (exit 2) with its message. */
+async function update<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const cause = (err as { cause?: { message?: string } }).cause;
+    const name = (err as { name?: string }).name;
+    if (name === 'WorkflowUpdateFailedError' && cause?.message) throw new UsageError(cause.message);
+    throw err;
+  }
+}
