@@ -63,6 +63,8 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
     task: input.task,
     budget: input.spec.budget,
     rubricHash: input.rubricHash,
+    harnessVersion: input.harness?.version ?? null,
+    evaluation: input.evaluation === true,
     trigger: { kind: input.trigger?.kind ?? 'client', by: input.trigger?.by ?? null },
     itemKey: input.itemKey ?? null,
     input: input.input ?? null,

@@ -31,6 +31,7 @@ export function renderTraceMarkdown(input: Trace): string {
     ['Tokens', String(tokens)],
     ['Cost', money(trace.usage.costUsd)],
     ['Rubric', code(trace.rubricHash)],
+    ['Harness', trace.harnessVersion ? `v${trace.harnessVersion}${trace.evaluation ? ' (evaluation run)' : ''}` : null],
   ];
   const out: string[] = [
     `# ${inline(trace.loop, 80)}: ${inline(trace.itemKey ?? trace.task, 80)}`,

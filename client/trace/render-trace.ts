@@ -40,7 +40,7 @@ export function renderTrace(trace: Trace): string[] {
     `${trace.workflowId}  ${trace.loop} v${trace.specVersion} ${trace.autonomy}  started ${trace.startedAt.slice(0, 19).replace('T', ' ')} UTC by ${trace.trigger.kind}${trace.trigger.by ? ` (${trace.trigger.by})` : ''}`,
     `  task: ${oneLine(trace.task)}`,
   ];
-  head.push(`  budget: ${budgetLimits(trace.budget)}  rubric ${trace.rubricHash.slice(0, 19)}…${trace.itemKey ? `  item ${trace.itemKey}` : ''}${trace.runs > 1 ? `  (${trace.runs} runs, continued as new)` : ''}`);
+  head.push(`  budget: ${budgetLimits(trace.budget)}  rubric ${trace.rubricHash.slice(0, 19)}…${trace.harnessVersion ? `  harness v${trace.harnessVersion}` : ''}${trace.itemKey ? `  item ${trace.itemKey}` : ''}${trace.runs > 1 ? `  (${trace.runs} runs, continued as new)` : ''}`);
 
   const rows: Array<{ ms: number; text: string }> = [];
   const at = (offsetMs: number, indent: number, text: string) => rows.push({ ms: offsetMs, text: `${`${formatOffset(offsetMs)} `.padEnd(8)}${' '.repeat(indent)}${text}` });

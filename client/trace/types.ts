@@ -27,6 +27,10 @@ export interface Trace {
   budget: Budget;
   /** sha256 of the rubric, pinned at start. */
   rubricHash: string;
+  /** The loop's harness version the run used (`loopwright harness`); null for runs from before harness versions. */
+  harnessVersion: number | null;
+  /** True for a child run of an improvement's evaluation. */
+  evaluation: boolean;
   /** How the run was started and by whom (a name, a schedule id), when known. */
   trigger: { kind: string; by: string | null };
   /** The key of the event or work item the run is about (event and discovery runs). */

@@ -1,4 +1,6 @@
 import { harnessState, rollbackHarness } from '../../client/harness';
+import { buildTrace } from '../../client/trace/build-trace';
+import { fetchHistories } from '../../client/trace/fetch-histories';
 import { improveInput, regressionFromRun, startImprovement, waitImprovement } from '../../client/improve';
 import type { RunRecord } from '../../common/run-record';
 import type { ModelRule } from '../../model-server/script';
@@ -93,6 +95,8 @@ test('a failure repeated in 3 runs leads to a proposal, an evaluation with a gai
 
     const next = await finished(s, TASK);
     expect(next).toMatchObject({ harnessVersion: 2, state: 'completed', output: 'a crash at night' });
+    const trace = buildTrace(await fetchHistories(s.client.temporal, next.workflowId));
+    expect(trace).toMatchObject({ harnessVersion: 2, evaluation: false });
 
     const env = { PATH: process.env.PATH, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: s.taskQueue };
     const list = await runCli(['harness', 'list', 'evaluate-optimize'], env);
