@@ -60,10 +60,11 @@ export async function startImprovement(client: LoopwrightClient, input: ImproveI
   return workflowId;
 }
 
-/** Runs `loopwright improve <loop>` on a Temporal Schedule every `every`; returns the schedule id. */
+/** Runs `loopwright improve <loop>` on a Temporal Schedule every `every`; returns the schedule id (`improve-<task queue>-<loop>`). */
 export async function scheduleImprovement(client: LoopwrightClient, input: ImproveInput, every: string): Promise<string> {
   const ms = duration(every, every, '--every');
-  const scheduleId = `improve-${input.loop}`;
+  // One per deployment (task queue) and loop, like the harness store.
+  const scheduleId = `improve-${client.config.taskQueue}-${input.loop}`;
   await client.temporal.schedule.create({
     scheduleId,
     spec: { intervals: [{ every: ms }] },

@@ -19,7 +19,7 @@ export function registerImproveCommands(program: Command, withClient: ClientActi
     .option('--since <duration>', 'mine runs closed within this window', '7d').option('--min-occurrences <k>', 'distinct runs a failure must occur in', '3')
     .option('--repeats <k>', 'runs of each regression task per harness', '3').option('--held-out <share>', 'share of the regression set held out', '0.3')
     .option('--review-timeout <duration>', 'how long an accepted candidate waits for a review', '7d')
-    .option('--every <duration>', 'instead of one run now, create the schedule improve-<loop> that runs it every DURATION')
+    .option('--every <duration>', 'instead of one run now, create the schedule improve-<task queue>-<loop> that runs it every DURATION')
     .option('--wait', 'follow it until it ends or waits for review').option('--json', 'machine-readable output')
     .action(withClient(async (client, loop: string, opts: ImproveOptions & { every?: string; wait?: boolean; json?: boolean }) => {
       const input = improveInput(client, loop, opts, env);

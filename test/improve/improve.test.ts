@@ -5,6 +5,7 @@ import { improveInput, regressionFromRun, startImprovement, waitImprovement } fr
 import type { RunRecord } from '../../common/run-record';
 import type { ModelRule } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
+import { deleteSchedule, triggerSchedule } from '../../client/schedules';
 import { runCli } from '../helpers/cli';
 import { judgeSays, script } from '../helpers/scripts';
 import { testAddress, testStack, type TestStack } from '../helpers/temporal';
@@ -146,12 +147,23 @@ test('a candidate that breaks a task that passed before is refused, however much
   });
 });
 
-test('a failure seen in one run only (even over several attempts) leads to no proposal', async () => {
+test('a failure seen in one run only (even over several attempts) leads to no proposal; improvements run on a schedule too', async () => {
   const s = await setup('improve-single', proposer(fixPrompt));
   await s.run(async () => {
     const one = await finished(s, { ...TASK, maxAttempts: 3 });
     expect(one.attempts).toHaveLength(3);
-    const done = await waitImprovement(s.client, await improve(s));
+    const env = { PATH: process.env.PATH, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: s.taskQueue };
+    const created = await runCli(['improve', 'evaluate-optimize', '--every', '1d', '--since', '1h', '--json'], env);
+    const scheduleId = `improve-${s.taskQueue}-evaluate-optimize`;
+    expect(created).toMatchObject({ code: 0, stdout: `${JSON.stringify({ scheduleId })}\n` });
+    let fired: string | null;
+    try {
+      fired = await triggerSchedule(s.client, scheduleId);
+    } finally {
+      await deleteSchedule(s.client, scheduleId);
+    }
+    expect(fired).toMatch(/^improve\/evaluate-optimize\/scheduled-/);
+    const done = await waitImprovement(s.client, fired!);
     expect(done.state).toBe('no_proposal');
     expect(done.mined).toMatchObject({ considered: 1, groups: [] });
     expect(model!.requests.filter((r) => r.role === 'proposer')).toHaveLength(0);
