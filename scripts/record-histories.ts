@@ -12,7 +12,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createActivities } from '../activities';
 import { createAnthropic } from '../activities/model';
+import { harnessStoreId } from '../client/harness';
+import { improveInput, regressionFromRun, waitImprovement } from '../client/improve';
 import { LoopwrightClient } from '../client/loopwright-client';
+import { getLoop } from '../loops';
 import demoScript from '../loops/fixtures/fix-test-demo.json';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../loops/fixtures/sample-repo';
 import { startModelServer } from '../model-server/server';
@@ -48,6 +51,18 @@ const SCRIPT = parseModelScript(
       { name: 'pass-c1', match: { workflowId: 'replay-pass', role: 'checker' }, reply: verdict(true) },
       { name: 'budget-w1', match: { workflowId: 'replay-budget', role: 'worker' }, reply: text('no crash here') },
       { name: 'budget-c1', match: { workflowId: 'replay-budget', role: 'checker' }, reply: verdict(false) },
+      // The improvement: sources fail until the prompt asks for a crash; the proposer asks for one.
+      { name: 'improve-w-fixed', match: { workflowId: 'replay-improve', role: 'worker', system: 'Always mention a crash.' }, reply: text('a crash at night') },
+      { name: 'improve-w', match: { workflowId: 'replay-improve', role: 'worker' }, reply: text('a quiet night') },
+      { name: 'improve-c-pass', match: { workflowId: 'replay-improve', role: 'checker', lastUser: 'a crash at night' }, reply: verdict(true) },
+      { name: 'improve-c-fail', match: { workflowId: 'replay-improve', role: 'checker' }, reply: verdict(false) },
+      {
+        name: 'improve-proposer', match: { workflowId: 'replay-improve', role: 'proposer' },
+        reply: { content: [{ type: 'tool_use', name: 'submit_proposal', input: {
+          changes: [{ path: 'systemPrompt', value: `${getLoop('evaluate-optimize').harness.systemPrompt}\nAlways mention a crash.` }],
+          contract: { failingRuns: [], occurrences: 3, rootCause: 'the prompt never asks for a crash', expectedImprovement: 'answers mention a crash', rollback: 'loopwright harness rollback evaluate-optimize' },
+        } }] },
+      },
       { name: 'agent-c1', match: { workflowId: 'replay-agent', role: 'checker' }, reply: verdict(true) },
     ],
   },
@@ -100,6 +115,27 @@ const RECORDERS: Record<string, Recorder> = {
     await client.decide('replay-effect', { kind: 'approve', by: 'ada', note: 'ship it' });
     await client.temporal.workflow.getHandle('replay-effect').result();
   },
+  /** Three failing runs, two of them regression tasks, an improvement that is approved, and the harness store it published to. */
+  'replay-improve': async (client) => {
+    const sources: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const id = `replay-improve-source-${n}`;
+      await client.run('evaluate-optimize', { ...input, maxAttempts: 1, escalationTimeout: '1s' }, { id });
+      await client.temporal.workflow.getHandle(id).result();
+      sources.push(id);
+    }
+    for (const runId of sources.slice(0, 2)) await regressionFromRun(client, { loop: 'evaluate-optimize', runId, expect: 'pass', by: 'ada' });
+    const improve = improveInput(client, 'evaluate-optimize', { since: '1h', minOccurrences: '3', repeats: '2' }, {});
+    await client.temporal.workflow.start('improveWorkflow', { taskQueue: client.config.taskQueue, workflowId: 'replay-improve', args: [improve] });
+    await waitImprovement(client, 'replay-improve');
+    await client.decide('replay-improve', { kind: 'approve', by: 'ada', note: 'better' });
+    await client.temporal.workflow.getHandle('replay-improve').result();
+  },
+};
+
+/** Histories recorded along with another: the harness store the improvement published to. */
+const ALSO: Record<string, (client: LoopwrightClient) => string> = {
+  'replay-improve': (client) => harnessStoreId(client.config.taskQueue, 'evaluate-optimize'),
 };
 
 const historyFile = (id: string) => path.join(packageRoot(), 'test', 'replay', 'histories', `${id}.json`);
@@ -135,10 +171,11 @@ async function main(): Promise<void> {
       await worker.runUntil(async () => {
         for (const id of mine) await RECORDERS[id](client);
       });
-      for (const id of mine) {
+      for (const id of mine.flatMap((m) => [m, ...(ALSO[m] ? [ALSO[m](client)] : [])])) {
         const history = await client.temporal.workflow.getHandle(id).fetchHistory();
-        writeFileSync(historyFile(id), historyToJSON(history));
-        console.log(`recorded ${id} (${history.events?.length ?? 0} events) to ${path.relative(process.cwd(), historyFile(id))}`);
+        const file = historyFile(id.startsWith('harness/') ? 'replay-harness-store' : id);
+        writeFileSync(file, historyToJSON(history));
+        console.log(`recorded ${id} (${history.events?.length ?? 0} events) to ${path.relative(process.cwd(), file)}`);
       }
       await client.close();
     }
