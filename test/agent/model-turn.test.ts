@@ -88,3 +88,13 @@ test('the worker refuses a tool call the autonomy level forbids, even when the w
   expect(result.isError).toBe(true);
   expect(result.preview).toMatch(/^denied: write_file is a write tool and this run is L1/);
 });
+
+test("a harness's tool descriptions replace the built-in ones in what the model is offered; the schema is unchanged", async () => {
+  const { seen, replies, deps, base, registry } = setup();
+  replies.push({ content: [{ type: 'text', text: 'ok' }], text: 'ok', stopReason: 'end_turn', usage }, { content: [{ type: 'text', text: 'ok' }], text: 'ok', stopReason: 'end_turn', usage });
+  await modelTurn(deps, { ...base, turn: 1, head: null, userText: 'go', contextBudgetChars: 1e6 });
+  await modelTurn(deps, { ...base, turn: 1, head: null, userText: 'go', contextBudgetChars: 1e6, toolDescriptions: { read_file: 'Read a file; read the test first.' } });
+  const [builtIn] = registry.definitions(['read_file']);
+  expect(seen[0].tools).toEqual([expect.objectContaining({ name: 'read_file', description: builtIn.description })]);
+  expect(seen[1].tools).toEqual([{ ...builtIn, description: 'Read a file; read the test first.' }]);
+});

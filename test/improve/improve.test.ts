@@ -129,6 +129,23 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
   });
 });
 
+test('a rejected candidate is recorded with who rejected it and why, and the current harness stays', async () => {
+  const s = await setup('improve-reject', proposer(fixPrompt));
+  await s.run(async () => {
+    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)];
+    await regressionFromRun(s.client, { loop: 'evaluate-optimize', runId: failed[0].workflowId, expect: 'pass', by: 'ada' });
+    const id = await improve(s, { repeats: '1' });
+    expect((await waitImprovement(s.client, id)).state).toBe('awaiting_review');
+    await expect(s.client.decide(id, { kind: 'retry', by: 'bob', guidance: 'x', attempts: 1 })).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/retry does not apply to an improvement/) });
+    await s.client.decide(id, { kind: 'reject', by: 'bob', reason: 'the prompt is getting long' });
+    const done = await waitImprovementEnd(s, id);
+    expect(done).toMatchObject({ state: 'rejected', reason: 'rejected by bob: the prompt is getting long', published: null });
+    expect(done.decisions.map((d) => [d.kind, d.by, d.status])).toEqual([['retry', 'bob', 'refused'], ['reject', 'bob', 'applied']]);
+    expect((await harnessState(s.client.temporal, 'evaluate-optimize', s.taskQueue)).versions).toHaveLength(1);
+    expect((await finished(s, TASK)).harnessVersion).toBe(1);
+  });
+});
+
 test('a candidate that breaks a task that passed before is refused, however much it fixes', async () => {
   // The fix makes the worker talk of crashes even when asked to say hello.
   const s = await setup('improve-breaks', proposer(fixPrompt), text('worker hello fixed', { role: 'worker', system: FIX, lastUser: 'Say hello' }, 'a crash at night'));
