@@ -1,5 +1,26 @@
-import type { Decision } from '../common/decision';
+import { DecisionSchema, type Decision, type DecisionRecord } from '../common/decision';
+import { zodIssues } from '../common/format';
 import type { RunRecord } from '../common/run-record';
+
+/**
+ * Records a decision signal in `decisions`: a malformed one is refused with its problems, the
+ * same decision delivered again (same id) is ignored, and `refusal` says why a valid one is
+ * refused (or undefined/null to take it). Returns the applied entry, else undefined.
+ */
+export function recordDecision(decisions: DecisionRecord[], raw: unknown, refusal: (d: Decision) => string | null | undefined): DecisionRecord | undefined {
+  const at = new Date().toISOString();
+  const parsed = DecisionSchema.safeParse(raw);
+  if (!parsed.success) {
+    decisions.push({ ...(raw as Decision), status: 'refused', reason: `malformed decision: ${zodIssues(parsed.error).join('; ')}`, at });
+    return undefined;
+  }
+  const decision = parsed.data;
+  if (decisions.some((d) => d.id === decision.id)) return undefined;
+  const why = refusal(decision);
+  const entry: DecisionRecord = why ? { ...decision, status: 'refused', reason: why, at } : { ...decision, status: 'applied', at };
+  decisions.push(entry);
+  return why ? undefined : entry;
+}
 
 /**
  * Why a run would refuse `decision` now, or null when it takes it. Pure. A run takes one

@@ -1,5 +1,6 @@
 import { condition, executeChild, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
-import { DecisionSchema, type DecisionRecord } from '../common/decision';
+import type { DecisionRecord } from '../common/decision';
+import { recordDecision } from './decisions';
 import { zodIssues } from '../common/format';
 import { summarizeEvaluation, heldOutTasks, type EvaluationSummary } from '../common/improve/evaluate';
 import { checkProposal } from '../common/improve/proposal';
@@ -90,20 +91,11 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
 
   setHandler(improveStateQuery, () => record);
   setHandler(decisionSignal, (raw) => {
-    const at = new Date().toISOString();
-    const parsed = DecisionSchema.safeParse(raw);
-    if (!parsed.success) {
-      record.decisions.push({ ...(raw as DecisionRecord), status: 'refused', reason: `malformed decision: ${zodIssues(parsed.error).join('; ')}`, at });
-      return;
-    }
-    const d = parsed.data;
-    if (record.decisions.some((x) => x.id === d.id)) return;
-    const refusal = record.state !== 'awaiting_review' || pending
-      ? `the improvement is ${record.state}, not waiting for a review`
-      : d.kind !== 'approve' && d.kind !== 'reject' ? `${d.kind} does not apply to an improvement: approve or reject it` : undefined;
-    const entry: DecisionRecord = refusal ? { ...d, status: 'refused', reason: refusal, at } : { ...d, status: 'applied', at };
-    record.decisions.push(entry);
-    if (!refusal) pending = entry;
+    pending ??= recordDecision(record.decisions, raw, (d) =>
+      record.state !== 'awaiting_review' || pending
+        ? `the improvement is ${record.state}, not waiting for a review`
+        : d.kind !== 'approve' && d.kind !== 'reject' ? `${d.kind} does not apply to an improvement: approve or reject it` : undefined,
+    );
   });
 
   // Workflow time: the same on replay, and a schedule's runs each look back from when they fire.

@@ -1,7 +1,6 @@
 import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { DecisionSchema, type Decision, type DecisionRecord } from '../common/decision';
+import type { Decision } from '../common/decision';
 import { parseDuration } from '../common/duration';
-import { zodIssues } from '../common/format';
 import type { LoopInput } from '../common/loop-input';
 import type { EffectSpec } from '../common/loop-spec';
 import type { FeedbackEntry } from '../common/prompts';
@@ -13,7 +12,7 @@ import { acts, TOOL_CALL } from './activities';
 import { runAttempt, type AttemptProgress } from './attempt';
 import type { SessionSetup } from '../common/agent';
 import { attemptStop, describeStop, extendLimits, type BudgetUse } from './budget';
-import { refusalReason } from './decisions';
+import { recordDecision, refusalReason } from './decisions';
 import { runDetails } from './details';
 import { decisionSignal, stateQuery } from './messages';
 import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './run-record';
@@ -91,21 +90,11 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     return record;
   });
   setHandler(decisionSignal, (raw) => {
-    const at = new Date().toISOString();
-    const parsed = DecisionSchema.safeParse(raw);
-    if (!parsed.success) {
-      record.decisions.push({ ...(raw as Decision), status: 'refused', reason: `malformed decision: ${zodIssues(parsed.error).join('; ')}`, at });
-      return;
-    }
-    const decision = parsed.data;
-    if (record.decisions.some((d) => d.id === decision.id)) return; // the same decision delivered again
-    const refusal = refusalReason(record, decision, pending !== undefined);
-    const entry: DecisionRecord = refusal ? { ...decision, status: 'refused', reason: refusal, at } : { ...decision, status: 'applied', at };
-    record.decisions.push(entry);
-    if (!refusal && decision.kind === 'audit') {
-      record.audit = { ...record.audit!, reviewedBy: decision.by, verdict: decision.verdict, note: decision.note, at };
-    } else if (!refusal) {
-      pending = decision;
+    const entry = recordDecision(record.decisions, raw, (d) => refusalReason(record, d, pending !== undefined));
+    if (entry?.kind === 'audit') {
+      record.audit = { ...record.audit!, reviewedBy: entry.by, verdict: entry.verdict, note: entry.note, at: entry.at };
+    } else if (entry) {
+      pending = entry;
       record.decision = entry;
     }
   });
