@@ -104,6 +104,10 @@ test('a failure repeated in 3 runs leads to a proposal, an evaluation with a gai
     expect(list.stdout.trimEnd().split('\n')).toEqual([expect.stringMatching(/^ {2}v1 .* by built-in/), expect.stringMatching(new RegExp(`^\\* v2 .* by ada .*proposed by ${id.replace(/\//g, '\\/')}`))]);
     const diff = await runCli(['harness', 'diff', 'evaluate-optimize'], env);
     expect(diff.stdout).toContain(`+ ${FIX}`);
+    const show = await runCli(['harness', 'show', 'evaluate-optimize', 'v2'], env);
+    expect(show.stdout.split('\n').slice(0, 4)).toEqual([expect.stringMatching(/^evaluate-optimize harness v2 \(current\), by ada: judge \/ mentions a crash: answers mention a crash$/), '', BUILT_IN, FIX]);
+    const tasks = await runCli(['regression', 'list', 'evaluate-optimize', '--json'], env);
+    expect(JSON.parse(tasks.stdout).map((t: { id: string; fromRun: string; expect: string }) => [t.id, t.fromRun, t.expect])).toEqual([['t1', failed[0].workflowId, 'pass'], ['t2', failed[1].workflowId, 'pass']]);
 
     const rolled = await runCli(['harness', 'rollback', 'evaluate-optimize', '--by', 'bob', '--reason', 'too chatty'], env);
     expect(rolled).toMatchObject({ code: 0, stdout: 'evaluate-optimize: harness v1 is current\n' });
@@ -119,7 +123,14 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
     const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)];
     await regressionFromRun(s.client, { loop: 'evaluate-optimize', runId: failed[0].workflowId, expect: 'pass', by: 'ada' });
     const workersBefore = model!.requests.filter((r) => r.role === 'worker').length;
-    const done = await waitImprovement(s.client, await improve(s));
+    // Through the CLI this time: `improve --wait` follows it and tells why it stopped.
+    const env = { PATH: process.env.PATH, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: s.taskQueue };
+    const cli = await runCli(['improve', 'evaluate-optimize', '--since', '1h', '--repeats', '2', '--wait'], env);
+    expect(cli.code).toBe(0);
+    const lines = cli.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^improve\/evaluate-optimize\//);
+    expect(lines).toContain('  refused: outside the surface: rubric');
+    const done = await waitImprovement(s.client, lines[0]);
     expect(done.state).toBe('refused');
     expect(done.refusal).toMatchObject({ outside: ['rubric'] });
     expect(done.reason).toMatch(/rubric.*outside the improvable surface.*refused before evaluation/);
@@ -194,6 +205,8 @@ test('bad input is a one-line error with exit code 2', async () => {
     [['improve', 'nope'], /unknown loop "nope"/],
     [['improve', 'evaluate-optimize', '--since', 'soon'], /--since "soon" is not a duration/],
     [['regression', 'add', 'evaluate-optimize', '--from-run', 'x', '--by', 'a', '--expect', 'maybe'], /argument 'maybe' is invalid/],
+    [['autonomy', 'nope'], /unknown loop "nope"/],
+    [['harness', 'rollback', 'evaluate-optimize', '--by', 'a', '--to', 'two'], /"two" is not a harness version/],
   ];
   for (const [args, message] of cases) {
     const r = await runCli(args, env);
