@@ -92,6 +92,11 @@ export class LoopwrightClient {
     return { ...plan, ...(itemKey === undefined ? {} : { itemKey }), ...(this.config.redact.length ? { redact: this.config.redact } : {}) };
   }
 
+  /** The workflow type behind an id (`loopWorkflow`, `improveWorkflow`, ...); an unknown id is a RunNotFoundError. */
+  async workflowType(workflowId: string): Promise<string> {
+    return (await this.describe(this.handle(workflowId))).type;
+  }
+
   /** The run's record: live from the workflow while it runs, its result once it ended. */
   async status(workflowId: string): Promise<RunRecord> {
     const handle = this.handle(workflowId);

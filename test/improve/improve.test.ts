@@ -109,6 +109,12 @@ test('a failure repeated in 3 runs leads to a proposal, an evaluation with a gai
     const tasks = await runCli(['regression', 'list', 'evaluate-optimize', '--json'], env);
     expect(JSON.parse(tasks.stdout).map((t: { id: string; fromRun: string; expect: string }) => [t.id, t.fromRun, t.expect])).toEqual([['t1', failed[0].workflowId, 'pass'], ['t2', failed[1].workflowId, 'pass']]);
 
+    const status = await runCli(['status', id], env);
+    expect(status.stdout.split('\n').slice(0, 2)).toEqual([id, '  approved: approved by ada: evaluate-optimize now runs harness v2']);
+    expect(status.stdout).toMatch(/ {2}candidate pass@2 1\.00 {2}pass\^2 1\.00/);
+    const noTrace = await runCli(['trace', id], env);
+    expect({ code: noTrace.code, stderr: noTrace.stderr.trim() }).toEqual({ code: 2, stderr: `error: ${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) has a trace` });
+
     const rolled = await runCli(['harness', 'rollback', 'evaluate-optimize', '--by', 'bob', '--reason', 'too chatty'], env);
     expect(rolled).toMatchObject({ code: 0, stdout: 'evaluate-optimize: harness v1 is current\n' });
     expect((await harnessState(s.client.temporal, 'evaluate-optimize', s.taskQueue)).moves.map((m) => [m.from, m.to, m.by])).toEqual([[1, 2, 'ada'], [2, 1, 'bob']]);
