@@ -2,7 +2,6 @@ import { ActivityFailure, allHandlersFinished, CancellationScope, condition, Con
 import type { Decision } from '../common/decision';
 import { parseDuration } from '../common/duration';
 import type { LoopInput } from '../common/loop-input';
-import type { EffectSpec } from '../common/loop-spec';
 import type { FeedbackEntry } from '../common/prompts';
 import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../common/run-record';
 import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
@@ -19,6 +18,7 @@ import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimi
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
 import { inAuditSample } from './audit';
+import { deliver, type DeliveryContext } from './deliver';
 import { runMetrics } from './metrics';
 import { redact } from '../common/redact';
 
@@ -167,6 +167,8 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     return undefined;
   };
 
+  const delivery: DeliveryContext = { input, workflowId: info.workflowId, record, limits: () => limits, secrets, finish, transition, escalate };
+
   upsertSearchAttributes([
     { key: LoopName, value: input.loop },
     { key: LoopAutonomy, value: input.spec.autonomy },
@@ -213,7 +215,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       const stopped = outcome.kind === 'stopped' ? { reason: outcome.stopReason, detail: outcome.detail } : undefined;
       const attempt = recordAttempt(record, { ...progress, n, usage: attemptUsage, stopped });
       metrics.verdicts(attempt.verdicts);
-      if (attempt.passed) return await awaitAudit(await deliver(attempt.candidate ?? '', n, session));
+      if (attempt.passed) return await awaitAudit(await deliver(delivery, attempt.candidate ?? '', n, session));
       const lesson = feedbackFrom(attempt);
       if (lesson) feedback.push(lesson);
       if (stopped) {
@@ -249,92 +251,6 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
       return null;
     }
-  }
-
-  /**
-   * Delivers a verified candidate. Reports (the L1 delivery) are written at every level, at once.
-   * git_commit effects never run at L1; at L2 the run waits for a human's approval first; at L3
-   * it applies them at once and marks the run for audit. Each effect carries the key
-   * `<workflow id>/<effect>/<n>` so retries and repeated approvals apply it once, and counts
-   * against maxSideEffects.
-   */
-  async function deliver(candidate: string, n: number, session: SessionSetup | undefined): Promise<RunRecord> {
-    // An evaluation's child run is judged by its checks alone: nothing leaves it.
-    if (input.evaluation) return finish('completed', 'passed', candidate);
-    // Histories recorded before specs had `delivery` replay with none.
-    const keyed = (input.spec.delivery?.effects ?? []).map((effect, i) => ({ effect, key: `${info.workflowId}/${effect.name}/${i + 1}` }));
-    const reports = keyed.flatMap(({ effect, key }) => (effect.kind === 'report' ? [{ effect, key }] : []));
-    const commits = keyed.flatMap(({ effect, key }) => (effect.kind === 'git_commit' ? [{ effect, key }] : []));
-    // Runs without reports issue exactly the commands they always did (replayed histories depend on it).
-    if (reports.length) {
-      transition('applying');
-      const failed = await applyReports(reports, candidate);
-      if (failed) return failed;
-    }
-    if (commits.length === 0 || input.spec.autonomy === 'L1') return finish('completed', 'passed', candidate);
-    if (!session?.branch) {
-      record.error = 'a git_commit effect needs the run to work on its own branch (an L2 run with tools and a git workspace)';
-      return finish('blocked', 'setup_error');
-    }
-    let approvedBy: string | null = null;
-    if (input.spec.autonomy === 'L2') {
-      const plan = commits.map(({ effect: e }) => `${e.name} (${e.kind}${e.targetBranch ? ` to ${e.targetBranch}` : ''})`).join(', ');
-      const decision = await escalate('approval', 'approval_timeout', `attempt ${n} passed every check: approve to apply ${plan}`);
-      if (!decision) return finish('blocked', 'approval_timeout');
-      if (decision.kind === 'reject') return finish('rejected', 'rejected', candidate);
-      approvedBy = decision.by;
-    }
-    transition('applying');
-    for (const { effect, key } of commits) {
-      if (sideEffectsSpent()) return finish('budget_exhausted', 'effects', candidate);
-      try {
-        const applied = await acts.applyEffect.executeWithOptions({ ...TOOL_CALL, summary: `effect ${effect.name}: ${key}` }, [
-          { key, repo: input.workspace!, branch: session.branch, targetBranch: effect.targetBranch, message: effect.message },
-        ]);
-        record.effects.push({ key, name: effect.name, kind: effect.kind, target: applied.target, commit: applied.commit, alreadyApplied: applied.alreadyApplied, at: new Date().toISOString(), approvedBy });
-        record.budget.used.sideEffects += 1;
-      } catch (err) {
-        return effectFailed(err, candidate);
-      }
-    }
-    if (input.spec.autonomy === 'L3') record.audit = { needed: true, reason: 'L3: effects were applied without a human approval' };
-    return finish('completed', 'passed', candidate);
-  }
-
-  /** True (with the reason recorded) when one more effect would pass maxSideEffects. */
-  function sideEffectsSpent(): boolean {
-    if (limits.maxSideEffects === undefined || record.budget.used.sideEffects < limits.maxSideEffects) return false;
-    record.error = `side-effect budget exhausted: ${record.budget.used.sideEffects}/${limits.maxSideEffects} effects applied`;
-    return true;
-  }
-
-  function effectFailed(err: unknown, candidate: string): RunRecord {
-    if (isCancellation(err)) throw err;
-    record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
-    return finish('blocked', 'effect_error', candidate);
-  }
-
-  /** Writes each report effect (see activities/reports.ts); returns the record when the run ends on one. */
-  async function applyReports(reports: Array<{ effect: Extract<EffectSpec, { kind: 'report' }>; key: string }>, candidate: string): Promise<RunRecord | undefined> {
-    for (const { effect, key } of reports) {
-      if (sideEffectsSpent()) return finish('budget_exhausted', 'effects', candidate);
-      const dir = effect.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/reports` : undefined);
-      if (!dir) {
-        record.error = `report ${effect.name} needs a folder: give the effect a "dir" or the run a workspace`;
-        return finish('blocked', 'setup_error', candidate);
-      }
-      const item = input.itemKey ?? info.workflowId;
-      try {
-        const written = await acts.writeReport.executeWithOptions({ ...TOOL_CALL, summary: redact(`effect ${effect.name}: report ${item}`, secrets) }, [
-          { key, dir, item, title: effect.title ?? item, markdown: candidate, workflowId: info.workflowId, ...(input.redact ? { redact: input.redact } : {}) },
-        ]);
-        record.effects.push({ key, name: effect.name, kind: 'report', target: dir, commit: '', path: written.path, alreadyApplied: written.alreadyApplied, at: new Date().toISOString(), approvedBy: null });
-        record.budget.used.sideEffects += 1;
-      } catch (err) {
-        return effectFailed(err, candidate);
-      }
-    }
-    return undefined;
   }
 
   /**

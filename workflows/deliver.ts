@@ -1,0 +1,112 @@
+import { ActivityFailure, isCancellation } from '@temporalio/workflow';
+import type { SessionSetup } from '../common/agent';
+import type { Decision } from '../common/decision';
+import type { LoopInput } from '../common/loop-input';
+import type { EffectSpec } from '../common/loop-spec';
+import { redact, type Redaction } from '../common/redact';
+import type { Escalation, RunRecord, RunState, StopReason } from '../common/run-record';
+import { acts, TOOL_CALL } from './activities';
+import type { BudgetLimits } from './budget';
+
+/** What delivering a verified candidate needs of its run (see loop-workflow.ts). */
+export interface DeliveryContext {
+  input: LoopInput;
+  workflowId: string;
+  record: RunRecord;
+  limits: () => BudgetLimits;
+  secrets: Redaction;
+  finish(state: RunState, stopReason: StopReason, output?: string | null): RunRecord;
+  transition(state: RunState): void;
+  escalate(kind: Escalation['kind'], stopReason: StopReason, reason: string): Promise<Decision | undefined>;
+}
+
+/**
+ * Delivers a verified candidate. Reports (the L1 delivery) are written at every level, at once.
+ * git_commit effects never run at L1; at L2 the run waits for a human's approval first; at L3
+ * it applies them at once and marks the run for audit. Each effect carries the key
+ * `<workflow id>/<effect>/<n>` so retries and repeated approvals apply it once, and counts
+ * against maxSideEffects.
+ */
+export async function deliver(ctx: DeliveryContext, candidate: string, n: number, session: SessionSetup | undefined): Promise<RunRecord> {
+  const { input, record, workflowId, finish, transition, escalate } = ctx;
+  // An evaluation's child run is judged by its checks alone: nothing leaves it.
+  if (input.evaluation) return finish('completed', 'passed', candidate);
+  // Histories recorded before specs had `delivery` replay with none.
+  const keyed = (input.spec.delivery?.effects ?? []).map((effect, i) => ({ effect, key: `${workflowId}/${effect.name}/${i + 1}` }));
+  const reports = keyed.flatMap(({ effect, key }) => (effect.kind === 'report' ? [{ effect, key }] : []));
+  const commits = keyed.flatMap(({ effect, key }) => (effect.kind === 'git_commit' ? [{ effect, key }] : []));
+  // Runs without reports issue exactly the commands they always did (replayed histories depend on it).
+  if (reports.length) {
+    transition('applying');
+    const failed = await applyReports(ctx, reports, candidate);
+    if (failed) return failed;
+  }
+  if (commits.length === 0 || input.spec.autonomy === 'L1') return finish('completed', 'passed', candidate);
+  if (!session?.branch) {
+    record.error = 'a git_commit effect needs the run to work on its own branch (an L2 run with tools and a git workspace)';
+    return finish('blocked', 'setup_error');
+  }
+  let approvedBy: string | null = null;
+  if (input.spec.autonomy === 'L2') {
+    const plan = commits.map(({ effect: e }) => `${e.name} (${e.kind}${e.targetBranch ? ` to ${e.targetBranch}` : ''})`).join(', ');
+    const decision = await escalate('approval', 'approval_timeout', `attempt ${n} passed every check: approve to apply ${plan}`);
+    if (!decision) return finish('blocked', 'approval_timeout');
+    if (decision.kind === 'reject') return finish('rejected', 'rejected', candidate);
+    approvedBy = decision.by;
+  }
+  transition('applying');
+  for (const { effect, key } of commits) {
+    if (sideEffectsSpent(ctx)) return finish('budget_exhausted', 'effects', candidate);
+    try {
+      const applied = await acts.applyEffect.executeWithOptions({ ...TOOL_CALL, summary: `effect ${effect.name}: ${key}` }, [
+        { key, repo: input.workspace!, branch: session.branch, targetBranch: effect.targetBranch, message: effect.message },
+      ]);
+      record.effects.push({ key, name: effect.name, kind: effect.kind, target: applied.target, commit: applied.commit, alreadyApplied: applied.alreadyApplied, at: new Date().toISOString(), approvedBy });
+      record.budget.used.sideEffects += 1;
+    } catch (err) {
+      return effectFailed(ctx, err, candidate);
+    }
+  }
+  if (input.spec.autonomy === 'L3') record.audit = { needed: true, reason: 'L3: effects were applied without a human approval' };
+  return finish('completed', 'passed', candidate);
+}
+
+/** True (with the reason recorded) when one more effect would pass maxSideEffects. */
+function sideEffectsSpent(ctx: DeliveryContext): boolean {
+  const { record } = ctx;
+  const limits = ctx.limits();
+  if (limits.maxSideEffects === undefined || record.budget.used.sideEffects < limits.maxSideEffects) return false;
+  record.error = `side-effect budget exhausted: ${record.budget.used.sideEffects}/${limits.maxSideEffects} effects applied`;
+  return true;
+}
+
+function effectFailed(ctx: DeliveryContext, err: unknown, candidate: string): RunRecord {
+  const { record, finish } = ctx;
+  if (isCancellation(err)) throw err;
+  record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+  return finish('blocked', 'effect_error', candidate);
+}
+
+/** Writes each report effect (see activities/reports.ts); returns the record when the run ends on one. */
+async function applyReports(ctx: DeliveryContext, reports: Array<{ effect: Extract<EffectSpec, { kind: 'report' }>; key: string }>, candidate: string): Promise<RunRecord | undefined> {
+  const { input, record, workflowId, finish, secrets } = ctx;
+  for (const { effect, key } of reports) {
+    if (sideEffectsSpent(ctx)) return finish('budget_exhausted', 'effects', candidate);
+    const dir = effect.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/reports` : undefined);
+    if (!dir) {
+      record.error = `report ${effect.name} needs a folder: give the effect a "dir" or the run a workspace`;
+      return finish('blocked', 'setup_error', candidate);
+    }
+    const item = input.itemKey ?? workflowId;
+    try {
+      const written = await acts.writeReport.executeWithOptions({ ...TOOL_CALL, summary: redact(`effect ${effect.name}: report ${item}`, secrets) }, [
+        { key, dir, item, title: effect.title ?? item, markdown: candidate, workflowId: workflowId, ...(input.redact ? { redact: input.redact } : {}) },
+      ]);
+      record.effects.push({ key, name: effect.name, kind: 'report', target: dir, commit: '', path: written.path, alreadyApplied: written.alreadyApplied, at: new Date().toISOString(), approvedBy: null });
+      record.budget.used.sideEffects += 1;
+    } catch (err) {
+      return effectFailed(ctx, err, candidate);
+    }
+  }
+  return undefined;
+}
