@@ -6,6 +6,9 @@ import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { installRuntime } from '../../workers/runtime';
 import { WORKER_TUNING } from '../../workers/create-worker';
+import type { ModelRule } from '../../model-server/script';
+import { startModelServer, type ModelServer } from '../../model-server/server';
+import { script } from './scripts';
 
 /** The dev server global-setup started. */
 export function testAddress(): string {
@@ -76,4 +79,32 @@ export function workerProcessEnv(name: string, modelUrl: string): Record<string,
     LOOPWRIGHT_TRANSCRIPTS: process.env.LOOPWRIGHT_TRANSCRIPTS,
     LOOPWRIGHT_WORKTREES: process.env.LOOPWRIGHT_WORKTREES,
   };
+}
+
+/** Options of a test stack beyond its name and model (see {@link testStack}). */
+export interface StackOptions {
+  env?: Record<string, string>;
+  wrap?: (activities: Activities) => Activities;
+  tools?: Tool[];
+}
+
+/**
+ * For a test file whose tests each use one scripted model server and one test stack: returns
+ * `setup(name, ...rules)` (and `setup.with(name, rules, options)`), which starts both, and
+ * closes them after each test.
+ */
+export function scriptedStacks() {
+  let model: ModelServer | undefined;
+  let stack: TestStack | undefined;
+  afterEach(async () => {
+    await stack?.close();
+    await model?.close();
+    stack = model = undefined;
+  });
+  const withOptions = async (name: string, rules: ModelRule[], o: StackOptions = {}): Promise<{ model: ModelServer; stack: TestStack }> => {
+    model = await startModelServer({ script: script(...rules), port: 0 });
+    stack = await testStack(name, model.url, o.env, o.wrap, o.tools);
+    return { model, stack };
+  };
+  return Object.assign((name: string, ...rules: ModelRule[]) => withOptions(name, rules), { with: withOptions });
 }

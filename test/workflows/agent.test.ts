@@ -4,27 +4,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Tool } from '../../activities/tools/types';
-import { startModelServer, type ModelServer } from '../../model-server/server';
-import type { ModelRule } from '../../model-server/script';
+import type { ModelServer } from '../../model-server/server';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
-import { judgeSays, script } from '../helpers/scripts';
-import { testStack, type TestStack } from '../helpers/temporal';
+import { judgeSays } from '../helpers/scripts';
+import { scriptedStacks, type TestStack } from '../helpers/temporal';
 
 /** Agent sessions with tools on a real dev server: the autonomy gate, confinement, L2 branches. */
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-async function setup(name: string, ...rules: ModelRule[]): Promise<{ model: ModelServer; stack: TestStack }> {
-  model = await startModelServer({ script: script(...rules), port: 0 });
-  stack = await testStack(name, model.url);
-  return { model, stack };
-}
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = model = undefined;
-});
+const setup = scriptedStacks();
 
 function repo(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'lw-repo-'));
@@ -119,8 +105,7 @@ describe('agent sessions', () => {
         return 'posted';
       },
     };
-    model = await startModelServer({ script: script(turnCalls(1, [['notify_team', { text: 'build is red' }]]), turnAnswers(2, 'told them'), judgeSays(1, true)), port: 0 });
-    stack = await testStack(`external-${autonomy}`, model.url, {}, (a) => a, [notify as Tool]);
+    const { stack } = await setup.with(`external-${autonomy}`, [turnCalls(1, [['notify_team', { text: 'build is red' }]]), turnAnswers(2, 'told them'), judgeSays(1, true)], { tools: [notify as Tool] });
     const record = await run(stack, { task: 'Tell the team.', rubric: ['r'], tools: ['notify_team'], workspace, autonomy });
     expect(record.state).toBe('completed');
     expect(record.attempts[0].toolCalls![0]).toMatchObject({ name: 'notify_team', allowed });

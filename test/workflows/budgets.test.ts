@@ -1,24 +1,11 @@
 import { Context } from '@temporalio/activity';
-import { startModelServer, type ModelServer } from '../../model-server/server';
+import type { ModelServer } from '../../model-server/server';
 import type { ModelRule } from '../../model-server/script';
-import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testStack, type TestStack } from '../helpers/temporal';
+import { judgeSays, workerSays } from '../helpers/scripts';
+import { scriptedStacks, type TestStack } from '../helpers/temporal';
 
 /** Budgets and accounting on a real dev server with the scripted model as a real HTTP peer. */
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-async function setup(name: string, ...rules: ModelRule[]): Promise<{ model: ModelServer; stack: TestStack }> {
-  model = await startModelServer({ script: script(...rules), port: 0 });
-  stack = await testStack(name, model.url);
-  return { model, stack };
-}
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = model = undefined;
-});
+const setup = scriptedStacks();
 
 const task = (extra: Record<string, unknown>) => ({ task: 'Name the crash.', rubric: ['mentions a crash'], ...extra });
 const workerRequests = (m: ModelServer) => m.requests.filter((r) => r.role === 'worker');
@@ -105,9 +92,9 @@ describe('accounting and model errors', () => {
   });
 
   test('a call that times out after the provider answered is still charged (usage from its last heartbeat), and the retry is charged too', async () => {
-    model = await startModelServer({ script: script(workerSays(1, 'first answer', { times: 2 } as Partial<ModelRule>), judgeSays(1, true)), port: 0 });
     let calls = 0;
-    stack = await testStack('timeout-after-answer', model.url, {}, (acts) => ({
+    const { model, stack } = await setup.with('timeout-after-answer', [workerSays(1, 'first answer', { times: 2 } as Partial<ModelRule>), judgeSays(1, true)], {
+      wrap: (acts) => ({
       ...acts,
       async generateCandidate(input) {
         const result = await acts.generateCandidate(input);
@@ -116,7 +103,8 @@ describe('accounting and model errors', () => {
         await Context.current().cancelled.catch(() => undefined);
         throw new Error('lost after answering');
       },
-    }));
+      }),
+    });
     const s = stack;
     const record = await s.run(async () => s.client.wait((await s.client.run('evaluate-optimize', task({}))).workflowId));
     expect(record.state).toBe('completed');

@@ -1,23 +1,9 @@
-import { startModelServer, type ModelServer } from '../../model-server/server';
 import type { ModelRule } from '../../model-server/script';
-import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testStack, type TestStack } from '../helpers/temporal';
+import { judgeSays, workerSays } from '../helpers/scripts';
+import { scriptedStacks, type TestStack } from '../helpers/temporal';
 
 /** Checks other than a plain judge pass, and a judge that cannot be talked into a pass. */
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-async function setup(name: string, ...rules: ModelRule[]): Promise<{ model: ModelServer; stack: TestStack }> {
-  model = await startModelServer({ script: script(...rules), port: 0 });
-  stack = await testStack(name, model.url);
-  return { model, stack };
-}
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = model = undefined;
-});
+const setup = scriptedStacks();
 
 const run = (s: TestStack, input: Record<string, unknown>) => s.run(async () => s.client.wait((await s.client.run('evaluate-optimize', input)).workflowId));
 

@@ -1,27 +1,13 @@
 import { JUDGE_SYSTEM_PROMPT } from '../../common/judge';
 import { DecisionRefusedError } from '../../common/errors';
-import { startModelServer, type ModelServer } from '../../model-server/server';
-import { testStack, type TestStack } from '../helpers/temporal';
-import { judgeSays, script, workerSays } from '../helpers/scripts';
+import type { ModelServer } from '../../model-server/server';
+import { scriptedStacks } from '../helpers/temporal';
+import { judgeSays, workerSays } from '../helpers/scripts';
 
 const RUBRIC = ['exactly three lines', 'mentions a crash'];
 const input = (extra: Record<string, unknown> = {}) => ({ task: 'Write a haiku about crashes.', rubric: RUBRIC, ...extra });
 
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-async function setup(name: string, ...rules: Parameters<typeof script>): Promise<{ model: ModelServer; stack: TestStack }> {
-  model = await startModelServer({ script: script(...rules), port: 0 });
-  stack = await testStack(name, model.url);
-  return { model, stack };
-}
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = undefined;
-  model = undefined;
-});
+const setup = scriptedStacks();
 
 const roles = (m: ModelServer) => m.requests.map((r) => `${r.role}#${r.attempt}`);
 
