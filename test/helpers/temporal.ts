@@ -6,7 +6,7 @@ import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { installRuntime } from '../../workers/runtime';
 import { WORKER_TUNING } from '../../workers/create-worker';
-import type { ModelRule } from '../../model-server/script';
+import type { ModelRule, ModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { script } from './scripts';
 
@@ -90,7 +90,7 @@ export interface StackOptions {
 
 /**
  * For a test file whose tests each use one scripted model server and one test stack: returns
- * `setup(name, ...rules)` (and `setup.with(name, rules, options)`), which starts both, and
+ * `setup(name, ...rules)` (and `setup.with(name, rules or a whole script, options)`), which starts both, and
  * closes them after each test.
  */
 export function scriptedStacks() {
@@ -101,8 +101,8 @@ export function scriptedStacks() {
     await model?.close();
     stack = model = undefined;
   });
-  const withOptions = async (name: string, rules: ModelRule[], o: StackOptions = {}): Promise<{ model: ModelServer; stack: TestStack }> => {
-    model = await startModelServer({ script: script(...rules), port: 0 });
+  const withOptions = async (name: string, rules: ModelRule[] | ModelScript, o: StackOptions = {}): Promise<{ model: ModelServer; stack: TestStack }> => {
+    model = await startModelServer({ script: Array.isArray(rules) ? script(...rules) : rules, port: 0 });
     stack = await testStack(name, model.url, o.env, o.wrap, o.tools);
     return { model, stack };
   };

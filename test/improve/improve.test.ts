@@ -4,11 +4,11 @@ import { fetchHistories } from '../../client/trace/fetch-histories';
 import { improveInput, regressionFromRun, startImprovement, waitImprovement } from '../../client/improve';
 import type { RunRecord } from '../../common/run-record';
 import type { ModelRule } from '../../model-server/script';
-import { startModelServer, type ModelServer } from '../../model-server/server';
+import type { ModelServer } from '../../model-server/server';
 import { deleteSchedule, triggerSchedule } from '../../client/schedules';
 import { runCli } from '../helpers/cli';
-import { judgeSays, script } from '../helpers/scripts';
-import { testAddress, testStack, type TestStack } from '../helpers/temporal';
+import { judgeSays } from '../helpers/scripts';
+import { scriptedStacks, testAddress, type TestStack } from '../helpers/temporal';
 
 /**
  * The improvement loop end to end, on the real dev server with scripted sessions: repeated
@@ -18,15 +18,7 @@ import { testAddress, testStack, type TestStack } from '../helpers/temporal';
 const FIX = 'Always mention a crash.';
 const BUILT_IN = 'You are a careful worker. Produce the output the task asks for, and nothing else.';
 
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = undefined;
-  model = undefined;
-});
+const stacks = scriptedStacks();
 
 const text = (name: string, match: ModelRule['match'], t: string): ModelRule => ({ name, match, reply: { content: [{ type: 'text', text: t }], usage: { input_tokens: 100, output_tokens: 20 } } }) as ModelRule;
 
@@ -60,9 +52,12 @@ async function finished(s: TestStack, input: Record<string, unknown>): Promise<R
   return s.client.temporal.workflow.getHandle(workflowId).result();
 }
 
+/** A stack whose model plays WORLD, after the test's own rules. */
+let model: ModelServer;
 async function setup(name: string, ...extra: ModelRule[]): Promise<TestStack> {
-  model = await startModelServer({ script: script(...extra, ...WORLD), port: 0 });
-  return (stack = await testStack(name, model.url));
+  const started = await stacks(name, ...extra, ...WORLD);
+  model = started.model;
+  return started.stack;
 }
 
 const improve = (s: TestStack, opts: Record<string, string> = {}) =>
@@ -128,7 +123,7 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
   await s.run(async () => {
     const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)];
     await regressionFromRun(s.client, { loop: 'evaluate-optimize', runId: failed[0].workflowId, expect: 'pass', by: 'ada' });
-    const workersBefore = model!.requests.filter((r) => r.role === 'worker').length;
+    const workersBefore = model.requests.filter((r) => r.role === 'worker').length;
     // Through the CLI this time: `improve --wait` follows it and tells why it stopped.
     const env = { PATH: process.env.PATH, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: s.taskQueue };
     const cli = await runCli(['improve', 'evaluate-optimize', '--since', '1h', '--repeats', '2', '--wait'], env);
@@ -141,7 +136,7 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
     expect(done.refusal).toMatchObject({ outside: ['rubric'] });
     expect(done.reason).toMatch(/rubric.*outside the improvable surface.*refused before evaluation/);
     expect(done.evalRuns).toEqual([]);
-    expect(model!.requests.filter((r) => r.role === 'worker').length).toBe(workersBefore);
+    expect(model.requests.filter((r) => r.role === 'worker').length).toBe(workersBefore);
     expect((await harnessState(s.client.temporal, 'evaluate-optimize', s.taskQueue)).current).toBe(1);
   });
 });
@@ -200,7 +195,7 @@ test('a failure seen in one run only (even over several attempts) leads to no pr
     const done = await waitImprovement(s.client, fired!);
     expect(done.state).toBe('no_proposal');
     expect(done.mined).toMatchObject({ considered: 1, groups: [] });
-    expect(model!.requests.filter((r) => r.role === 'proposer')).toHaveLength(0);
+    expect(model.requests.filter((r) => r.role === 'proposer')).toHaveLength(0);
   });
 });
 

@@ -2,21 +2,12 @@ import { traceCommand } from '../../client/commands/trace';
 import type { Output } from '../../client/output';
 import type { Trace } from '../../client/trace/types';
 import { RunNotFoundError } from '../../common/errors';
-import { startModelServer, type ModelServer } from '../../model-server/server';
-import { testStack, type TestStack } from '../helpers/temporal';
+import { scriptedStacks } from '../helpers/temporal';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 
 const SECRET = 'sk-ant-api03-SECRETSECRET0123456789';
 
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = undefined;
-  model = undefined;
-});
+const setup = scriptedStacks();
 
 function capture(): Output & { lines: string[]; errors: string[] } {
   const lines: string[] = [];
@@ -26,16 +17,12 @@ function capture(): Output & { lines: string[]; errors: string[] } {
 
 describe('loopwright trace on a real dev server', () => {
   test('tells a finished two-attempt run from history alone, as text and as JSON, with secrets redacted', async () => {
-    model = await startModelServer({
-      script: script(
+    const { stack } = await setup.with('trace', script(
         workerSays(1, 'first try, sent with Bearer abcdef0123456789'),
         judgeSays(1, false, ['mentions a crash'], 'Mention the crash.'),
         workerSays(2, 'a crash\nat night\nthree'),
         judgeSays(2, true),
-      ),
-      port: 0,
-    });
-    stack = await testStack('trace', model.url);
+      ));
     const s = stack;
     const { workflowId } = await s.run(async () => {
       const started = await s.client.run('evaluate-optimize', { task: `Write a haiku about crashes. (key ${SECRET})`, rubric: ['mentions a crash'] });
@@ -81,8 +68,7 @@ describe('loopwright trace on a real dev server', () => {
   });
 
   test('an unknown run id is a RunNotFoundError (exit 2) and prints nothing', async () => {
-    model = await startModelServer({ script: script(workerSays(1, 'unused')), port: 0 });
-    stack = await testStack('trace-missing', model.url);
+    const { stack } = await setup.with('trace-missing', script(workerSays(1, 'unused')));
     const s = stack;
     const io = capture();
     // The worker runs (and shuts down) around the call only so the stack can close cleanly.

@@ -1,21 +1,13 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { LoopItemKey, LoopName } from '../../common/search-attributes';
-import { startModelServer, type ModelServer } from '../../model-server/server';
+import type { ModelServer } from '../../model-server/server';
 import { runCli } from '../helpers/cli';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testAddress, testStack, uniqueQueue, type TestStack } from '../helpers/temporal';
+import { scriptedStacks, testAddress, uniqueQueue } from '../helpers/temporal';
 
 /** `loopwright event`: one run per key, duplicates reported, --force reruns a closed key. */
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = undefined;
-  model = undefined;
-});
+const setup = scriptedStacks();
 
 const input = (extra: Record<string, unknown> = {}) => JSON.stringify({ task: 'Say hi.', rubric: ['says hi'], ...extra });
 
@@ -30,8 +22,7 @@ const workerCalls = (m: ModelServer, workflowId: string) => m.requests.filter((r
 
 describe('loopwright event on a real dev server', () => {
   test('a second delivery of the same key starts nothing and reports the first run as a duplicate; the model sees one worker call', async () => {
-    model = await startModelServer({ script: script(workerSays(1, 'hi'), judgeSays(1, true)), port: 0 });
-    const s = (stack = await testStack('event-dup', model.url));
+    const { model, stack: s } = await setup.with('event-dup', script(workerSays(1, 'hi'), judgeSays(1, true)));
     const id = 'evaluate-optimize/order:42/v1';
     await s.run(async () => {
       const first = await cli(s, 'event', 'evaluate-optimize', '--key', 'order:42/v1', '--input', input(), '--json');
@@ -59,16 +50,12 @@ describe('loopwright event on a real dev server', () => {
   test('--force after the first run completed starts a second run with the same id; --force on a waiting run is refused with exit 2', async () => {
     const pass = 'evaluate-optimize/force-pass';
     const hold = 'evaluate-optimize/force-hold';
-    model = await startModelServer({
-      script: script(
+    const { model, stack: s } = await setup.with('event-force', script(
         workerSays(1, 'hi', { name: 'pass worker', match: { workflowId: pass, role: 'worker' }, times: 2 }),
         judgeSays(1, true, [], '', { name: 'pass judge', match: { workflowId: pass, role: 'checker' }, times: 2 }),
         workerSays(1, 'no', { name: 'hold worker', match: { workflowId: hold, role: 'worker' } }),
         judgeSays(1, false, ['says hi'], 'Say hi.', { name: 'hold judge', match: { workflowId: hold, role: 'checker' } }),
-      ),
-      port: 0,
-    });
-    const s = (stack = await testStack('event-force', model.url));
+      ));
     await s.run(async () => {
       expect((await cli(s, 'event', 'evaluate-optimize', '--key', 'force-pass', '--input', input())).code).toBe(0);
       expect((await s.client.wait(pass)).state).toBe('completed');

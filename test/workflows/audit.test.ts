@@ -1,17 +1,9 @@
-import { startModelServer, type ModelServer } from '../../model-server/server';
 import { inAuditSample } from '../../workflows/audit';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testStack, type TestStack } from '../helpers/temporal';
+import { scriptedStacks } from '../helpers/temporal';
 
 /** Spot checks (auditSample) and verification debt (maxPendingReviews) on the dev server. */
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = model = undefined;
-});
+const setup = scriptedStacks();
 
 const task = (extra: Record<string, unknown>) => ({ task: 'T.', rubric: ['r'], ...extra });
 async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
@@ -33,8 +25,7 @@ test('the audit sample is a reproducible share of workflow ids', () => {
 });
 
 test('a passed run in the audit sample shows in list --needs-audit until a person audits it', async () => {
-  model = await startModelServer({ script: script(workerSays(1, 'ok'), judgeSays(1, true)), port: 0 });
-  stack = await testStack('audit', model.url);
+  const { stack } = await setup.with('audit', script(workerSays(1, 'ok'), judgeSays(1, true)));
   const s = stack;
   await s.run(async () => {
     const { workflowId } = await s.client.run('evaluate-optimize', task({ auditSample: 1 }));
@@ -52,20 +43,19 @@ test('a passed run in the audit sample shows in list --needs-audit until a perso
 });
 
 test('with maxPendingReviews reached, a triggered run stops at once with the reason and calls no model', async () => {
-  model = await startModelServer({ script: script(workerSays(1, 'bad', { times: 5 }), judgeSays(1, false, ['r'], '', { times: 5 })), port: 0 });
-  stack = await testStack('debt', model.url);
+  const { model, stack } = await setup.with('debt', script(workerSays(1, 'bad', { times: 5 }), judgeSays(1, false, ['r'], '', { times: 5 })));
   const s = stack;
   await s.run(async () => {
     const loopInput = task({ maxAttempts: 1, maxPendingReviews: 1 });
     const first = await s.client.run('evaluate-optimize', loopInput);
     expect((await s.client.wait(first.workflowId)).state).toBe('awaiting_human');
     await eventually(() => s.client.list({ state: 'awaiting_human', limit: 500 }), (rows) => rows.some((r) => r.workflowId === first.workflowId));
-    const calls = model!.requests.length;
+    const calls = model.requests.length;
     const second = await s.client.run('evaluate-optimize', loopInput, { trigger: { kind: 'event' } });
     const held = await s.client.wait(second.workflowId);
     expect(held).toMatchObject({ state: 'blocked', stopReason: 'verification_debt', attempts: [] });
     expect(held.error).toMatch(/verification debt: \d+ runs of loop evaluate-optimize wait for a human \(maxPendingReviews 1\)/);
-    expect(model!.requests.length).toBe(calls);
+    expect(model.requests.length).toBe(calls);
     const manual = await s.client.run('evaluate-optimize', loopInput);
     expect((await s.client.wait(manual.workflowId)).state).not.toBe('blocked');
     for (const id of [first.workflowId, manual.workflowId]) await s.client.temporal.workflow.getHandle(id).terminate('test done');

@@ -8,23 +8,15 @@ import type { Evidence } from '../../common/promotion';
 import demoScript from '../../loops/fixtures/fix-test-demo.json';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
 import { parseModelScript } from '../../model-server/script';
-import { startModelServer, type ModelServer } from '../../model-server/server';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testAddress, testStack, type TestStack } from '../helpers/temporal';
+import { testAddress, scriptedStacks } from '../helpers/temporal';
 
 /**
  * `loopwright autonomy` against the dev server: real runs on a task queue of the test's own
  * (other tests' runs of the same loops share the server), their records read back through
  * visibility and `result()`, and the evidence counted from them.
  */
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = model = undefined;
-});
+const setup = scriptedStacks();
 
 type Report = Evidence & { loop: string; skipped: Record<string, number>; capped: boolean };
 
@@ -44,8 +36,7 @@ async function evidence(client: LoopwrightClient, loop: string, opts: AutonomyOp
 test('counts two L1 passes, one human override and one rejection of evaluate-optimize', async () => {
   // The judge's prompt carries the task: each task says how its run should go.
   const judge = (name: string, passed: boolean) => judgeSays(0, passed, passed ? [] : ['mentions a crash'], 'Mention the crash.', { name, times: undefined, match: { role: 'checker', lastUser: passed ? '[pass]' : '[fail]' } });
-  model = await startModelServer({ script: script(workerSays(1, 'a candidate', { times: undefined }), judge('judge pass', true), judge('judge fail', false)), port: 0 });
-  stack = await testStack('autonomy-l1', model.url);
+  const { stack } = await setup.with('autonomy-l1', script(workerSays(1, 'a candidate', { times: undefined }), judge('judge pass', true), judge('judge fail', false)));
   const s = stack;
   const start = (mark: string) => s.client.run('evaluate-optimize', { task: `Write a haiku ${mark}.`, rubric: ['mentions a crash'], maxAttempts: 1 }).then((r) => r.workflowId);
 
@@ -78,8 +69,7 @@ test('counts two L1 passes, one human override and one rejection of evaluate-opt
 });
 
 test('an approved fix-test run (L2, the default level of its spec) counts as approved unchanged', async () => {
-  model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
-  stack = await testStack('autonomy-l2', model.url);
+  const { stack } = await setup.with('autonomy-l2', parseModelScript(demoScript, 'demo'));
   const s = stack;
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-autonomy-')), 'repo'));
   const record = await s.run(async () => {

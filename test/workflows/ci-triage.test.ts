@@ -4,26 +4,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { discoveryResult, startDiscovery } from '../../client/discovery';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
-import { startModelServer, type ModelServer } from '../../model-server/server';
 import { testKey } from '../../common/test-key';
 import type { RunRecord } from '../../common/run-record';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays, script } from '../helpers/scripts';
-import { testStack, type TestStack } from '../helpers/temporal';
+import { scriptedStacks } from '../helpers/temporal';
 
 /**
  * ci-triage (L1) on a real repository with a real failing test: discovery starts one run per
  * failing test, the diagnosis is verified (citations + judge) and delivered as a report, and
  * work already done is not started again.
  */
-let model: ModelServer | undefined;
-let stack: TestStack | undefined;
-
-afterEach(async () => {
-  await stack?.close();
-  await model?.close();
-  stack = model = undefined;
-});
+const setup = scriptedStacks();
 
 const KEY = 'add-adds-two-numbers';
 // Workflow ids are `ci-triage/<repo basename>/<key>` on a server shared by every test: a basename of its own.
@@ -31,8 +23,7 @@ const sample = () => createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 
 const GOOD = `## ${SAMPLE_FAILING_TEST}\n\nCause: \`add\` subtracts (src/math.js:3).\n\nFix: return \`a + b\`.`;
 
 test('discovery starts one triage run per failing test; its verified diagnosis becomes a report; a second discovery skips it as done', async () => {
-  model = await startModelServer({ script: script(turnCalls(1, [['read_file', { path: 'src/math.js' }]]), turnAnswers(2, GOOD), judgeSays(1, true)), port: 0 });
-  stack = await testStack('ci-triage', model.url);
+  const { model, stack } = await setup.with('ci-triage', script(turnCalls(1, [['read_file', { path: 'src/math.js' }]]), turnAnswers(2, GOOD), judgeSays(1, true)));
   const s = stack;
   const repo = sample();
   const childId = `ci-triage/${path.basename(repo)}/${KEY}`;
@@ -69,17 +60,13 @@ test('discovery starts one triage run per failing test; its verified diagnosis b
 
 test('a diagnosis citing a line that does not exist fails the citations check by name; a write call is denied at L1', async () => {
   const BAD = 'Cause: `add` subtracts (src/math.js:99).';
-  model = await startModelServer({
-    script: script(
+  const { model, stack } = await setup.with('ci-triage-bad', script(
       turnCalls(1, [['write_file', { path: 'src/math.js', content: 'hacked' }]]),
       turnAnswers(2, BAD),
       judgeSays(1, true),
       turnAnswers(1, GOOD, {}, 2),
       judgeSays(2, true),
-    ),
-    port: 0,
-  });
-  stack = await testStack('ci-triage-bad', model.url);
+    ));
   const s = stack;
   const repo = sample();
   // The run's result (not just its terminal state): the trace report is written as it closes.
@@ -107,8 +94,7 @@ test('a diagnosis citing a line that does not exist fails the citations check by
 
 test('with maxPendingReviews reached, discovery starts no run for a new item and records the verification debt', async () => {
   const denied = { name: 'denied', match: { role: 'worker' }, error: { status: 401 } };
-  model = await startModelServer({ script: script(denied as never), port: 0 });
-  stack = await testStack('ci-triage-debt', model.url);
+  const { stack } = await setup.with('ci-triage-debt', script(denied as never));
   const s = stack;
   const repo = sample();
   const childId = `ci-triage/${path.basename(repo)}/${KEY}`;
