@@ -43,9 +43,12 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 COPY --from=build /app/dist ./dist
 
 # git: agent tools (git_diff, git_status) and L2 runs (a worktree and branch per run).
+# bubblewrap: the sandbox (bwrap) for every process that runs code the agent wrote or chose;
+# without it, loops that run commands are refused unless LOOPWRIGHT_SANDBOX=off. In a container
+# it needs the worker's security_opt in docker-compose.yml (seccomp profile, AppArmor, /proc).
 # /data: the shared volume for transcripts and worktrees, owned by the worker's user.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git ca-certificates \
+    && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
     && rm -rf /var/lib/apt/lists/* \
     && mkdir -p /data && chown node:node /data
 

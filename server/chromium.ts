@@ -1,10 +1,11 @@
 import { spawn } from 'child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'fs';
+import { mkdtempSync, rmSync } from 'fs';
 import { tmpdir } from 'os';
-import { join, resolve } from 'path';
-import { ConfigError, LoopwrightError } from '../common/errors';
+import { join } from 'path';
+import { LoopwrightError } from '../common/errors';
+import { aptInstallOnce, whyCannotAptInstall } from './apt-install';
 import { isExecutableFile, whichAll } from './binary-locator';
-import { isPidAlive } from './dev-server-lock';
+import { explicitBinary } from './explicit-binary';
 import { failureReason, runCommand } from './run-command';
 
 /** Chromium could not be found, installed or run; the message lists what was tried. */
@@ -30,7 +31,6 @@ export interface DumpDomOptions {
 
 const DEBIAN_PATH = '/usr/bin/chromium';
 const COMMANDS = ['chromium', 'chromium-browser'];
-const INSTALL_TIMEOUT_MS = 15 * 60_000;
 // Headless as root on a machine with a closed network: without the background-networking flags
 // Chromium's own connections (updates, sync, QUIC probes) are refused and slow it down.
 const HEADLESS_FLAGS = [
@@ -41,31 +41,27 @@ const HEADLESS_FLAGS = [
 /**
  * A working Chromium: the path in `CHROMIUM`, then `/usr/bin/chromium`, then `chromium` or
  * `chromium-browser` on PATH. When none works and this process is root on Linux with `apt-get`,
- * installs Debian's `chromium` package (`apt-get update`, then `apt-get install -y chromium`),
- * holding a lock file so concurrent test workers install once. Throws {@link ConfigError} when
- * `CHROMIUM` names something unusable and {@link ChromiumError} listing every way tried when
- * nothing works.
+ * installs Debian's `chromium` package (`apt-get install -y chromium`, after `apt-get update` when
+ * the package lists lack it), holding a lock file so concurrent test workers install once. Throws
+ * `ConfigError` when `CHROMIUM` names something unusable and {@link ChromiumError} listing
+ * every way tried when nothing works.
  */
 export async function findChromium(opts: FindChromiumOptions = {}): Promise<string> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? (() => undefined);
-  const explicit = env.CHROMIUM?.trim();
-  if (explicit) {
-    const path = resolve(explicit);
-    const reason = isExecutableFile(path) ? await checkChromium(path, env) : 'not an executable file';
-    if (reason) throw new ConfigError(`CHROMIUM is set to ${explicit}, which does not work as Chromium (${reason}): point it at a Chromium binary or unset it`);
-    return path;
-  }
+  const explicit = await explicitBinary('CHROMIUM', 'Chromium', env, (path) => checkChromium(path, env));
+  if (explicit) return explicit;
   const tried = ['CHROMIUM: not set'];
   const found = await findInstalled(env, tried);
   if (found) return found;
 
-  const cannot = opts.install === false ? 'turned off by the caller' : whyCannotInstall(env);
+  const cannot = opts.install === false ? 'turned off by the caller' : whyCannotAptInstall(env);
   if (cannot) {
     tried.push(`installing Debian's chromium package: ${cannot}`);
   } else {
     try {
-      return await installOnce(env, opts.lockFile ?? join(tmpdir(), 'loopwright-chromium-install.lock'), log);
+      const lockFile = opts.lockFile ?? join(tmpdir(), 'loopwright-chromium-install.lock');
+      return await aptInstallOnce({ pkg: 'chromium', env, lockFile, log, reason: 'Chromium not found', find: (t) => findInstalled(env, t) });
     } catch (err) {
       tried.push(`installing Debian's chromium package: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -149,64 +145,4 @@ async function checkChromium(path: string, env: NodeJS.ProcessEnv): Promise<stri
   const result = await runCommand(path, ['--version'], { env, timeoutMs: 30_000 });
   if (result.error || result.code !== 0) return `\`${path} --version\` ${failureReason(result)}`;
   return /chrom/i.test(result.stdout) ? undefined : `\`${path} --version\` printed ${JSON.stringify(result.stdout.trim().split('\n')[0])}, not a Chromium version`;
-}
-
-function whyCannotInstall(env: NodeJS.ProcessEnv): string | undefined {
-  if (process.platform !== 'linux') return `only done on Linux, this is ${process.platform}`;
-  if (process.getuid?.() !== 0) return 'not root, so apt-get cannot install it';
-  if (whichAll('apt-get', env.PATH).length === 0) return 'no apt-get on PATH';
-  return undefined;
-}
-
-/** Installs under the lock; a process that finds the lock held waits, then uses what the holder installed. */
-async function installOnce(env: NodeJS.ProcessEnv, lockFile: string, log: (line: string) => void): Promise<string> {
-  const deadline = Date.now() + INSTALL_TIMEOUT_MS;
-  for (;;) {
-    if (takeLock(lockFile)) {
-      try {
-        const installed = await findInstalled(env, []);
-        if (installed) return installed;
-        await aptInstall(env, log);
-        const tried: string[] = [];
-        const found = await findInstalled(env, tried);
-        if (found) return found;
-        throw new Error(`apt-get installed chromium but none works: ${tried.join('; ')}`);
-      } finally {
-        rmSync(lockFile, { force: true });
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`another process held the install lock ${lockFile} for ${INSTALL_TIMEOUT_MS / 60_000} min`);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
-
-/** Creates the lock file with this pid; false while a live process (or one starting just now) holds it. */
-function takeLock(lockFile: string): boolean {
-  try {
-    const fd = openSync(lockFile, 'wx');
-    writeSync(fd, String(process.pid));
-    closeSync(fd);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  try {
-    const pid = Number(readFileSync(lockFile, 'utf8'));
-    const young = Date.now() - statSync(lockFile).mtimeMs < 5000;
-    if (!(pid > 0 && isPidAlive(pid)) && !young) rmSync(lockFile, { force: true });
-  } catch {
-    // Released meanwhile.
-  }
-  return false;
-}
-
-async function aptInstall(env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<void> {
-  const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
-  // DPkg::Lock::Timeout: wait for another apt run's dpkg lock instead of failing at once.
-  const steps = [['update'], ['-o', 'DPkg::Lock::Timeout=600', 'install', '-y', 'chromium']];
-  for (const args of steps) {
-    log(`installing Chromium: apt-get ${args.join(' ')}`);
-    const result = await runCommand('apt-get', args, { env: aptEnv, timeoutMs: INSTALL_TIMEOUT_MS });
-    if (result.error || result.code !== 0) throw new Error(`apt-get ${args.join(' ')} ${failureReason(result)}`);
-  }
 }

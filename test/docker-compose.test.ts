@@ -8,6 +8,7 @@
  * installed, `docker compose config -q` also validates the file against the spec.
  */
 import { spawnSync } from 'child_process';
+import { createHash } from 'crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join, resolve } from 'path';
@@ -18,6 +19,7 @@ import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 const ROOT = resolve(__dirname, '..');
 const COMPOSE_FILE = join(ROOT, 'docker-compose.yml');
 const SETUP_SCRIPT = join(ROOT, 'deploy', 'temporal-setup.sh');
+const SECCOMP_PROFILE = './deploy/seccomp-bwrap.json';
 
 type Service = {
   image?: string;
@@ -31,6 +33,9 @@ type Service = {
   healthcheck?: { test?: string | string[] };
   deploy?: { replicas?: number | string };
   container_name?: string;
+  security_opt?: string[];
+  privileged?: boolean;
+  cap_add?: string[];
 };
 
 const compose = parse(readFileSync(COMPOSE_FILE, 'utf8')) as {
@@ -205,6 +210,17 @@ describe('docker-compose.yml services', () => {
     expect(String(w.deploy?.replicas)).toBe('${LOOPWRIGHT_WORKERS:-2}');
     expect(unsetDefault(w.deploy?.replicas)).toBe('2');
     expect(w.container_name).toBeUndefined();
+  });
+
+  it('worker gets what bubblewrap needs in a container: the seccomp profile, no AppArmor mount ban, a mountable /proc, no setuid', () => {
+    const w = service('worker');
+    expect([...(w.security_opt ?? [])].sort()).toEqual(
+      [`seccomp=${SECCOMP_PROFILE}`, 'apparmor=unconfined', 'systempaths=unconfined', 'no-new-privileges:true'].sort(),
+    );
+    // What the worker must not get instead.
+    expect(w.privileged).toBeUndefined();
+    expect((w.cap_add ?? []).map((c) => c.replace(/^CAP_/, ''))).not.toContain('SYS_ADMIN');
+    expect(rawEnv('worker', 'LOOPWRIGHT_SANDBOX')).toBe('${LOOPWRIGHT_SANDBOX:-}');
   });
 
   it('temporal-setup runs deploy/temporal-setup.sh in admin-tools once temporal is healthy, on the worker namespace', () => {
@@ -384,6 +400,60 @@ describe('deploy/temporal-setup.sh (run by sh against a fake temporal CLI)', () 
 });
 
 // ---------------------------------------------------------------------------------------
+type SeccompRule = {
+  names: string[];
+  action: string;
+  errnoRet?: number;
+  args?: unknown[];
+  comment?: string;
+  includes?: { caps?: string[]; arches?: string[]; minKernel?: string };
+  excludes?: { caps?: string[]; arches?: string[] };
+};
+type SeccompProfile = { defaultAction: string; defaultErrnoRet?: number; archMap?: unknown[]; syscalls: SeccompRule[] };
+
+describe('deploy/seccomp-bwrap.json (the worker\'s seccomp profile)', () => {
+  const file = join(ROOT, SECCOMP_PROFILE);
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as SeccompProfile;
+  const ours = profile.syscalls.filter((r) => r.comment?.startsWith('Loopwright:'));
+  const docker = profile.syscalls.filter((r) => !ours.includes(r));
+  /** Allowed by `rules` to the worker (Docker's default capabilities: no CAP_SYS_ADMIN) on every arch, whatever the arguments. */
+  const allows = (rules: SeccompRule[], name: string) =>
+    rules.some((r) => r.names.includes(name) && r.action === 'SCMP_ACT_ALLOW' && !r.args?.length && !r.includes?.caps?.length && !r.includes?.arches?.length);
+  const allowedOutright = (name: string) => allows(profile.syscalls, name);
+
+  it('is valid JSON and keeps Docker\'s default action: every syscall not listed fails with EPERM', () => {
+    expect(profile.defaultAction).toBe('SCMP_ACT_ERRNO');
+    expect(profile.defaultErrnoRet).toBe(1);
+    expect(profile.archMap?.length).toBeGreaterThan(0);
+  });
+
+  it('is Docker\'s default profile (moby/profiles seccomp v0.2.3) unchanged plus one Loopwright rule', () => {
+    expect(ours).toHaveLength(1);
+    // sha256 of JSON.stringify(JSON.parse(default.json)) at moby/moby b985e231 (vendor/github.com/moby/profiles/seccomp).
+    const upstream = { ...profile, syscalls: docker };
+    expect(createHash('sha256').update(JSON.stringify(upstream)).digest('hex')).toBe('afb4934b023cfceaaec1a9d752ca3f801aaa96eb2e59abe6e7ea16976948e080');
+    expect(profile.syscalls[profile.syscalls.length - 1]).toBe(ours[0]);
+  });
+
+  it('allows the namespace and mount syscalls bubblewrap needs without CAP_SYS_ADMIN, which Docker\'s default refuses', () => {
+    const needed = ['clone', 'unshare', 'mount', 'umount2', 'pivot_root', 'sethostname'];
+    for (const name of needed) expect({ name, allowed: allowedOutright(name) }).toEqual({ name, allowed: true });
+    for (const name of needed) expect({ name, byDocker: allows(docker, name) }).toEqual({ name, byDocker: false });
+    expect([...ours[0].names].sort()).toEqual([...needed].sort());
+    expect(ours[0]).toMatchObject({ action: 'SCMP_ACT_ALLOW' });
+    expect(ours[0].includes).toBeUndefined();
+    expect(ours[0].args).toBeUndefined();
+  });
+
+  it('keeps the rest of Docker\'s refusals: clone3 answers ENOSYS, keyring, bpf, modules, kexec and setns stay refused', () => {
+    expect(profile.syscalls.find((r) => r.names.includes('clone3') && r.action === 'SCMP_ACT_ERRNO')).toMatchObject({ errnoRet: 38 });
+    for (const name of ['clone3', 'keyctl', 'add_key', 'bpf', 'init_module', 'finit_module', 'kexec_load', 'setns', 'open_by_handle_at']) {
+      expect({ name, allowed: allowedOutright(name) }).toEqual({ name, allowed: false });
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------
 type Instruction = { op: string; args: string };
 
 /** Dockerfile instructions, continuation lines joined, split into stages at each FROM. */
@@ -436,6 +506,11 @@ describe('Dockerfile', () => {
     expect(runs(runtime.instructions).some((r) => /npm run build/.test(r))).toBe(false);
     const copyDist = runtime.instructions.find((i) => i.op === 'COPY' && /--from=/.test(i.args));
     expect(copyDist?.args).toMatch(new RegExp(`--from=${build.name ?? 0}\\s+\\S*dist\\S*\\s+\\S*dist`));
+  });
+
+  it('runtime stage installs bubblewrap (the agent sandbox) with apt-get', () => {
+    expect(runs(runtime.instructions).some((r) => /\bapt-get install\b[^&|;]*\sbubblewrap\b/.test(r))).toBe(true);
+    expect(runs(build.instructions).some((r) => /\bbubblewrap\b/.test(r))).toBe(false);
   });
 
   it('runtime stage runs as a non-root user and its CMD is node dist/workers/main.js', () => {
