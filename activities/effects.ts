@@ -1,19 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
-
-const exec = promisify(execFile);
-
-async function git(cwd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const { stdout } = await exec('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, env, maxBuffer: 64 * 1024 * 1024 });
-  return stdout.trim();
-}
+import { CheckoutBlockedError, finishCheckout, requireUpdatable, updateCheckout } from './git/checkout';
+import { commitTree, moveRef, resolveCommit, treeOf } from './git/commit-tree';
+import { GitError, workerGit } from './git/worker-git';
 
 const TRAILER = 'Loopwright-Effect';
-const IDENTITY = ['-c', 'user.name=Loopwright', '-c', 'user.email=loopwright@localhost'];
 
 export interface GitCommitEffectInput {
   /** `<workflow id>/<effect name>/<sequence>`: the same for every retry and every approval. */
@@ -36,9 +26,11 @@ function effectFailure(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: 'EffectError', nonRetryable: true, message });
 }
 
-/** The commit on `target` that carries the effect's trailer, if any: the ledger is git history. */
-async function findApplied(top: string, target: string, key: string): Promise<string | undefined> {
-  const log = await git(top, ['log', target, '--format=%H%x1f%(trailers:key=' + TRAILER + ',valueonly)%x1e']);
+const trim = (out: string) => out.trim();
+
+/** The commit in `head`'s history that carries the effect's trailer, if any: the ledger is git history. */
+async function findApplied(top: string, head: string, key: string): Promise<string | undefined> {
+  const log = await workerGit(top, ['log', head, '--format=%H%x1f%(trailers:key=' + TRAILER + ',valueonly)%x1e', '--']);
   for (const entry of log.split('\x1e')) {
     const [sha, value] = entry.trim().split('\x1f');
     if (sha && value?.trim() === key) return sha;
@@ -47,53 +39,60 @@ async function findApplied(top: string, target: string, key: string): Promise<st
 }
 
 /**
+ * The tree of the run's branch applied to the target: the branch tip's own tree when the target
+ * has not moved since the branch forked, else a real 3-way merge (`merge-tree --write-tree`,
+ * objects only, no working tree). A conflict is a non-retryable `EffectError`.
+ */
+async function squashedTree(top: string, target: string, head: string, branch: string, tip: string): Promise<string> {
+  const base = await workerGit(top, ['merge-base', head, tip]).then(trim, () => '');
+  if (!base) throw effectFailure(`could not apply ${branch} onto ${target}: they share no history`);
+  if (base === head) return treeOf(top, tip);
+  try {
+    return (await workerGit(top, ['merge-tree', '--write-tree', '--no-messages', '--name-only', head, tip])).split('\n')[0].trim();
+  } catch (err) {
+    if (!(err instanceof GitError) || err.exitCode !== 1) throw err;
+    const files = err.stdout.split('\n').slice(1).filter(Boolean);
+    throw effectFailure(`could not apply ${branch} onto ${target}: it conflicts with ${target} in ${files.slice(0, 10).join(', ') || 'some files'}`);
+  }
+}
+
+/**
  * Applies a verified L2/L3 change: the run's branch becomes one squashed commit on the target
  * branch, with the trailer `Loopwright-Effect: <key>`. Before acting it looks for that trailer on
  * the target, so a retried activity, a worker killed after committing, or a second approval
- * finds the commit and does nothing again. When the target is the branch checked out in the
- * repository it must be clean and is updated in place; otherwise the commit is made in a
- * temporary worktree and the branch moved with a compare-and-swap. A conflict is a
- * non-retryable `EffectError` and nothing is left half-done.
+ * finds the commit and does nothing again. The commit is made by plumbing from the verified
+ * tree (`merge-tree` when the target moved, `commit-tree` as Loopwright, unsigned) and the target
+ * moves by compare-and-swap (`update-ref`); nothing of the repository's (hooks, drivers,
+ * signing programs) runs. When the target is the branch checked out in the repository, its
+ * working tree must be clean and updatable, and is updated after the ref moves (`read-tree -m
+ * -u`); a retry after a crash in between finishes that update. A conflict or a checkout that
+ * cannot be updated is a non-retryable `EffectError`, with nothing left half-done.
  */
 export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
-  const top = await git(input.repo, ['rev-parse', '--show-toplevel']);
-  const checkedOut = await git(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => '');
+  const top = trim(await workerGit(input.repo, ['rev-parse', '--show-toplevel']));
+  const checkedOut = await workerGit(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).then(trim, () => '');
   const target = input.targetBranch ?? checkedOut;
   if (!target) throw effectFailure(`repository ${top} has no branch checked out: give targetBranch`);
-  const done = await findApplied(top, target, input.key);
-  if (done) return { target, commit: done, alreadyApplied: true };
-  const message = `${input.message}\n\n${TRAILER}: ${input.key}\n`;
-
-  if (target === checkedOut) {
-    const dirty = await git(top, ['status', '--porcelain', '--untracked-files=no']);
-    if (dirty) throw effectFailure(`cannot commit to ${target}: the working tree of ${top} has uncommitted changes (${dirty.split('\n')[0].trim()} …)`);
-    try {
-      await git(top, [...IDENTITY, 'merge', '--squash', input.branch]);
-      await git(top, [...IDENTITY, 'commit', '-q', '-m', message]);
-    } catch (err) {
-      await git(top, ['reset', '--hard', '-q', 'HEAD']).catch(() => undefined);
-      throw effectFailure(`could not apply ${input.branch} onto ${target}: ${(err as Error).message.split('\n')[0]}`);
-    }
-    return { target, commit: await git(top, ['rev-parse', 'HEAD']), alreadyApplied: false };
-  }
-
-  const old = await git(top, ['rev-parse', `refs/heads/${target}`]).catch(() => {
-    throw effectFailure(`target branch ${target} does not exist in ${top}`);
-  });
-  const scratch = path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-effect-')), 'tree');
+  const ref = `refs/heads/${target}`;
+  const head = await resolveCommit(top, ref);
+  if (!head) throw effectFailure(`target branch ${target} does not exist in ${top}`);
   try {
-    await git(top, ['worktree', 'add', '--detach', '-q', scratch, old]);
-    try {
-      await git(scratch, [...IDENTITY, 'merge', '--squash', input.branch]);
-      await git(scratch, [...IDENTITY, 'commit', '-q', '-m', message]);
-    } catch (err) {
-      throw effectFailure(`could not apply ${input.branch} onto ${target}: ${(err as Error).message.split('\n')[0]}`);
+    const done = await findApplied(top, head, input.key);
+    if (done) {
+      if (target === checkedOut) await finishCheckout(top, done);
+      return { target, commit: done, alreadyApplied: true };
     }
-    const commit = await git(scratch, ['rev-parse', 'HEAD']);
-    await git(top, ['update-ref', `refs/heads/${target}`, commit, old]);
+    const tip = await resolveCommit(top, `refs/heads/${input.branch}`);
+    if (!tip) throw effectFailure(`the run's branch ${input.branch} does not exist in ${top}`);
+    const tree = await squashedTree(top, target, head, input.branch, tip);
+    if (tree === (await treeOf(top, head))) throw effectFailure(`could not apply ${input.branch} onto ${target}: it changes nothing there`);
+    const commit = await commitTree(top, tree, [head], `${input.message.trimEnd()}\n\n${TRAILER}: ${input.key}`);
+    if (target === checkedOut) await requireUpdatable(top, head, commit);
+    await moveRef(top, ref, commit, head, `loopwright: ${input.key}`);
+    if (target === checkedOut) await updateCheckout(top, head, commit);
     return { target, commit, alreadyApplied: false };
-  } finally {
-    await git(top, ['worktree', 'remove', '--force', scratch]).catch(() => undefined);
-    rmSync(path.dirname(scratch), { recursive: true, force: true });
+  } catch (err) {
+    if (err instanceof CheckoutBlockedError) throw effectFailure(`cannot commit to ${target}: ${err.message}`);
+    throw err;
   }
 }

@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { z } from 'zod';
-import { scrubEnv } from './env';
+import { GitError, workerGit } from '../git/worker-git';
 import { capHeadTail } from './output';
 import { ToolError, type Tool, type ToolContext } from './types';
 
@@ -9,27 +8,20 @@ const NoInputSchema = z.object({});
 /** Input of `git_diff` and `git_status`: nothing. */
 export type NoInput = z.infer<typeof NoInputSchema>;
 
-// Repository config is writable by commands the agent runs: keep it from running programs.
-const SAFE = ['-c', 'core.fsmonitor=false'];
 const MAX_BUFFER = 64 * 1024 * 1024;
 
-/** Runs git in the workspace; resolves stdout, or rejects with git's stderr. */
-function git(args: string[], ctx: ToolContext): Promise<string> {
-  const env = scrubEnv(process.env);
-  for (const name of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE']) delete env[name];
-  env.GIT_OPTIONAL_LOCKS = '0';
-  return new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      [...SAFE, ...args],
-      { cwd: realpathSync(ctx.root), env, timeout: ctx.commandTimeoutMs, maxBuffer: MAX_BUFFER, signal: ctx.signal, killSignal: 'SIGKILL' },
-      (err, stdout, stderr) => {
-        if (ctx.signal?.aborted) reject(ctx.signal.reason);
-        else if (err) reject(new ToolError(`git ${args.join(' ')} failed: ${(stderr || err.message).trim().split('\n')[0]}`));
-        else resolve(stdout);
-      },
-    );
-  });
+/**
+ * Runs git in the workspace through the worker's hardened runner (activities/git/worker-git.ts:
+ * no hook, driver or program of the repository runs, no secret in its environment), with the
+ * tool's timeout and cancellation. A failure is a ToolError the model reads.
+ */
+async function git(args: string[], ctx: ToolContext): Promise<string> {
+  try {
+    return await workerGit(realpathSync(ctx.root), args, { timeoutMs: ctx.commandTimeoutMs, maxBuffer: MAX_BUFFER, signal: ctx.signal });
+  } catch (err) {
+    if (ctx.signal?.aborted || !(err instanceof GitError)) throw err;
+    throw new ToolError(`git ${args.join(' ')} failed: ${err.reason}`);
+  }
 }
 
 async function requireRepo(ctx: ToolContext): Promise<void> {
@@ -44,7 +36,8 @@ async function requireRepo(ctx: ToolContext): Promise<void> {
 /**
  * `git_diff {}`: `git diff HEAD` of the workspace (limited to it, against the empty tree when
  * there is no commit yet) followed by the untracked files, capped at `ctx.outputCapChars`.
- * External diff programs, textconv filters and the fsmonitor hook are disabled.
+ * Nothing of the repository's runs (hooks, fsmonitor, external diff, textconv, filters); the
+ * contents of submodules are not looked into (their new commits are shown).
  */
 export const gitDiffTool: Tool<NoInput> = {
   name: 'git_diff',
@@ -61,7 +54,7 @@ export const gitDiffTool: Tool<NoInput> = {
       if (ctx.signal?.aborted) throw err;
       base = (await git(['hash-object', '-t', 'tree', '/dev/null'], ctx)).trim();
     }
-    const diff = await git(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--relative', base], ctx);
+    const diff = await git(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=dirty', '--relative', base], ctx);
     const untracked = (await git(['ls-files', '--others', '--exclude-standard'], ctx)).split('\n').filter(Boolean);
     const parts = [diff.trim() === '' ? `no changes to tracked files since ${base === 'HEAD' ? 'HEAD' : 'the start (no commits yet)'}` : diff.trimEnd()];
     parts.push(untracked.length > 0 ? `untracked files:\n${untracked.map((f) => `  ${f}`).join('\n')}` : 'no untracked files');
@@ -69,7 +62,10 @@ export const gitDiffTool: Tool<NoInput> = {
   },
 };
 
-/** `git_status {}`: `git status --porcelain=v1 --branch` of the workspace. */
+/**
+ * `git_status {}`: `git status --porcelain=v1 --branch` of the workspace, run like `git_diff`
+ * (nothing of the repository's runs; changes inside submodules are not looked into).
+ */
 export const gitStatusTool: Tool<NoInput> = {
   name: 'git_status',
   description: 'Show the branch and the changed, staged and untracked files (git status --porcelain=v1 --branch).',
@@ -77,7 +73,7 @@ export const gitStatusTool: Tool<NoInput> = {
   input: NoInputSchema,
   async run(_input, ctx) {
     await requireRepo(ctx);
-    const status = await git(['status', '--porcelain=v1', '--branch'], ctx);
+    const status = await git(['status', '--porcelain=v1', '--branch', '--ignore-submodules=dirty'], ctx);
     return capHeadTail(status.trimEnd(), ctx.outputCapChars);
   },
 };

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runDiffPolicyCheck, type DiffPolicyCheck } from '../../activities/checks/diff-policy';
@@ -214,6 +214,40 @@ describe('runDiffPolicyCheck', () => {
       await expect(runDiffPolicyCheck({ check: policy(), root: plain, baseRef: 'HEAD' })).rejects.toMatchObject({ type: 'WorkspaceError' });
     } finally {
       rmSync(plain, { recursive: true, force: true });
+    }
+  });
+
+  test('on a repository with hostile filters, textconv, fsmonitor and hooks the verdicts are right and none of them runs', async () => {
+    write('.gitattributes', '* filter=x diff=x\n');
+    git('add', '-A');
+    git('commit', '-q', '-m', 'attributes');
+    base = git('rev-parse', 'HEAD');
+    const marker = `${root}.ran`;
+    const program = (role: string) => {
+      const file = `${root}.${role}`;
+      writeFileSync(file, `#!/bin/sh\necho ${role} >> '${marker}'\ncat\n`);
+      chmodSync(file, 0o755);
+      return file;
+    };
+    for (const [key, role] of [['core.fsmonitor', 'fsmonitor'], ['filter.x.clean', 'clean'], ['filter.x.smudge', 'smudge'], ['filter.x.process', 'process'], ['diff.x.textconv', 'textconv'], ['diff.x.command', 'diff-command'], ['diff.external', 'external-diff']]) {
+      git('config', key, program(role));
+    }
+    git('config', 'filter.x.required', 'true');
+    for (const hook of ['post-index-change', 'reference-transaction', 'pre-commit']) {
+      writeFileSync(path.join(root, '.git', 'hooks', hook), `#!/bin/sh\n'${program(`hook-${hook}`)}' </dev/null\n`);
+      chmodSync(path.join(root, '.git', 'hooks', hook), 0o755);
+    }
+    try {
+      fixBug();
+      addSubTest();
+      const verdict = await check();
+      expect(verdict.passed).toBe(true);
+      expect(verdict.reason).toContain('test cases 2 → 3');
+      write('test/math.test.js', MATH_TEST.replace("test('adds negatives'", "test.skip('adds negatives'") + SUB_TEST);
+      expect((await check()).reason).toContain('test/math.test.js:9 `.skip(`');
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      for (const file of [marker, ...['fsmonitor', 'clean', 'smudge', 'process', 'textconv', 'diff-command', 'external-diff', 'hook-post-index-change', 'hook-reference-transaction', 'hook-pre-commit'].map((r) => `${root}.${r}`)]) rmSync(file, { force: true });
     }
   });
 

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
 import type { ToolOutcome } from '../../activities/tools/types';
@@ -81,5 +81,42 @@ describe('git_status', () => {
     const outcome = await call('git_status');
     expect(outcome.isError).toBe(true);
     expect(outcome.content).toContain('not a git repository');
+  });
+});
+
+describe('on a repository with hostile config and hooks', () => {
+  test('git_diff and git_status show the change and run none of its programs (fsmonitor, filter, textconv, external diff, pager, hooks)', async () => {
+    gitInit(root);
+    writeFileSync(path.join(root, 'a.txt'), 'old line\nsame\n');
+    writeFileSync(path.join(root, '.gitattributes'), '* filter=x diff=x\n');
+    git(root, 'add', '-A');
+    git(root, 'commit', '-q', '-m', 'baseline');
+    const evil = path.join(`${root}-evil`);
+    const marker = `${evil}.ran`;
+    mkdirSync(evil);
+    const program = (role: string) => {
+      writeFileSync(path.join(evil, role), `#!/bin/sh\necho ${role} >> '${marker}'\ncat\n`);
+      chmodSync(path.join(evil, role), 0o755);
+      return path.join(evil, role);
+    };
+    for (const [key, role] of [['core.fsmonitor', 'fsmonitor'], ['filter.x.clean', 'clean'], ['filter.x.smudge', 'smudge'], ['diff.x.textconv', 'textconv'], ['diff.x.command', 'diff-command'], ['diff.external', 'external-diff'], ['core.pager', 'pager'], ['pager.status', 'pager-status']]) {
+      git(root, 'config', key, program(role));
+    }
+    git(root, 'config', 'color.ui', 'always');
+    for (const hook of ['post-index-change', 'reference-transaction', 'post-checkout']) {
+      writeFileSync(path.join(root, '.git', 'hooks', hook), `#!/bin/sh\n'${program(`hook-${hook}`)}' </dev/null\n`);
+      chmodSync(path.join(root, '.git', 'hooks', hook), 0o755);
+    }
+    writeFileSync(path.join(root, 'a.txt'), 'new line\nsame\n');
+    try {
+      const diff = await call('git_diff');
+      expect(diff.isError).toBe(false);
+      expect(diff.content).toContain('-old line\n+new line');
+      expect(await call('git_status')).toEqual({ content: '## main\n M a.txt', isError: false });
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      removeDir(evil);
+      removeDir(marker);
+    }
   });
 });

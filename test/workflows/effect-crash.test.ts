@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -11,9 +11,11 @@ import { startWorkerProcess as startWorker, stopWorkerProcesses } from '../helpe
 import { workerProcessEnv } from '../helpers/temporal';
 
 /**
- * A worker process killed (SIGKILL) while it applies an effect, after the commit is made but
- * before the activity reports back (a slow post-commit hook holds it there): the next worker
- * retries the effect, finds the commit by its key, and the fix lands exactly once.
+ * A worker process killed (SIGKILL) in the middle of the effect: after the target branch moved,
+ * before the user's checkout is updated and the activity reports back. The worker runs no hook,
+ * so a `git` first on the worker's PATH holds it there: it runs the real git and, after the
+ * first `update-ref` of refs/heads/main, touches a marker and sleeps. The next worker retries
+ * the effect, finds the commit by its key, finishes the checkout, and the fix lands exactly once.
  */
 let model: ModelServer | undefined;
 
@@ -22,10 +24,30 @@ afterAll(async () => {
   await model?.close();
 });
 
-test('kill -9 the worker in the middle of the effect: the commit lands exactly once', async () => {
-  const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-effect-crash-')), 'repo'));
+const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
+
+test('kill -9 the worker after the ref moved, before the checkout is updated: the commit lands exactly once and the checkout is finished', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'lw-effect-crash-'));
+  const repo = createSampleRepo(path.join(dir, 'repo'));
+  const marker = path.join(dir, 'ref-moved');
+  const bin = path.join(dir, 'bin');
+  mkdirSync(bin);
+  const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+  writeFileSync(
+    path.join(bin, 'git'),
+    [
+      '#!/bin/sh',
+      `'${realGit}' "$@"`,
+      'rc=$?',
+      `case " $* " in *" update-ref "*" refs/heads/main "*) [ -e '${marker}' ] || { touch '${marker}'; sleep 30; } ;; esac`,
+      'exit $rc',
+      '',
+    ].join('\n'),
+  );
+  chmodSync(path.join(bin, 'git'), 0o755);
   model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
-  const env = workerProcessEnv('effect-crash', model.url);
+  const env = { ...workerProcessEnv('effect-crash', model.url), PATH: `${bin}:${process.env.PATH}` };
+  const before = git(repo, 'rev-parse', 'main');
 
   const client = await LoopwrightClient.connect({ env });
   try {
@@ -33,13 +55,11 @@ test('kill -9 the worker in the middle of the effect: the commit lands exactly o
     const { workflowId } = await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
     expect((await client.wait(workflowId)).escalation?.kind).toBe('approval');
 
-    // From now on a commit in the repository stops for a while after it is made.
-    const marker = path.join(repo, '..', 'committed');
-    const hook = path.join(repo, '.git', 'hooks', 'post-commit');
-    writeFileSync(hook, `#!/bin/sh\ntouch "${marker}"\nsleep 20\n`);
-    chmodSync(hook, 0o755);
     await client.decide(workflowId, { kind: 'approve', by: 'ada' });
     while (!existsSync(marker)) await new Promise((r) => setTimeout(r, 50));
+    // In the middle: main moved to the effect's commit, the checkout still holds the bug.
+    expect(git(repo, 'rev-parse', 'main')).not.toBe(before);
+    expect(readFileSync(path.join(repo, 'src/math.js'), 'utf8')).toContain('return a - b;');
     await first.stop('SIGKILL');
 
     await startWorker(env);
@@ -47,8 +67,13 @@ test('kill -9 the worker in the middle of the effect: the commit lands exactly o
     expect(record.state).toBe('completed');
     expect(record.effects).toHaveLength(1);
     expect(record.effects[0].alreadyApplied).toBe(true);
-    const commits = execFileSync('git', ['log', 'main', '--format=%H', '--grep=Loopwright-Effect'], { cwd: repo }).toString().trim().split('\n');
+    const commits = git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').split('\n');
     expect(commits).toEqual([record.effects[0].commit]);
+    expect(git(repo, 'rev-parse', 'main')).toBe(record.effects[0].commit);
+    // The retry finished what the killed worker started: the checkout is clean and holds the fix.
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+    expect(readFileSync(path.join(repo, 'src/math.js'), 'utf8')).toContain('return a + b;');
+    execFileSync('node', ['--test'], { cwd: repo, stdio: 'ignore' });
   } finally {
     await client.close();
   }

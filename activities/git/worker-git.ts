@@ -1,0 +1,148 @@
+import { Context } from '@temporalio/activity';
+import { spawn } from 'node:child_process';
+import { workerGitEnv } from './git-env';
+import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
+
+/**
+ * The one way the worker runs git on a workspace or repository. The repository is untrusted
+ * (the agent could write its config and hooks), so every command runs
+ * - with an environment built from an allow-list (git-env.ts): no secret of the worker's reaches
+ *   git or anything git could start, and no config or attribute file outside the repository counts;
+ * - with command-line overrides (overrides.ts) that disable hooks, fsmonitor, pagers, editors,
+ *   signing, credential helpers, every transport, and every filter, diff, merge or other driver
+ *   the repository's effective config defines (listed first with `git config --list -z`);
+ * - in its own process group, killed (SIGKILL) on timeout (default 10 minutes: a FIFO named by
+ *   the repository's config cannot hold the worker), on abort (default: the cancellation of the
+ *   activity it runs in) or on too much output.
+ * Diffs must still pass `--no-ext-diff --no-textconv` and diff/status `--ignore-submodules=dirty`
+ * (a submodule's own repository has drivers of its own): the callers in activities/ do.
+ */
+
+/** Options of {@link workerGit}. */
+export interface WorkerGitOptions {
+  /** `GIT_INDEX_FILE`: a temporary index instead of the repository's. */
+  indexFile?: string;
+  /** More variables, only `GIT_AUTHOR_*`/`GIT_COMMITTER_*` (see LOOPWRIGHT_IDENTITY); anything else throws. */
+  env?: Record<string, string>;
+  /** Written to git's stdin (otherwise stdin is /dev/null). */
+  input?: string | Buffer;
+  /** Most bytes of stdout kept; more kills git and rejects. Default 64 MiB. */
+  maxBuffer?: number;
+  /** Kills git when it fires; the promise rejects with the signal's reason. Default: the current activity's cancellation. */
+  signal?: AbortSignal;
+  /** Kills git after this long and rejects. Default 10 minutes. */
+  timeoutMs?: number;
+}
+
+/** A git command that failed: `git <args> failed in <cwd>: <reason>`. */
+export class GitError extends Error {
+  /** The first `fatal:`/`error:` line of stderr (else its first line), or why git was killed. */
+  readonly reason: string;
+  constructor(
+    readonly args: readonly string[],
+    readonly cwd: string,
+    /** git's exit code; null when it was killed or did not start. */
+    readonly exitCode: number | null,
+    readonly stderr: string,
+    /** What git printed before it failed (some commands, like merge-tree, report there). */
+    readonly stdout: string,
+    killed?: string,
+  ) {
+    const reason = killed ?? errorLine(stderr) ?? `exit code ${exitCode}`;
+    super(`git ${args.join(' ')} failed in ${cwd}: ${reason}`);
+    this.name = new.target.name;
+    this.reason = reason;
+  }
+}
+
+const DEFAULT_MAX_BUFFER = 64 * 1024 * 1024;
+const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+/** How much of stderr (and of stdout, for a failure) a GitError keeps. */
+const KEPT_CHARS = 16 * 1024;
+
+/** Runs `git <args>` in `cwd` hardened as described above; resolves its stdout as UTF-8 text. */
+export async function workerGit(cwd: string, args: string[], opts: WorkerGitOptions = {}): Promise<string> {
+  return (await workerGitBytes(cwd, args, opts)).toString('utf8');
+}
+
+/** {@link workerGit} resolving stdout as bytes (`cat-file --batch` output holds binary blobs). */
+export async function workerGitBytes(cwd: string, args: string[], given: WorkerGitOptions = {}): Promise<Buffer> {
+  const opts = { ...given, timeoutMs: given.timeoutMs ?? DEFAULT_TIMEOUT_MS, signal: given.signal ?? activitySignal() };
+  const extra = { ...opts.env, ...(opts.indexFile ? { GIT_INDEX_FILE: opts.indexFile } : {}) };
+  const env = workerGitEnv(extra);
+  // Reading config runs nothing; it names the drivers to neutralize (includes followed).
+  const listing = await runGit(cwd, ['config', '--list', '-z'], env, { ...opts, input: undefined, maxBuffer: DEFAULT_MAX_BUFFER }, args);
+  const config = configEnv(driverOverrides(listing.toString('utf8')));
+  return runGit(cwd, args, workerGitEnv(extra, config), opts, args);
+}
+
+function runGit(cwd: string, args: string[], env: Record<string, string>, opts: WorkerGitOptions & { timeoutMs: number }, shown: string[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (opts.signal?.aborted) return reject(opts.signal.reason);
+    const maxBuffer = opts.maxBuffer ?? DEFAULT_MAX_BUFFER;
+    const child = spawn('git', ['--no-pager', ...staticConfigArgs(), ...args], {
+      cwd,
+      env,
+      detached: true,
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let stderr = '';
+    let failure: string | undefined;
+    let settled = false;
+    const kill = (why: string) => {
+      failure ??= why;
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    };
+    const onAbort = () => kill('aborted');
+    const timer = setTimeout(() => kill(`timed out after ${opts.timeoutMs} ms`), opts.timeoutMs);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const finish = (code: number | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      const stdout = Buffer.concat(chunks);
+      if (opts.signal?.aborted) reject(opts.signal.reason);
+      else if (failure !== undefined || code !== 0) reject(new GitError(shown, cwd, failure ? null : code, stderr, stdout.toString('utf8', 0, KEPT_CHARS), failure));
+      else resolve(stdout);
+    };
+    child.stdout!.on('data', (d: Buffer) => {
+      size += d.length;
+      if (size > maxBuffer) kill(`its output passed ${maxBuffer} bytes`);
+      else chunks.push(d);
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      if (stderr.length < KEPT_CHARS) stderr += d.toString('utf8');
+    });
+    child.on('error', (err) => {
+      failure ??= err.message;
+      finish(null);
+    });
+    child.on('close', (code) => finish(code));
+    if (opts.input !== undefined) {
+      child.stdin!.on('error', () => undefined); // git may exit before it reads everything
+      child.stdin!.end(opts.input);
+    }
+  });
+}
+
+/** The cancellation of the activity this runs in, if it runs in one. */
+function activitySignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The line of stderr that says what went wrong: the first `fatal:`/`error:` line, else the first line. */
+function errorLine(stderr: string): string | undefined {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  return lines.find((l) => /^(fatal|error):/.test(l)) ?? lines[0];
+}
