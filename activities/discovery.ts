@@ -10,6 +10,7 @@ import { currentHarness } from '../client/harness';
 import { planRun } from '../client/plan-run';
 import { readPrices } from '../client/prices';
 import { runTestCommand } from './discovery/run-tests';
+import { SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
 
 /** Input of `listFailingTests`. */
 export interface ListFailingTestsInput {
@@ -35,18 +36,22 @@ export interface PlanTriageRunInput {
  * The discovery activities: find the failing tests of a repository, plan one run per test with
  * the worker's models and prices, and tell whether a run id is running or done.
  */
-export function createDiscoveryActivities(env: Record<string, string | undefined>) {
+export function createDiscoveryActivities(env: Record<string, string | undefined>, sandbox?: Sandbox) {
   return {
     /**
-     * Runs the test command in the repository (`sh -c`, 10 minutes by default, heartbeats) and
-     * returns its failing tests, each with a stable key. A missing folder is a non-retryable
-     * `DiscoveryError`; a command that times out is retried by Temporal.
+     * Runs the test command in the repository (`sh -c` in the worker's sandbox, 10 minutes by
+     * default, heartbeats) and returns its failing tests, each with a stable key. A missing
+     * folder is a non-retryable `DiscoveryError`, and so is a worker without a sandbox (the
+     * one-line reason says how to install it or opt out); a command that times out is retried.
      */
     async listFailingTests(input: ListFailingTestsInput): Promise<DiscoveredItem[]> {
       if (!existsSync(input.repo) || !statSync(input.repo).isDirectory()) {
         throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: `repository ${input.repo} is not a folder on this worker` });
       }
-      const { failing, run } = await runTestCommand({ cwd: input.repo, testCommand: input.testCommand, timeoutMs: input.timeoutMs ?? 600_000 });
+      const { failing, run } = await runTestCommand({ cwd: input.repo, testCommand: input.testCommand, timeoutMs: input.timeoutMs ?? 600_000 }, sandbox).catch((err: unknown) => {
+        if (err instanceof SandboxUnavailableError) throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: err.message });
+        throw err;
+      });
       if (run.timedOut) throw ApplicationFailure.create({ type: 'DiscoveryError', message: `\`${input.testCommand}\` timed out in ${input.repo}` });
       return failing;
     },

@@ -29,6 +29,8 @@ import { applyGitCommit, type GitCommitEffectInput, type GitCommitEffectResult }
 import { createToolRegistry } from './tools/registry';
 import type { Tool } from './tools/types';
 import { createFileBlobStore, type BlobStore } from './transcript/store';
+import { createSandbox, sandboxConfigFromEnv, SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
+import type { SandboxName } from '../common/run-record';
 
 export interface ActivityDeps {
   anthropic: Anthropic;
@@ -40,6 +42,8 @@ export interface ActivityDeps {
   worktreesDir?: string;
   /** Where the discovery activities read models and prices (LOOPWRIGHT_*_MODEL, LOOPWRIGHT_PRICES); default process.env. */
   env?: Record<string, string | undefined>;
+  /** Where commands the agent wrote or chose run (default: the sandbox LOOPWRIGHT_SANDBOX selects, see activities/sandbox). */
+  sandbox?: Sandbox;
 }
 
 export interface GenerateCandidateInput {
@@ -69,6 +73,15 @@ export interface RunCheckInput {
   workspace?: string;
   /** The commit the run's changes are compared with (diff policy). */
   baseRef?: string | null;
+  /** What the loop declares for its commands' environment (`spec.sandbox.env`). */
+  env?: Record<string, string>;
+  /** Give a command check the candidate in a file (default true; false for loops whose agent runs commands). */
+  withCandidate?: boolean;
+}
+
+/** The one-line refusal of a worker without a working sandbox, as a non-retryable activity failure. */
+function sandboxFailure(err: unknown): unknown {
+  return err instanceof SandboxUnavailableError ? ApplicationFailure.create({ type: 'SandboxUnavailable', nonRetryable: true, message: err.message }) : err;
 }
 
 /**
@@ -82,8 +95,15 @@ export function createActivities(deps: ActivityDeps) {
   const store = deps.store ?? createFileBlobStore(process.env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'));
   const registry = createToolRegistry(deps.tools ?? []);
   const worktreesDir = deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
+  const sandbox = deps.sandbox ?? createSandbox(sandboxConfigFromEnv(deps.env ?? process.env));
+  /** The sandbox's name, or the one-line refusal when there is none and nobody opted out. */
+  const requireSandbox = async (): Promise<SandboxName> => {
+    const st = await sandbox.status();
+    if (st.kind === 'unavailable') throw sandboxFailure(new SandboxUnavailableError(st.reason));
+    return st.kind === 'bwrap' ? 'bwrap' : 'none';
+  };
   return withHeartbeats({
-    ...createDiscoveryActivities(deps.env ?? process.env),
+    ...createDiscoveryActivities(deps.env ?? process.env, sandbox),
 
     /**
      * Writes a verified run's report and the reports index, exactly once per key (see reports.ts).
@@ -112,15 +132,26 @@ export function createActivities(deps: ActivityDeps) {
     /**
      * Fixes where a run's agent works and which tools it has, once per run: the tool classes
      * (for the autonomy gate) and the workspace (an L2 run gets its own git worktree and branch).
-     * An unknown tool or an unusable workspace is a non-retryable `WorkspaceError`.
+     * An unknown tool or an unusable workspace is a non-retryable `WorkspaceError`. A loop that
+     * runs commands (`runsCommands`) needs the sandbox: without one (and no opt-out) the run is
+     * refused with a non-retryable `SandboxUnavailable`; with one, its name is returned.
      */
-    async prepareSession(input: { workflowId: string; workspace: string; autonomy: Autonomy; isolate?: boolean; tools: string[] }): Promise<SessionSetup> {
+    async prepareSession(input: { workflowId: string; workspace: string; autonomy: Autonomy; isolate?: boolean; tools: string[]; runsCommands?: boolean }): Promise<SessionSetup> {
       const unknown = input.tools.filter((t) => !registry.get(t));
       if (unknown.length) {
         throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `unknown tools ${unknown.join(', ')}: this worker has ${registry.names().join(', ')}` });
       }
+      const ran = input.runsCommands ? await requireSandbox() : undefined;
       const where = await prepareWorkspace(worktreesDir, input);
-      return { ...where, tools: input.tools.map((name) => ({ name, class: registry.classOf(name)! })) };
+      return { ...where, tools: input.tools.map((name) => ({ name, class: registry.classOf(name)! })), ...(ran ? { sandbox: ran } : {}) };
+    },
+
+    /**
+     * For a loop that runs commands but gives its agent no tools (command checks only): the
+     * name of the sandbox they will run in, or the non-retryable `SandboxUnavailable` refusal.
+     */
+    async checkSandbox(): Promise<SandboxName> {
+      return requireSandbox();
     },
 
     /** One model turn of an agent session (see agent/model-turn.ts); the conversation stays in the store. */
@@ -130,7 +161,7 @@ export function createActivities(deps: ActivityDeps) {
 
     /** One tool call, confined to the workspace and gated by the autonomy level (see agent/run-tool.ts). */
     async runTool(input: RunToolInput): Promise<RunToolResult> {
-      return runTool({ store, registry }, input);
+      return runTool({ store, registry, sandbox }, input);
     },
 
     /**
@@ -180,7 +211,9 @@ export function createActivities(deps: ActivityDeps) {
     async runCheck(input: RunCheckInput): Promise<Verdict> {
       switch (input.check.kind) {
         case 'command':
-          return runCommandCheck({ ...input, check: input.check, workspace: input.workspace ?? defaultWorkspace(input.workflowId) });
+          return runCommandCheck({ ...input, check: input.check, workspace: input.workspace ?? defaultWorkspace(input.workflowId) }, sandbox).catch((err: unknown) => {
+            throw sandboxFailure(err);
+          });
         case 'schema':
           return runSchemaCheck(input.check, input.candidate);
         case 'diff':
@@ -192,7 +225,9 @@ export function createActivities(deps: ActivityDeps) {
           if (!input.workspace) {
             throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs the run's workspace (the repository it cites)` });
           }
-          return runCitationsCheck({ check: input.check, candidate: input.candidate, workspace: input.workspace });
+          return runCitationsCheck({ check: input.check, candidate: input.candidate, workspace: input.workspace, env: input.env }, sandbox).catch((err: unknown) => {
+            throw sandboxFailure(err);
+          });
       }
     },
   });

@@ -1,4 +1,5 @@
 import type { Autonomy } from './loop-spec';
+import type { SandboxName } from './run-record';
 import type { Usage } from './usage';
 
 /** What a tool may do: read the workspace, write inside it, or act outside it. */
@@ -47,6 +48,8 @@ export interface ToolCallRecord {
   isError: boolean;
   preview?: string;
   bytes?: number;
+  /** The sandbox that ran the call's command (run_command). */
+  sandbox?: SandboxName;
 }
 
 /** Where a run's agent works and with which tools, fixed once at the start of the run. */
@@ -57,6 +60,8 @@ export interface SessionSetup {
   /** The run's own branch (L2: a git worktree on a fresh branch), else null. */
   branch: string | null;
   tools: Array<{ name: string; class: ToolClass }>;
+  /** The sandbox this worker runs the run's commands in; absent when the loop runs no command. */
+  sandbox?: SandboxName;
 }
 
 /**

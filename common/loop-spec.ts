@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PromotionRuleSchema } from './promotion';
 import { isDuration } from './duration';
+import { SECRET_NAME } from './redact';
 
 /** A duration string such as `30s`, `5m`, `24h`, `7d`. */
 export const DurationSchema = z.string().refine(isDuration, { message: 'expected a duration such as 30s, 5m, 24h or 7d' });
@@ -135,6 +136,24 @@ export const ReportEffectSchema = z.object({
 export const EffectSpecSchema = z.discriminatedUnion('kind', [GitCommitEffectSchema, ReportEffectSchema]);
 export type EffectSpec = z.infer<typeof EffectSpecSchema>;
 
+/** A variable name a loop may give its commands (not HOME or TMPDIR, nothing secret-looking). */
+const CommandEnvNameSchema = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'use letters, digits and _' })
+  .refine((n) => n !== 'HOME' && n !== 'TMPDIR', { message: 'HOME and TMPDIR point at the sandbox\'s private folders and cannot be set' })
+  .refine((n) => !SECRET_NAME.test(n), { message: 'a loop spec is stored in clear in the run\'s history: give commands no secrets' });
+
+/**
+ * How the loop's commands run (the agent's `run_command`, command checks, test runs): always
+ * in the worker's sandbox (see README "Sandbox"), with an environment built from an allow-list
+ * (PATH, LANG, HOME, TMPDIR, CI=true) plus the variables declared here. Nothing is inherited
+ * from the worker.
+ */
+export const SandboxSpecSchema = z.object({
+  env: z.record(CommandEnvNameSchema, z.string()).default({}),
+});
+export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
+
 /** Who decides when the loop gives up, and how long the run waits for them. */
 export const EscalationSchema = z.object({
   approvers: z.array(z.string()).default([]),
@@ -195,6 +214,8 @@ export const LoopSpecSchema = z.object({
       trace: z.object({ dir: z.string().min(1).optional() }).optional(),
     })
     .default({ effects: [] }),
+  /** The environment of the loop's commands, on top of the sandbox's allow-list (absent: none). */
+  sandbox: SandboxSpecSchema.optional(),
   /** Share of passed runs (0..1) routed to a person for audit; they show in `list --needs-audit`. */
   auditSample: z.number().min(0).max(1).default(0),
   /**
@@ -210,3 +231,12 @@ export const LoopSpecSchema = z.object({
   promotion: PromotionRuleSchema.optional(),
 });
 export type LoopSpec = z.infer<typeof LoopSpecSchema>;
+
+/**
+ * True when the loop runs commands (the agent's `run_command`, a command check, a citations
+ * check that reruns the tests): its runs need the worker's sandbox, and are refused by a worker
+ * that has none (unless it opted out with LOOPWRIGHT_SANDBOX=off).
+ */
+export function runsCommands(spec: Pick<LoopSpec, 'agent' | 'checks'>): boolean {
+  return spec.agent.tools.includes('run_command') || spec.checks.some((c) => c.kind === 'command' || (c.kind === 'citations' && c.testCommand !== undefined));
+}

@@ -49,6 +49,12 @@ export type StopReason =
 
 export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'diff' | 'citations' | 'output';
 
+/**
+ * What ran a command the agent wrote or chose: `bwrap` (the bubblewrap sandbox) or `none`
+ * (the worker opted out with LOOPWRIGHT_SANDBOX=off and ran it unsandboxed).
+ */
+export type SandboxName = 'bwrap' | 'none';
+
 /** One check's verdict on one candidate, with its evidence. */
 export interface Verdict {
   check: string;
@@ -63,6 +69,8 @@ export interface Verdict {
   by?: string;
   /** Hash of the rubric the judge was given; equal to the run's pinned `rubricHash`. */
   rubricHash?: string;
+  /** The sandbox that ran the check's command (command and citations checks). */
+  sandbox?: SandboxName;
   usage: Usage;
 }
 
@@ -158,6 +166,12 @@ export interface RunRecord {
   attempts: AttemptRecord[];
   /** Where the agent works (runs whose loop gives it tools): the folder and, for L2, its own branch. */
   workspace: { root: string; branch: string | null } | null;
+  /**
+   * The sandbox that runs this run's commands (the agent's and the checks'): `bwrap`, or `none`
+   * when the worker opted out (LOOPWRIGHT_SANDBOX=off). Absent for runs that run no command
+   * and for runs from before the sandbox.
+   */
+  sandbox?: SandboxName;
   /** The candidate of the attempt that waits for a human review, with its automated verdicts. */
   pendingReview: { attempt: number; candidate: string; verdicts: Verdict[] } | null;
   budget: RunBudget;

@@ -64,6 +64,7 @@ const SCRIPT = parseModelScript(
         } }] },
       },
       { name: 'agent-c1', match: { workflowId: 'replay-agent', role: 'checker' }, reply: verdict(true) },
+      { name: 'sandbox-w1', match: { workflowId: 'replay-sandbox', role: 'worker' }, reply: text('42') },
     ],
   },
   'record-histories',
@@ -106,6 +107,13 @@ const RECORDERS: Record<string, Recorder> = {
   'replay-budget': async (client) => {
     await client.run('evaluate-optimize', { ...input, maxAttempts: 1, escalationTimeout: '2s' }, { id: 'replay-budget' });
     await client.temporal.workflow.getHandle('replay-budget').result();
+  },
+  /** A command check and no agent tools: the sandbox preflight (patch sandbox-preflight), then the check in bubblewrap. */
+  'replay-sandbox': async (client) => {
+    const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));
+    const check = { kind: 'command', name: 'answer', command: 'test "$(cat "$LOOPWRIGHT_CANDIDATE_FILE")" = 42' };
+    await client.run('evaluate-optimize', { task: 'Answer with the number 42.', workspace, checks: [check] }, { id: 'replay-sandbox' });
+    await client.temporal.workflow.getHandle('replay-sandbox').result();
   },
   /** The L2 fix-test demo: a cheating attempt refused by the change policy, a real fix, approval by ada, one git commit. */
   'replay-effect': async (client) => {

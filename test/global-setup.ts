@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, startDevServer, type DevServer } from '../server/dev-server';
+import { findBubblewrap } from '../server/bubblewrap';
 import { findTemporalCli } from '../server/temporal-binary';
 
 /**
@@ -14,7 +15,10 @@ import { findTemporalCli } from '../server/temporal-binary';
  */
 export default async function globalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-test-'));
-  const cli = await findTemporalCli({ log: (line) => process.stderr.write(`${line}\n`) });
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  // The sandbox for agent commands: installed here (as root, with apt-get) when the machine lacks it.
+  if (!/^(off|none)$/i.test(process.env.LOOPWRIGHT_SANDBOX ?? '')) await findBubblewrap({ log });
+  const cli = await findTemporalCli({ log });
   const [port, uiPort] = await Promise.all([freePort(), freePort()]);
   const [server, bundle] = await Promise.all([
     startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') }),

@@ -3,6 +3,7 @@ import { createActivities } from '../activities';
 import { createAnthropic } from '../activities/model';
 import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
+import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
 import { checkSearchAttributes } from './check-search-attributes';
 import { workflowSource } from './workflow-bundle';
 
@@ -25,9 +26,14 @@ export const WORKER_TUNING = {
 
 /**
  * Connects to Temporal and creates a worker for the Loopwright task queue with the loop
- * workflow and the model/check activities. The caller runs it and shuts it down.
+ * workflow and the model/check activities. The caller runs it and shuts it down. The sandbox
+ * for agent commands is probed first (a real bubblewrap run) and its status returned, so the
+ * caller can say at start what this worker will do with runs that run commands
+ * (see {@link sandboxNotice}). A bad LOOPWRIGHT_SANDBOX is a ConfigError before anything connects.
  */
-export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection; sandbox: SandboxStatus }> {
+  const sandbox = createSandbox(sandboxConfigFromEnv(opts.env));
+  const status = await sandbox.status();
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect({ address: opts.address });
@@ -38,7 +44,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     await connection.close();
     throw err;
   });
-  const activities = createActivities({ anthropic: createAnthropic(opts.env), tools: opts.tools });
+  const activities = createActivities({ anthropic: createAnthropic(opts.env), tools: opts.tools, sandbox });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
@@ -47,5 +53,23 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     ...WORKER_TUNING,
     ...workflowSource(opts.env),
   });
-  return { worker, connection };
+  return { worker, connection, sandbox: status };
+}
+
+/**
+ * What a worker says at start about its sandbox: one line, loud when commands would run
+ * unsandboxed (LOOPWRIGHT_SANDBOX=off) or when runs that run commands will be refused.
+ */
+export function sandboxNotice(status: SandboxStatus): { line: string; warning: boolean } {
+  switch (status.kind) {
+    case 'bwrap':
+      return { line: `sandbox: bubblewrap ${status.version} (${status.path}) runs agent commands and checks`, warning: false };
+    case 'none':
+      return { line: 'WARNING: LOOPWRIGHT_SANDBOX=off: agent commands and checks run UNSANDBOXED, with this worker\'s access to files and network (recorded as sandbox: none)', warning: true };
+    case 'unavailable':
+      return {
+        line: `WARNING: no sandbox (${status.reason}): runs of loops that run commands will be refused; install bubblewrap (apt-get install bubblewrap) or set LOOPWRIGHT_SANDBOX=off to run them unsandboxed`,
+        warning: true,
+      };
+  }
 }

@@ -3,6 +3,7 @@ import { readConfig } from '../common/config';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { isPortFree } from '../server/free-port';
 import { loopwrightHome } from '../server/paths';
+import type { SandboxStatus } from '../activities/sandbox/sandbox';
 import { createLoopwrightWorker } from './create-worker';
 import { installRuntime } from './runtime';
 
@@ -27,6 +28,8 @@ export interface EmbeddedStack {
   uiUrl?: string;
   /** The Prometheus endpoint, when metrics are served. */
   metricsUrl?: string;
+  /** What the worker's sandbox for agent commands can do (see sandboxNotice). */
+  sandbox: SandboxStatus;
   namespace: string;
   taskQueue: string;
   /** Resolves when the worker has stopped. */
@@ -67,5 +70,5 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
       await worker.connection.close();
       await server.stop();
     })());
-  return { server, address: server.address, uiUrl: server.uiUrl, metricsUrl: metrics ? `http://${metrics}/metrics` : undefined, namespace: config.namespace, taskQueue: config.taskQueue, done: running, stop };
+  return { server, address: server.address, uiUrl: server.uiUrl, metricsUrl: metrics ? `http://${metrics}/metrics` : undefined, sandbox: worker.sandbox, namespace: config.namespace, taskQueue: config.taskQueue, done: running, stop };
 }

@@ -95,9 +95,10 @@ export async function runAgentSession(
         {
           workflowId, attempt: n, turn, assistantHead: head!, toolUseId: call.id, name: call.name, root: setup.root, autonomy: input.spec.autonomy,
           available, allowedCommands: agent.commandAllowList, commandTimeoutMs: parseDuration(agent.commandTimeout) ?? 120_000, outputCapChars: agent.toolOutputCapChars,
+          ...(input.spec.sandbox ? { commandEnv: input.spec.sandbox.env } : {}),
         },
       ]);
-      records[i] = { turn, name: call.name, summary: call.summary, allowed: true, isError: done.isError, preview: done.preview, bytes: done.bytes };
+      records[i] = { turn, name: call.name, summary: call.summary, allowed: true, isError: done.isError, preview: done.preview, bytes: done.bytes, ...(done.sandbox ? { sandbox: done.sandbox } : {}) };
       return { toolUseId: done.toolUseId, isError: done.isError, ref: done.ref };
     };
     try {

@@ -101,7 +101,11 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
     if (check.kind !== 'judge') {
       progress.verdicts.push(
         await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: `check ${check.name} (${check.kind}): attempt ${n}` }, [
-          { workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace, baseRef: ctx.session?.base },
+          {
+            workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace, baseRef: ctx.session?.base,
+            // A check runs its command as the agent's run_command did: same sandbox, same environment.
+            ...(input.spec.sandbox ? { env: input.spec.sandbox.env } : {}), ...(ctx.session ? { withCandidate: false } : {}),
+          },
         ]),
       );
       continue;

@@ -1,7 +1,8 @@
-import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../common/decision';
 import { parseDuration } from '../common/duration';
 import type { LoopInput } from '../common/loop-input';
+import { runsCommands } from '../common/loop-spec';
 import type { FeedbackEntry } from '../common/prompts';
 import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../common/run-record';
 import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
@@ -180,6 +181,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     if (await heldBack()) return finish('blocked', 'verification_debt');
     const session = resume ? (resume.session ?? undefined) : input.spec.agent.tools.length ? await setUpSession() : undefined;
     if (session === null) return finish('blocked', 'setup_error');
+    if (!resume && !session && runsCommands(input.spec) && patched('sandbox-preflight') && !(await sandboxReady())) return finish('blocked', 'setup_error');
     for (;;) {
       if (!inFlight && record.attempts.length > 0 && workflowInfo().continueAsNewSuggested) await handOver(session);
       const spent = inFlight ? null : attemptStop(limits, used());
@@ -241,15 +243,31 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       const setup = await acts.prepareSession.executeWithOptions({ ...TOOL_CALL, summary: `prepare workspace (${input.spec.autonomy})` }, [
         {
           workflowId: info.workflowId, workspace: input.workspace, autonomy: input.spec.autonomy, tools: input.spec.agent.tools,
-          isolate: input.spec.delivery?.effects.some((e) => e.kind === 'git_commit'),
+          isolate: input.spec.delivery?.effects.some((e) => e.kind === 'git_commit'), runsCommands: runsCommands(input.spec),
         },
       ]);
       record.workspace = { root: setup.root, branch: setup.branch };
+      if (setup.sandbox) record.sandbox = setup.sandbox;
       return setup;
     } catch (err) {
       if (isCancellation(err)) throw err;
       record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
       return null;
+    }
+  }
+
+  /**
+   * A loop whose checks run commands, without agent tools: the worker must have its sandbox
+   * (or have opted out) before the first attempt. False, with the one-line reason recorded, when not.
+   */
+  async function sandboxReady(): Promise<boolean> {
+    try {
+      record.sandbox = await acts.checkSandbox.executeWithOptions({ ...TOOL_CALL, summary: 'check the sandbox' }, []);
+      return true;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      return false;
     }
   }
 

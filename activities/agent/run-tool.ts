@@ -3,6 +3,8 @@ import { gateTool, type ToolResultRef } from '../../common/agent';
 import { capToolOutput, type ContentBlock } from '../../common/context';
 import type { Autonomy } from '../../common/loop-spec';
 import { executeTool, type createToolRegistry } from '../tools/registry';
+import type { SandboxName } from '../../common/run-record';
+import type { Sandbox } from '../sandbox/sandbox';
 import type { BlobStore } from '../transcript/store';
 import { storeText, type TranscriptNode } from '../transcript/transcript';
 
@@ -21,11 +23,15 @@ export interface RunToolInput {
   allowedCommands: string[];
   commandTimeoutMs: number;
   outputCapChars: number;
+  /** What the loop declares for its commands' environment (`spec.sandbox.env`). */
+  commandEnv?: Record<string, string>;
 }
 
 export interface RunToolResult extends ToolResultRef {
   preview: string;
   bytes: number;
+  /** The sandbox that ran the call's command, when it ran one. */
+  sandbox?: SandboxName;
 }
 
 /**
@@ -35,13 +41,14 @@ export interface RunToolResult extends ToolResultRef {
  * stored, and the model gets it capped to `outputCapChars` with a reference to the rest.
  * Tool errors come back as `isError` results for the model, never as activity failures.
  */
-export async function runTool(deps: { store: BlobStore; registry: ReturnType<typeof createToolRegistry> }, input: RunToolInput): Promise<RunToolResult> {
+export async function runTool(deps: { store: BlobStore; registry: ReturnType<typeof createToolRegistry>; sandbox?: Sandbox }, input: RunToolInput): Promise<RunToolResult> {
   const node = await deps.store.get<TranscriptNode>(input.assistantHead);
   const blocks = Array.isArray(node.message.content) ? (node.message.content as ContentBlock[]) : [];
   const call = blocks.find((b) => b.type === 'tool_use' && b.id === input.toolUseId) as Extract<ContentBlock, { type: 'tool_use' }> | undefined;
   if (!call) throw new Error(`tool call ${input.toolUseId} is not in transcript node ${input.assistantHead}`);
   const denied = gateTool(input.autonomy, input.name, input.available.includes(input.name) ? deps.registry.classOf(input.name) : undefined, input.available);
   let outcome: { content: string; isError: boolean };
+  let sandbox: SandboxName | undefined;
   if (denied) outcome = { content: `denied: ${denied}`, isError: true };
   else {
     const ctx = activityContext();
@@ -50,6 +57,9 @@ export async function runTool(deps: { store: BlobStore; registry: ReturnType<typ
       allowedCommands: input.allowedCommands,
       commandTimeoutMs: input.commandTimeoutMs,
       outputCapChars: Math.max(input.outputCapChars * 4, 100_000),
+      sandbox: deps.sandbox,
+      commandEnv: input.commandEnv,
+      onCommand: (ran) => (sandbox = ran.sandbox),
       signal: ctx?.cancellationSignal,
       heartbeat: ctx ? () => ctx.heartbeat() : undefined,
     });
@@ -57,7 +67,7 @@ export async function runTool(deps: { store: BlobStore; registry: ReturnType<typ
   const fullRef = await storeText(deps.store, outcome.content);
   const forModel = capToolOutput(outcome.content, fullRef, input.outputCapChars);
   const ref = forModel === outcome.content ? fullRef : await storeText(deps.store, forModel);
-  return { toolUseId: input.toolUseId, isError: outcome.isError, ref, preview: forModel.slice(0, 200), bytes: outcome.content.length };
+  return { toolUseId: input.toolUseId, isError: outcome.isError, ref, preview: forModel.slice(0, 200), bytes: outcome.content.length, ...(sandbox ? { sandbox } : {}) };
 }
 
 function activityContext(): Context | undefined {

@@ -5,6 +5,7 @@ import type { CitationsCheck } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { runTestCommand } from '../discovery/run-tests';
+import type { Sandbox } from '../sandbox/sandbox';
 
 /** A `path:line` (or `path:line-line`) citation: the path has a file extension, e.g. `src/math.js:3`. */
 const CITATION = /(?<![\w./@-])((?:[\w@-][\w.@-]*\/)*[\w@-][\w.@-]*\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?/g;
@@ -42,9 +43,10 @@ function badCitation(root: string, c: Citation): string | null {
 /**
  * The citations check: every `path:line` the candidate cites exists in the workspace, at least
  * one is cited, and (with `testCommand`) the named test fails in a fresh run of the tests, so
- * the report is about a real failure. Each bad citation is named in the reason.
+ * the report is about a real failure (the tests run in the worker's sandbox, and the verdict
+ * says which). Each bad citation is named in the reason.
  */
-export async function runCitationsCheck(input: { check: CitationsCheck; candidate: string; workspace: string }): Promise<Verdict> {
+export async function runCitationsCheck(input: { check: CitationsCheck; candidate: string; workspace: string; env?: Record<string, string> }, sandbox?: Sandbox): Promise<Verdict> {
   const { check, workspace } = input;
   const citations = findCitations(input.candidate);
   const problems: string[] = [];
@@ -61,8 +63,10 @@ export async function runCitationsCheck(input: { check: CitationsCheck; candidat
     }
   }
   let evidence = `${citations.length} citations: ${citations.map((c) => c.text).join(', ') || 'none'}`;
+  let ranIn: Verdict['sandbox'];
   if (check.testCommand) {
-    const { failing, run } = await runTestCommand({ cwd: workspace, testCommand: check.testCommand, timeoutMs: parseDuration(check.timeout) ?? 600_000 });
+    const { failing, run } = await runTestCommand({ cwd: workspace, testCommand: check.testCommand, timeoutMs: parseDuration(check.timeout) ?? 600_000, env: input.env }, sandbox);
+    ranIn = run.sandbox;
     evidence += `\nfailing in a fresh run of \`${check.testCommand}\`: ${failing.map((f) => f.name).join('; ') || 'none'}`;
     if (run.timedOut) {
       problems.push(`\`${check.testCommand}\` timed out after ${check.timeout}`);
@@ -81,6 +85,7 @@ export async function runCitationsCheck(input: { check: CitationsCheck; candidat
     failedItems,
     requiredCorrection: passed ? '' : 'cite only lines that exist (path:line, relative to the repository root, with line numbers you have read), and at least one',
     evidence,
+    ...(ranIn ? { sandbox: ranIn } : {}),
     usage: { ...ZERO_USAGE },
   };
 }

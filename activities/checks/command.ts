@@ -1,11 +1,11 @@
 import { Context } from '@temporalio/activity';
-import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDuration } from '../../common/duration';
 import type { CommandCheck } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
+import { defaultSandbox, type Sandbox } from '../sandbox/sandbox';
 import { runScratchDir } from './workspace';
 
 /** How much of a command's output a verdict keeps as evidence (its tail). */
@@ -17,55 +17,42 @@ export interface CommandCheckInput {
   check: CommandCheck;
   workspace: string;
   candidate: string;
+  /** What the loop declares for its commands' environment (`spec.sandbox.env`). */
+  env?: Record<string, string>;
+  /**
+   * Give the command the candidate in `$LOOPWRIGHT_CANDIDATE_FILE` (default true). Loops whose
+   * agent runs commands itself pass false: their checks then run with exactly the profile and
+   * environment the agent's `run_command` had, so a test cannot tell the gate from the agent.
+   */
+  withCandidate?: boolean;
 }
 
 /**
- * Runs a command check: `sh -c COMMAND` in the workspace, with the candidate in the file named
- * by LOOPWRIGHT_CANDIDATE_FILE. Exit 0 passes; the tail of stdout+stderr is the evidence. The
- * command is killed (its whole process group) on timeout or when the activity is cancelled.
+ * Runs a command check: `sh -c COMMAND` in the workspace, inside the worker's sandbox (the same
+ * profile as the agent's `run_command`: no network, no secrets, only the workspace writable).
+ * Exit 0 passes; the tail of stdout+stderr is the evidence and the verdict says which sandbox
+ * ran it. The sandbox is killed on timeout or when the activity is cancelled. A worker without
+ * a working sandbox (and no opt-out) throws SandboxUnavailableError.
  */
-export async function runCommandCheck(input: CommandCheckInput): Promise<Verdict> {
+export async function runCommandCheck(input: CommandCheckInput, sandbox: Sandbox = defaultSandbox()): Promise<Verdict> {
   mkdirSync(input.workspace, { recursive: true });
-  const scratch = runScratchDir(input.workflowId);
-  const candidateFile = path.join(scratch, `attempt-${input.attempt}.candidate`);
-  writeFileSync(candidateFile, input.candidate);
+  let file: { host: string; variable: string } | undefined;
+  if (input.withCandidate !== false) {
+    const candidateFile = path.join(runScratchDir(input.workflowId), `attempt-${input.attempt}.candidate`);
+    writeFileSync(candidateFile, input.candidate);
+    file = { host: candidateFile, variable: 'LOOPWRIGHT_CANDIDATE_FILE' };
+  }
   const timeoutMs = parseDuration(input.check.timeout) ?? 300_000;
   const ctx = activityContext();
-  const result = await new Promise<{ code: number | null; signal: string | null; output: string; timedOut: boolean }>((resolve, reject) => {
-    const child = spawn('sh', ['-c', input.check.command], {
-      cwd: input.workspace,
-      detached: true,
-      env: { ...process.env, LOOPWRIGHT_CANDIDATE_FILE: candidateFile, LOOPWRIGHT_ATTEMPT: String(input.attempt), LOOPWRIGHT_WORKFLOW_ID: input.workflowId },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    let timedOut = false;
-    const keep = (d: Buffer) => {
-      output = (output + d.toString()).slice(-EVIDENCE_CHARS * 2);
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    const kill = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, timeoutMs);
-    const beat = ctx ? setInterval(() => ctx.heartbeat(), 1000) : undefined;
-    ctx?.cancellationSignal.addEventListener('abort', kill);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (beat) clearInterval(beat);
-      resolve({ code, signal, output, timedOut });
-    });
+  const result = await sandbox.run(['sh', '-c', input.check.command], {
+    workspace: input.workspace,
+    env: input.env,
+    file,
+    timeoutMs,
+    capChars: EVIDENCE_CHARS * 2,
+    signal: ctx?.cancellationSignal,
+    heartbeat: ctx ? () => ctx.heartbeat() : undefined,
   });
-  ctx?.cancellationSignal.throwIfAborted();
   const evidence = result.output.slice(-EVIDENCE_CHARS);
   const passed = result.code === 0 && !result.timedOut;
   const reason = passed
@@ -81,6 +68,7 @@ export async function runCommandCheck(input: CommandCheckInput): Promise<Verdict
     failedItems: passed ? [] : [input.check.name],
     requiredCorrection: passed ? '' : `make \`${input.check.command}\` pass; its output ends with:\n${evidence.slice(-1500)}`,
     evidence,
+    sandbox: result.sandbox,
     usage: { ...ZERO_USAGE },
   };
 }

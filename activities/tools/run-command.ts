@@ -1,8 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { z } from 'zod';
-import { scrubEnv } from './env';
+import { defaultSandbox, SandboxUnavailableError } from '../sandbox/sandbox';
 import { matchAllowed, splitCommand } from './shell-words';
-import { spawnCapture } from './spawn-capture';
 import { ToolError, type Tool } from './types';
 
 const RunCommandInputSchema = z.object({
@@ -25,9 +24,12 @@ function withTrailer(output: string, trailer: string): string {
  * `ctx.outputCapChars`) followed by `[exit code N]`. A non-zero exit is a normal result (the
  * model must see failing tests). Refused with a ToolError: shell metacharacters outside
  * quotes, and commands whose argv does not start with an entry of `ctx.allowedCommands`.
- * Secrets (`*API_KEY*`, `*TOKEN*`, `*SECRET*`, ...) are removed from its environment. On
- * timeout the process group is killed and the output comes back as a ToolError ending in
- * `[timed out after Ns]`; on cancellation the group is killed and the abort is rethrown.
+ * The command runs in the worker's sandbox (activities/sandbox): no network, no secrets in its
+ * environment (an allow-list plus what the loop declares), the workspace the only writable
+ * place, `.git` read-only, and nothing it starts outlives it. On timeout the sandbox is killed
+ * and the output comes back as a ToolError ending in `[timed out after Ns]`; on cancellation
+ * it is killed and the abort is rethrown. A worker without a working sandbox (and no opt-out)
+ * refuses with the one-line reason.
  */
 export const runCommandTool: Tool<RunCommandInput> = {
   name: 'run_command',
@@ -49,14 +51,23 @@ export const runCommandTool: Tool<RunCommandInput> = {
           `(${allowed.length > 0 ? `allowed: ${allowed.join(', ')}` : 'no commands are allowed in this loop'})`,
       );
     }
-    const result = await spawnCapture(argv, {
-      cwd: realpathSync(ctx.root),
-      env: scrubEnv(process.env),
-      timeoutMs: ctx.commandTimeoutMs,
-      capChars: ctx.outputCapChars,
-      signal: ctx.signal,
-      heartbeat: ctx.heartbeat,
-    });
+    const sandbox = ctx.sandbox ?? defaultSandbox();
+    const result = await sandbox
+      .run(argv, {
+        workspace: realpathSync(ctx.root),
+        env: ctx.commandEnv,
+        timeoutMs: ctx.commandTimeoutMs,
+        capChars: ctx.outputCapChars,
+        signal: ctx.signal,
+        heartbeat: ctx.heartbeat,
+      })
+      .catch((err: unknown) => {
+        throw err instanceof SandboxUnavailableError ? new ToolError(err.message) : err;
+      });
+    ctx.onCommand?.({ sandbox: result.sandbox });
+    if (result.code === 1 && result.output.startsWith(`bwrap: execvp ${argv[0]}: No such file or directory`)) {
+      throw new ToolError(`cannot run ${argv[0]}: ${argv[0]} was not found on the PATH inside the sandbox`);
+    }
     if (result.timedOut) {
       throw new ToolError(withTrailer(result.output, `[timed out after ${seconds(ctx.commandTimeoutMs)}]`));
     }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { ToolClass } from '../../common/agent';
+import type { Sandbox, SandboxName } from '../sandbox/sandbox';
 
 /**
  * What a tool may do: `read` only looks at the workspace, `write` changes it (or runs
@@ -21,10 +22,23 @@ export interface ToolContext {
   commandTimeoutMs: number;
   /** Most characters of output run_command, search and git_diff return. */
   outputCapChars: number;
+  /** Where run_command runs its command (default: the worker's sandbox, from its environment). */
+  sandbox?: Sandbox;
+  /** Variables the loop declares for its commands (`spec.sandbox.env`); nothing else is inherited. */
+  commandEnv?: Record<string, string>;
+  /** Told which sandbox ran a command, for the run's record. */
+  onCommand?: (ran: { sandbox: SandboxName }) => void;
   /** The activity's cancellation; a running command is killed when it fires. */
   signal?: AbortSignal;
   /** Called while long tools work, so Temporal sees the activity alive. */
   heartbeat?: () => void;
+  /**
+   * How long one tool call may take (ms) before executeTool stops waiting, aborts `signal`
+   * and returns `<tool> timed out after Ns` to the model. Default: 60 s; tools that run
+   * processes (run_command, git_diff, git_status) always get at least `commandTimeoutMs` plus
+   * a margin, so their own timeout fires first. See `toolDeadlineMs` in registry.ts.
+   */
+  deadlineMs?: number;
 }
 
 /**

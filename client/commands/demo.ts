@@ -7,6 +7,9 @@ import demoScript from '../../loops/fixtures/fix-test-demo.json';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
+import { sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
+import { findBubblewrap } from '../../server/bubblewrap';
+import { sandboxNotice } from '../../workers/create-worker';
 import { startEmbeddedStack } from '../../workers/embedded-stack';
 import { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
@@ -43,12 +46,15 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
     io.out(`No ANTHROPIC_API_KEY is set, so the demo uses the scripted model server (a recorded session) at ${model.url}.`);
     io.out('Set ANTHROPIC_API_KEY to run the same demo against Claude.');
   }
+  // The agent's commands and the checks run in bubblewrap: install it first where this process may (root with apt-get).
+  if (sandboxConfigFromEnv(env).mode === 'bwrap') await findBubblewrap({ env, log: io.err });
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-demo-')), 'sample-math'));
   io.out(`Sample repository with a failing test: ${repo}`);
   const stack = await startEmbeddedStack({ env: runEnv, log: io.err });
   const client = await LoopwrightClient.connect({ env: runEnv, address: stack.address });
   try {
     io.out(`Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}${stack.metricsUrl ? `, metrics: ${stack.metricsUrl}` : ''}`);
+    io.out(sandboxNotice(stack.sandbox).line);
     const input = { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] };
     const { workflowId } = await client.run('fix-test', input, { trigger: { kind: 'cli', by: 'demo' } });
     io.out(`Started fix-test: ${workflowId}`);

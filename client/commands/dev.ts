@@ -1,5 +1,8 @@
 import { metricsAddress } from '../../common/config';
 import { UsageError } from '../../common/errors';
+import { sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
+import { findBubblewrap } from '../../server/bubblewrap';
+import { sandboxNotice } from '../../workers/create-worker';
 import { startEmbeddedStack } from '../../workers/embedded-stack';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
@@ -17,11 +20,14 @@ export interface DevOptions {
  * search attributes, 30-day retention, Web UI) and a worker; Ctrl-C stops both.
  */
 export async function devCommand(opts: DevOptions, env: Record<string, string | undefined>, io: Output): Promise<number> {
+  // Install bubblewrap where this process may (root with apt-get); if it cannot, the worker says what that means at start.
+  if (sandboxConfigFromEnv(env).mode === 'bwrap') await findBubblewrap({ env, log: io.err }).catch(() => undefined);
   const stack = await startEmbeddedStack({ env, port: numberOpt(opts.port), uiPort: numberOpt(opts.uiPort), dbFile: opts.db, headless: opts.headless, metrics: opts.metrics ? metricsAddress(opts.metrics, '--metrics') : undefined, log: io.err });
   io.out(`Temporal dev server: ${stack.address} (namespace ${stack.namespace})`);
   if (stack.uiUrl) io.out(`Web UI: ${stack.uiUrl}`);
   if (stack.metricsUrl) io.out(`metrics: ${stack.metricsUrl}`);
   io.out(`worker: task queue ${stack.taskQueue}`);
+  io.err(sandboxNotice(stack.sandbox).line);
   io.err(modelEndpointNote(env));
   io.err('Ctrl-C stops the worker and the server.');
   await Promise.race([untilSignal(), stack.done]);

@@ -1,5 +1,5 @@
 import { metricsAddress, readConfig } from '../../common/config';
-import { createLoopwrightWorker } from '../../workers/create-worker';
+import { createLoopwrightWorker, sandboxNotice } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
@@ -9,8 +9,9 @@ export async function workerCommand(opts: { metrics?: string }, env: Record<stri
   const config = readConfig(env);
   const metrics = opts.metrics ? metricsAddress(opts.metrics, '--metrics') : config.metrics;
   installRuntime({ metrics });
-  const { worker, connection } = await createLoopwrightWorker({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, env });
+  const { worker, connection, sandbox } = await createLoopwrightWorker({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, env });
   io.err(`worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}); Ctrl-C stops it`);
+  io.err(sandboxNotice(sandbox).line);
   io.err(modelEndpointNote(env));
   if (metrics) io.err(`metrics: http://${metrics}/metrics`);
   const running = worker.run();

@@ -14,7 +14,9 @@ type Pending =
   | { kind: 'model'; call: TraceModelCall; startMs: number }
   | { kind: 'check'; check: TraceCheck }
   | { kind: 'tool'; call: TraceToolCall }
-  | { kind: 'effect'; effect: TraceEffect; dir?: string };
+  | { kind: 'effect'; effect: TraceEffect; dir?: string }
+  /** The activities that say which sandbox the run's commands get. */
+  | { kind: 'sandbox' };
 
 const HUMAN_WAIT = 'wait for a human: ';
 
@@ -65,6 +67,7 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
     rubricHash: input.rubricHash,
     harnessVersion: input.harness?.version ?? null,
     evaluation: input.evaluation === true,
+    sandbox: record?.sandbox ?? null,
     trigger: { kind: input.trigger?.kind ?? 'client', by: input.trigger?.by ?? null },
     itemKey: input.itemKey ?? null,
     input: input.input ?? null,
@@ -111,7 +114,7 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       const spec = (args.check ?? {}) as { name?: string; kind?: CheckKind };
       const check: TraceCheck = {
         ...time(ms), attempt: n, check: spec.name ?? '?', kind: spec.kind ?? (type === 'judgeCandidate' ? 'judge' : 'command'),
-        passed: null, reason: '', failedItems: [], requiredCorrection: '', evidence: null, by: null, usage: null, error: null,
+        passed: null, reason: '', failedItems: [], requiredCorrection: '', evidence: null, by: null, usage: null, error: null, sandbox: null,
       };
       attempt(n, ms).checks.push(check);
       return { kind: 'check', check };
@@ -121,11 +124,12 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       const fromMeta = (summaryOf(event) ?? '').replace(new RegExp(`^tool ${name} ?`), '');
       const call: TraceToolCall = {
         ...time(ms), attempt: n, turn: Number(args.turn ?? 0), name, summary: fromMeta, allowed: true, deniedReason: null,
-        isError: false, preview: null, bytes: null, error: null,
+        isError: false, preview: null, bytes: null, error: null, sandbox: null,
       };
       toolsById.set(`${n}/${call.turn}/${String(args.toolUseId)}`, call);
       return { kind: 'tool', call };
     }
+    if (type === 'prepareSession' || type === 'checkSandbox') return { kind: 'sandbox' };
     if (type === 'applyEffect' || type === 'writeReport') {
       const key = String(args.key ?? '');
       const effect: TraceEffect = {
@@ -164,10 +168,14 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       if (!result) return;
       const v = result as unknown as Verdict;
       Object.assign(c, { passed: v.passed, reason: v.reason, failedItems: v.failedItems ?? [], requiredCorrection: v.requiredCorrection ?? '' });
-      Object.assign(c, { evidence: v.evidence ?? null, by: v.by ?? null, usage: c.kind === 'judge' ? v.usage : null, kind: v.kind ?? c.kind });
+      Object.assign(c, { evidence: v.evidence ?? null, by: v.by ?? null, usage: c.kind === 'judge' ? v.usage : null, kind: v.kind ?? c.kind, sandbox: v.sandbox ?? null });
     } else if (p.kind === 'tool') {
       p.call.error = error;
-      if (result) Object.assign(p.call, { isError: Boolean(result.isError), preview: (result.preview as string) ?? null, bytes: (result.bytes as number) ?? null });
+      if (result) Object.assign(p.call, { isError: Boolean(result.isError), preview: (result.preview as string) ?? null, bytes: (result.bytes as number) ?? null, sandbox: (result.sandbox as TraceToolCall['sandbox']) ?? null });
+    } else if (p.kind === 'sandbox') {
+      // prepareSession returns the session (with `sandbox` when the loop runs commands); checkSandbox the name itself.
+      const name = typeof result === 'string' ? result : (result?.sandbox as unknown);
+      if (name === 'bwrap' || name === 'none') trace.sandbox = name;
     } else {
       const e = p.effect;
       e.error = error;

@@ -39,7 +39,7 @@ export function completeFromRecord(trace: Trace, record: RunRecord | undefined, 
       const denial = i >= 0 ? denials.splice(i, 1)[0] : undefined;
       a.toolCalls.push({
         ...time(t.ms), attempt: t.attempt, turn: t.turn, name: ref.name, summary: ref.summary, allowed: false,
-        deniedReason: denial?.reason ?? null, isError: true, preview: null, bytes: null, error: null,
+        deniedReason: denial?.reason ?? null, isError: true, preview: null, bytes: null, error: null, sandbox: null,
       });
     }
   }
@@ -93,7 +93,7 @@ function reconcileVerdicts(a: TraceAttempt, verdicts: Verdict[], trace: Trace, t
     const decision = v.kind === 'human' ? trace.decisions.find((d) => d.by === v.by && (d.kind === 'approve' || d.kind === 'reject') && Date.parse(d.at) >= Date.parse(a.at)) : undefined;
     const check: TraceCheck = {
       ...(decision ? time(Date.parse(decision.at)) : time(lastMs)), attempt: a.n, check: v.check, kind: v.kind, passed: v.passed, reason: v.reason,
-      failedItems: v.failedItems, requiredCorrection: v.requiredCorrection, evidence: v.evidence ?? null, by: v.by ?? null, usage: null, error: null,
+      failedItems: v.failedItems, requiredCorrection: v.requiredCorrection, evidence: v.evidence ?? null, by: v.by ?? null, usage: null, error: null, sandbox: v.sandbox ?? null,
     };
     used.add(check);
     a.checks.push(check);

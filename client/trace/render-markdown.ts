@@ -32,6 +32,7 @@ export function renderTraceMarkdown(input: Trace): string {
     ['Cost', money(trace.usage.costUsd)],
     ['Rubric', code(trace.rubricHash)],
     ['Harness', trace.harnessVersion ? `v${trace.harnessVersion}${trace.evaluation ? ' (evaluation run)' : ''}` : null],
+    ['Sandbox', trace.sandbox && (trace.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : trace.sandbox)],
   ];
   const out: string[] = [
     `# ${inline(trace.loop, 80)}: ${inline(trace.itemKey ?? trace.task, 80)}`,
@@ -82,13 +83,14 @@ function modelRow(c: TraceModelCall): string[] {
 }
 
 function toolRow(c: TraceToolCall): string[] {
-  const gate = !c.allowed ? `denied: ${inline(c.deniedReason ?? 'no reason recorded')}` : c.error ? `allowed, failed: ${inline(c.error, 200)}` : c.isError ? 'allowed, tool error' : 'allowed';
+  const ran = c.sandbox ? ` (sandbox ${c.sandbox})` : '';
+  const gate = !c.allowed ? `denied: ${inline(c.deniedReason ?? 'no reason recorded')}` : c.error ? `allowed, failed: ${inline(c.error, 200)}` : c.isError ? `allowed, tool error${ran}` : `allowed${ran}`;
   return [String(c.turn), c.name, c.summary ? code(c.summary) : '', gate];
 }
 
 function checkItem(c: TraceCheck): string[] {
   const head = `**${inline(c.check, 80)}** (${c.kind}${c.by ? `, by ${inline(c.by, 80)}` : ''})`;
-  const cost = c.usage ? ` · ${c.usage.inputTokens + c.usage.outputTokens} tokens, ${money(c.usage.costUsd)}` : '';
+  const cost = `${c.usage ? ` · ${c.usage.inputTokens + c.usage.outputTokens} tokens, ${money(c.usage.costUsd)}` : ''}${c.sandbox ? ` · sandbox ${c.sandbox}` : ''}`;
   if (c.error) return [`- ⚠️ ${head}: error: ${inline(c.error, 200)}`];
   if (c.passed === null) return [`- ⏳ ${head}: running`];
   const lines = [`- ${c.passed ? '✅' : '❌'} ${head}${c.reason ? `: ${inline(c.reason)}` : ''}${cost}`];

@@ -41,6 +41,7 @@ export function renderTrace(trace: Trace): string[] {
     `  task: ${oneLine(trace.task)}`,
   ];
   head.push(`  budget: ${budgetLimits(trace.budget)}  rubric ${trace.rubricHash.slice(0, 19)}…${trace.harnessVersion ? `  harness v${trace.harnessVersion}` : ''}${trace.itemKey ? `  item ${trace.itemKey}` : ''}${trace.runs > 1 ? `  (${trace.runs} runs, continued as new)` : ''}`);
+  if (trace.sandbox) head.push(`  sandbox: ${trace.sandbox}${trace.sandbox === 'none' ? ' (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : ''}`);
 
   const rows: Array<{ ms: number; text: string }> = [];
   const at = (offsetMs: number, indent: number, text: string) => rows.push({ ms: offsetMs, text: `${`${formatOffset(offsetMs)} `.padEnd(8)}${' '.repeat(indent)}${text}` });
@@ -94,12 +95,12 @@ function toolLine(c: TraceToolCall): string {
   if (!c.allowed) return `${call}  DENIED${c.deniedReason ? ` ${c.deniedReason}` : ''}`;
   if (c.error) return `${call}  FAILED ${oneLine(c.error, 200)}`;
   if (c.preview === null) return `${call}  (running)`;
-  return `${call}  ${c.isError ? 'error' : 'ok'}${c.preview.trim() ? `: ${oneLine(c.preview, 80)}` : ''}`;
+  return `${call}  ${c.isError ? 'error' : 'ok'}${c.sandbox ? ` [sandbox ${c.sandbox}]` : ''}${c.preview.trim() ? `: ${oneLine(c.preview, 80)}` : ''}`;
 }
 
 function checkLines(c: TraceCheck): string[] {
   const name = `check ${c.check} (${c.kind})${c.by ? ` by ${c.by}` : ''}`;
-  const cost = c.usage ? `  ${c.usage.inputTokens + c.usage.outputTokens} tokens ${money(c.usage.costUsd)}` : '';
+  const cost = `${c.usage ? `  ${c.usage.inputTokens + c.usage.outputTokens} tokens ${money(c.usage.costUsd)}` : ''}${c.sandbox ? `  [sandbox ${c.sandbox}]` : ''}`;
   if (c.error) return [`${name}: ERROR ${oneLine(c.error, 200)}`];
   if (c.passed === null) return [`${name}: (running)`];
   if (c.passed) return [`${name}: pass${cost}`];

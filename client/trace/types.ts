@@ -1,5 +1,5 @@
 import type { Budget, Autonomy } from '../../common/loop-spec';
-import type { CheckKind, Escalation, RunState, StopReason } from '../../common/run-record';
+import type { CheckKind, Escalation, RunState, SandboxName, StopReason } from '../../common/run-record';
 import type { Usage } from '../../common/usage';
 
 /**
@@ -31,6 +31,11 @@ export interface Trace {
   harnessVersion: number | null;
   /** True for a child run of an improvement's evaluation. */
   evaluation: boolean;
+  /**
+   * What ran the run's commands (the agent's and the checks'): `bwrap`, or `none` when the
+   * worker opted out with LOOPWRIGHT_SANDBOX=off; null when the run ran no command (or predates the sandbox).
+   */
+  sandbox: SandboxName | null;
   /** How the run was started and by whom (a name, a schedule id), when known. */
   trigger: { kind: string; by: string | null };
   /** The key of the event or work item the run is about (event and discovery runs). */
@@ -120,6 +125,8 @@ export interface TraceToolCall extends TraceTime {
   bytes: number | null;
   /** The activity's own failure (not a tool error), after its retries. */
   error: string | null;
+  /** The sandbox that ran the call's command (run_command); null for other tools. */
+  sandbox: SandboxName | null;
 }
 
 /** One check's verdict on an attempt's candidate. */
@@ -141,6 +148,8 @@ export interface TraceCheck extends TraceTime {
   usage: Usage | null;
   /** The failure of the check's activity; null when it gave a verdict. */
   error: string | null;
+  /** The sandbox that ran the check's command (command and citations checks); null for others. */
+  sandbox: SandboxName | null;
 }
 
 /** Feedback a failed attempt gave the next one. */

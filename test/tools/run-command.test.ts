@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
 import type { ToolContext, ToolOutcome } from '../../activities/tools/types';
-import { removeDir, tempDir, toolContext, waitGone } from './workspace';
+import { processesNamed, removeDir, tempDir, toolContext, waitNoneNamed } from './workspace';
 
 let root: string;
 const registry = createToolRegistry();
@@ -57,34 +57,43 @@ describe('run_command', () => {
     expect(outcome).toEqual({ content: 'expected 2 got 3\n[exit code 3]', isError: false });
   });
 
+  // Sandboxed commands have pids of their own namespace: what survives is found by its command line.
+  const sleeper = (tag: string) => `sleep 30.${tag}${process.pid % 1000}`;
+
   test('a command that outlives its timeout returns quickly as an error and leaves no process behind', async () => {
     const started = Date.now();
+    const name = sleeper('1');
     const outcome = await run(
-      `node -e "const c=require('child_process').spawn('sleep',['30'],{stdio:'ignore'}); console.log(process.pid, c.pid); setTimeout(()=>{},10000)"`,
+      `node -e "require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore'}); console.log('spawned'); setTimeout(()=>{},10000)"`,
       { commandTimeoutMs: 500 },
     );
     expect(Date.now() - started).toBeLessThan(3000);
     expect(outcome.isError).toBe(true);
-    expect(outcome.content).toMatch(/^\d+ \d+\n\[timed out after 0\.5s\]$/);
-    const pids = outcome.content.split('\n')[0].split(' ').map(Number);
-    for (const pid of pids) expect(await waitGone(pid)).toBe(true);
+    expect(outcome.content).toBe('spawned\n[timed out after 0.5s]');
+    expect(await waitNoneNamed(name)).toBe(true);
+    expect(await waitNoneNamed(`node -e require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore'}); console.log('spawned'); setTimeout(()=>{},10000)`)).toBe(true);
   });
 
-  test('a background process the command started is killed when the command exits', async () => {
-    const outcome = await run(`node -e "const c=require('child_process').spawn('sleep',['30'],{stdio:'ignore'}); c.unref(); console.log(c.pid)"`);
+  test('a background process the command started, even in a session of its own, is killed when the command exits', async () => {
+    const name = sleeper('2');
+    const outcome = await run(`node -e "require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore',detached:true}).unref(); console.log('left it running')"`);
     expect(outcome.isError).toBe(false);
-    expect(await waitGone(Number(outcome.content.split('\n')[0]))).toBe(true);
+    expect(outcome.content).toContain('left it running');
+    expect(await waitNoneNamed(name)).toBe(true);
   });
 
   test('cancelling the activity kills the command and rethrows the abort', async () => {
     const controller = new AbortController();
     const started = Date.now();
+    const name = sleeper('3');
     setTimeout(() => controller.abort(new Error('activity cancelled')), 500);
-    await expect(run(`node -e "require('fs').writeFileSync('pid', String(process.pid)); setTimeout(()=>{},10000)"`, { signal: controller.signal })).rejects.toThrow(
+    await expect(run(`node -e "require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore'}); require('fs').writeFileSync('started', ''); setTimeout(()=>{},10000)"`, { signal: controller.signal })).rejects.toThrow(
       'activity cancelled',
     );
     expect(Date.now() - started).toBeLessThan(3000);
-    expect(await waitGone(Number(readFileSync(path.join(root, 'pid'), 'utf8')))).toBe(true);
+    expect(existsSync(path.join(root, 'started'))).toBe(true);
+    expect(await waitNoneNamed(name)).toBe(true);
+    expect(processesNamed(name)).toEqual([]);
   });
 
   test('an activity already cancelled runs nothing and rethrows the abort', async () => {
@@ -104,7 +113,7 @@ describe('run_command', () => {
   });
 
   describe('with secrets in the worker environment', () => {
-    const names = ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'GITHUB_TOKEN', 'MY_SECRET_THING', 'LOOPWRIGHT_VISIBLE'];
+    const names = ['ANTHROPIC_API_KEY', 'OPENAI_KEY', 'GH_PAT', 'DATABASE_URL', 'AWS_ACCESS_KEY_ID', 'SSH_AUTH_SOCK', 'LOOPWRIGHT_VISIBLE'];
     const saved = new Map(names.map((n) => [n, process.env[n]]));
     beforeEach(() => {
       for (const name of names) process.env[name] = `value-of-${name}`;
@@ -121,19 +130,24 @@ describe('run_command', () => {
       expect(outcome.content).toBe('none\n[exit code 0]');
     });
 
-    test('other keys, tokens and secrets are stripped while ordinary variables stay', async () => {
+    test('the environment is an allow-list: nothing of the worker\'s is inherited, whatever its name', async () => {
       const outcome = await run(`node -e "console.log(JSON.stringify(process.env))"`);
       const env = JSON.parse(outcome.content.split('\n')[0]) as Record<string, string>;
-      expect(env.OPENAI_API_KEY).toBeUndefined();
-      expect(env.GITHUB_TOKEN).toBeUndefined();
-      expect(env.MY_SECRET_THING).toBeUndefined();
-      expect(env.LOOPWRIGHT_VISIBLE).toBe('value-of-LOOPWRIGHT_VISIBLE');
+      for (const name of names) expect(env[name]).toBeUndefined();
+      // bubblewrap adds PWD (the workspace) as it changes into it.
+      expect(Object.keys(env).filter((n) => n !== 'PWD').sort()).toEqual(['CI', 'HOME', 'PATH', 'TMPDIR', ...(process.env.LANG ? ['LANG'] : [])].sort());
       expect(env.PATH).toBe(process.env.PATH);
+      expect(env.CI).toBe('true');
+    });
+
+    test('the variables a loop declares reach the command', async () => {
+      const outcome = await run(`node -e "console.log(process.env.NODE_ENV)"`, { commandEnv: { NODE_ENV: 'test' } });
+      expect(outcome.content).toBe('test\n[exit code 0]');
     });
   });
 
   test('a command missing from PATH is an error that says so', async () => {
     const outcome = await run('no-such-program-loopwright', { allowedCommands: ['no-such-program-loopwright'] });
-    expect(outcome).toEqual({ content: "cannot run no-such-program-loopwright: no-such-program-loopwright was not found on the worker's PATH", isError: true });
+    expect(outcome).toEqual({ content: 'cannot run no-such-program-loopwright: no-such-program-loopwright was not found on the PATH inside the sandbox', isError: true });
   });
 });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ToolContext } from '../../activities/tools/types';
@@ -48,4 +48,31 @@ export async function waitGone(pid: number, ms = 2000): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 50));
   }
   return processGone(pid);
+}
+
+/**
+ * Pids of the host's processes whose command line is exactly `cmdline` (words joined by spaces).
+ * Sandboxed commands have pids of their own namespace, so tests find what survived by name.
+ */
+export function processesNamed(cmdline: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ') === cmdline && !processGone(Number(entry))) found.push(Number(entry));
+    } catch {
+      // gone while we looked
+    }
+  }
+  return found;
+}
+
+/** Waits up to `ms` until no process named `cmdline` is left; true when none is. */
+export async function waitNoneNamed(cmdline: string, ms = 2000): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (processesNamed(cmdline).length === 0) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return processesNamed(cmdline).length === 0;
 }

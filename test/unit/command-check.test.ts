@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EVIDENCE_CHARS, runCommandCheck } from '../../activities/checks/command';
 import { runScratchDir } from '../../activities/checks/workspace';
 import { ZERO_USAGE } from '../../common/usage';
+import { waitNoneNamed } from '../tools/workspace';
 
 const WORKFLOW_ID = `command-check-test/${process.pid}`;
 let workspace: string;
@@ -16,16 +17,6 @@ afterAll(() => rmSync(runScratchDir(WORKFLOW_ID), { recursive: true, force: true
 
 const check = (command: string, timeout = '10s', candidate = 'the candidate') =>
   runCommandCheck({ workflowId: WORKFLOW_ID, attempt: 1, check: { kind: 'command', name: 'test', command, timeout }, workspace, candidate });
-
-/** True when the process is gone (or only a zombie waiting to be reaped). */
-function gone(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return true;
-  }
-}
 
 describe('runCommandCheck', () => {
   test('a command that exits 0 passes with its output as evidence', async () => {
@@ -53,10 +44,20 @@ describe('runCommandCheck', () => {
     expect(verdict.evidence).toBe(candidate);
   });
 
-  test('the candidate file is outside the workspace', async () => {
-    const verdict = await check('printf %s "$LOOPWRIGHT_CANDIDATE_FILE"');
+  test('the candidate file is outside the workspace and read-only', async () => {
+    const verdict = await check('printf %s "$LOOPWRIGHT_CANDIDATE_FILE"; echo changed > "$LOOPWRIGHT_CANDIDATE_FILE" && echo WROTE');
     expect(verdict.evidence).not.toContain(workspace);
-    expect(existsSync(verdict.evidence!)).toBe(true);
+    expect(verdict.evidence).not.toContain('WROTE');
+    expect(verdict.evidence).toMatch(/^\/run\/loopwright\/input/);
+  });
+
+  test('the verdict says which sandbox ran the command', async () => {
+    expect((await check('true')).sandbox).toBe('bwrap');
+  });
+
+  test('without the candidate (a loop whose agent runs commands) the environment is exactly the agent\'s', async () => {
+    const verdict = await runCommandCheck({ workflowId: WORKFLOW_ID, attempt: 3, check: { kind: 'command', name: 'test', command: 'env | cut -d= -f1 | sort | tr "\\n" " "', timeout: '10s' }, workspace, candidate: 'c', withCandidate: false, env: { NODE_ENV: 'test' } });
+    expect(verdict.evidence!.trim().split(' ').filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n))).toEqual(['CI', 'HOME', ...(process.env.LANG ? ['LANG'] : []), 'NODE_ENV', 'PATH', 'TMPDIR']);
   });
 
   test('the command runs in the workspace', async () => {
@@ -73,16 +74,16 @@ describe('runCommandCheck', () => {
 
   test('a command that outlives its timeout fails quickly as timed out and leaves no process behind', async () => {
     const started = Date.now();
-    const verdict = await check('sleep 6.2 & echo $! > bg.pid; echo $$ > sh.pid; sleep 5.3', '300ms');
+    const name = `sleep 6.${process.pid % 1000}`;
+    const verdict = await check(`${name} & echo started; sleep 5.3`, '300ms');
     const elapsed = Date.now() - started;
     expect(verdict.passed).toBe(false);
     expect(verdict.reason).toContain('timed out after 300ms');
+    expect(verdict.evidence).toContain('started');
     expect(elapsed).toBeLessThan(2500);
-    const pids = ['sh.pid', 'bg.pid'].map((f) => Number(readFileSync(path.join(workspace, f), 'utf8').trim()));
-    for (const pid of pids) expect(pid).toBeGreaterThan(0);
-    // the shell, its foreground sleep and its background sleep share one process group
-    await new Promise((r) => setTimeout(r, 100));
-    expect(pids.filter((pid) => !gone(pid))).toEqual([]);
+    // the shell, its foreground sleep and its background sleep die with the sandbox
+    expect(await waitNoneNamed(name)).toBe(true);
+    expect(await waitNoneNamed('sleep 5.3')).toBe(true);
   });
 
   test('evidence is capped at EVIDENCE_CHARS and keeps the end of the output', async () => {

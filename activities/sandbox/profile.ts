@@ -1,0 +1,110 @@
+import { lstatSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * What one sandboxed command may see. Every path is absolute and real (no symlinks).
+ * Nothing is mounted unless it is listed here: the rest of the machine (other runs' workspaces,
+ * `LOOPWRIGHT_HOME`, users' homes, `/run`, `/var`, `/sys`) simply does not exist inside.
+ */
+export interface SandboxLayout {
+  /** The one writable folder (for L2, the run's git worktree). */
+  workspace: string;
+  /** The git directories the workspace uses (its `.git`, a worktree's gitdir and common dir): read-only. */
+  gitDirs: string[];
+  /** More read-only paths: the worker's Node.js install when it is outside the system folders, operator-given paths. */
+  readOnly: string[];
+  /**
+   * Paths that stay unreadable even when they lie inside something mounted (LOOPWRIGHT_HOME
+   * inside the workspace, the worker's home inside a read-only path). A path that holds the
+   * workspace is not masked: it is not mounted in the first place, only the workspace is.
+   */
+  masked: string[];
+  /** Host files made readable at a fixed path inside: `[host path, path inside]`. */
+  files: Array<[string, string]>;
+}
+
+/** The system, read-only. `/opt`, `/srv`, `/var` and the homes are left out on purpose. */
+export const SYSTEM_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
+
+/** Secrets the system folders hold, masked inside the sandbox (a root worker could read them otherwise). */
+export const SYSTEM_SECRETS = [
+  '/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/security/opasswd',
+  '/etc/sudoers', '/etc/sudoers.d', '/etc/ssh', '/etc/ssl/private', '/etc/pki/tls/private',
+  '/etc/letsencrypt', '/etc/wireguard', '/etc/NetworkManager/system-connections',
+  '/etc/kubernetes', '/etc/rancher', '/etc/docker', '/etc/containerd',
+];
+
+/** The namespaces and process rules every sandbox gets. */
+export const ISOLATION = [
+  '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--unshare-cgroup-try',
+  // The sandbox dies with the worker, cannot reach the worker's terminal, and keeps no capabilities.
+  '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--hostname', 'loopwright-sandbox',
+];
+
+/** True when `inner` is `outer` or lies under it. */
+export function isWithin(outer: string, inner: string): boolean {
+  const rel = path.relative(outer, inner);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+type Kind = 'dir' | 'file' | 'symlink' | null;
+
+function kindOf(p: string): Kind {
+  try {
+    const st = lstatSync(p);
+    return st.isSymbolicLink() ? 'symlink' : st.isDirectory() ? 'dir' : 'file';
+  } catch {
+    return null;
+  }
+}
+
+function mask(p: string): string[] {
+  const kind = kindOf(p);
+  if (kind === 'dir') return ['--tmpfs', p, '--remount-ro', p];
+  if (kind === 'file' || kind === 'symlink') return ['--ro-bind', '/dev/null', p];
+  return [];
+}
+
+/**
+ * bubblewrap's arguments for `layout`, ending with `--` (the command follows). The order
+ * matters: later mounts cover earlier ones, so the system comes first, then its masks, the
+ * extra read-only paths, the masks inside them, the workspace (writable), its git directories
+ * (read-only again, even inside the workspace), the masks inside the workspace, and the files.
+ */
+export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean } = {}): string[] {
+  // No nested user namespaces (bubblewrap 0.8+): agent code gets no further kernel surface.
+  const args = [...ISOLATION, ...(opts.disableUserns ? ['--disable-userns'] : [])];
+  const mounted: string[] = [];
+  for (const p of SYSTEM_PATHS) {
+    const kind = kindOf(p);
+    if (kind === 'symlink') args.push('--symlink', readlinkSync(p), p);
+    else if (kind === 'dir') {
+      args.push('--ro-bind', p, p);
+      mounted.push(p);
+    }
+  }
+  args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', '/tmp/home');
+  for (const p of SYSTEM_SECRETS) args.push(...mask(p));
+
+  const ws = layout.workspace;
+  const outside = (p: string) => !isWithin(p, ws);
+  for (const p of layout.readOnly) {
+    if (kindOf(p) === null || mounted.some((m) => isWithin(m, p))) continue;
+    args.push('--ro-bind', p, p);
+    mounted.push(p);
+  }
+  for (const p of layout.masked) {
+    if (outside(p) && mounted.some((m) => isWithin(m, p))) args.push(...mask(p));
+  }
+
+  args.push('--bind', ws, ws);
+  const gitPaths = [...layout.gitDirs, path.join(ws, '.git')].filter((p, i, all) => all.indexOf(p) === i && kindOf(p) !== null);
+  for (const p of gitPaths) args.push('--ro-bind', p, p);
+  for (const p of layout.masked) {
+    if (outside(p) && isWithin(ws, p)) args.push(...mask(p));
+  }
+  for (const [host, inside] of layout.files) args.push('--ro-bind', host, inside);
+  // The sandbox's own root (a tmpfs holding the mount points) becomes read-only too.
+  args.push('--remount-ro', '/', '--chdir', ws, '--');
+  return args;
+}

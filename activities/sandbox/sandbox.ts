@@ -1,0 +1,195 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+import { ConfigError, LoopwrightError } from '../../common/errors';
+import type { SandboxName } from '../../common/run-record';
+import { isExecutableFile, whichAll } from '../../server/binary-locator';
+import { runCommand } from '../../server/run-command';
+import { loopwrightHome } from '../../server/paths';
+import { spawnCapture, type Captured } from '../tools/spawn-capture';
+import { commandEnv } from './env';
+import { workspaceGitDirs } from './git-dirs';
+import { bwrapArgs } from './profile';
+import { realOrSelf } from './real-path';
+
+/** How a worker runs agent commands: in bubblewrap (the default), or, opted out, without a sandbox. */
+export type SandboxMode = 'bwrap' | 'off';
+
+export type { SandboxName };
+
+/** Whether this worker can sandbox commands. */
+export type SandboxStatus =
+  | { kind: 'bwrap'; path: string; version: string }
+  /** `LOOPWRIGHT_SANDBOX=off`: commands run without a sandbox, recorded as `sandbox: none`. */
+  | { kind: 'none' }
+  /** bubblewrap is missing or does not work here: loops that run commands are refused. */
+  | { kind: 'unavailable'; reason: string };
+
+/**
+ * The sandbox does not work on this worker and nobody opted out: a run of a loop that runs
+ * commands is refused with this one line (what failed, how to install it, how to opt out).
+ */
+export class SandboxUnavailableError extends LoopwrightError {
+  constructor(reason: string) {
+    super(
+      `the sandbox for agent commands does not work on this worker (${reason}): install bubblewrap ` +
+        '(Debian/Ubuntu: apt-get install bubblewrap), or set LOOPWRIGHT_SANDBOX=off on the worker to run commands ' +
+        'unsandboxed (recorded as sandbox: none)',
+    );
+  }
+}
+
+/** The sandbox settings of a worker, from its environment. */
+export interface SandboxConfig {
+  mode: SandboxMode;
+  /** An explicit bubblewrap binary (`LOOPWRIGHT_BWRAP`); else `bwrap` on PATH. */
+  bwrap?: string;
+  /** The worker's environment: only PATH and LANG are passed on to commands. */
+  env: Record<string, string | undefined>;
+  /** Paths commands must never read (LOOPWRIGHT_HOME, transcripts, worktrees, homes). */
+  masked: string[];
+  /** More read-only paths (the Node.js install, `LOOPWRIGHT_SANDBOX_READ`). */
+  readOnly: string[];
+}
+
+/** One command to run in a workspace. */
+export interface SandboxRunOptions {
+  /** The folder the command runs in and the only one it may write. */
+  workspace: string;
+  /** What the loop declares (`spec.sandbox.env`) and the caller adds; see {@link commandEnv}. */
+  env?: Record<string, string>;
+  /** A host file the command may read, and the variable that names it (a check's candidate). */
+  file?: { host: string; variable: string };
+  timeoutMs: number;
+  capChars: number;
+  signal?: AbortSignal;
+  heartbeat?: () => void;
+}
+
+/** How a sandboxed command ended, and what ran it. */
+export interface SandboxedRun extends Captured {
+  sandbox: SandboxName;
+}
+
+/** Runs commands the agent wrote or chose. */
+export interface Sandbox {
+  /** Probes once (a real bubblewrap run, not just the binary) and remembers the answer. */
+  status(): Promise<SandboxStatus>;
+  /** Runs `argv` in the sandbox; throws {@link SandboxUnavailableError} when there is none and nobody opted out. */
+  run(argv: string[], opts: SandboxRunOptions): Promise<SandboxedRun>;
+}
+
+/** Where a file given with `file` appears inside the sandbox. */
+export const SANDBOX_FILE = '/run/loopwright/input';
+
+/**
+ * `LOOPWRIGHT_SANDBOX` (`bwrap`, the default, or `off`), `LOOPWRIGHT_BWRAP` and
+ * `LOOPWRIGHT_SANDBOX_READ` (more read-only paths, separated by `:`), plus the paths of this
+ * worker that commands must not read. A bad value is a ConfigError.
+ */
+export function sandboxConfigFromEnv(env: Record<string, string | undefined>): SandboxConfig {
+  const raw = (env.LOOPWRIGHT_SANDBOX ?? '').trim().toLowerCase();
+  let mode: SandboxMode;
+  if (raw === '' || raw === 'bwrap' || raw === 'on') mode = 'bwrap';
+  else if (raw === 'off' || raw === 'none') mode = 'off';
+  else throw new ConfigError(`LOOPWRIGHT_SANDBOX=${env.LOOPWRIGHT_SANDBOX} is not a sandbox mode: use bwrap (the default) or off`);
+  const home = loopwrightHome(env);
+  const masked = [
+    home, env.LOOPWRIGHT_TRANSCRIPTS, env.LOOPWRIGHT_WORKTREES, env.HOME, homedir(), '/root', '/home',
+    path.join(tmpdir(), 'loopwright'),
+  ].filter((p): p is string => !!p && p.trim() !== '');
+  const node = path.dirname(path.dirname(realOrSelf(process.execPath)));
+  const extra = (env.LOOPWRIGHT_SANDBOX_READ ?? '').split(':').filter((p) => p.trim() !== '');
+  for (const p of extra) if (!path.isAbsolute(p)) throw new ConfigError(`LOOPWRIGHT_SANDBOX_READ holds ${p}, which is not an absolute path: list absolute paths separated by ":"`);
+  return { mode, bwrap: env.LOOPWRIGHT_BWRAP?.trim() || undefined, env, masked: [...new Set(masked.map(realOrSelf))], readOnly: [node, ...extra].map(realOrSelf) };
+}
+
+/** The bubblewrap binary to use, or why there is none. */
+function findBwrap(config: SandboxConfig): { path: string } | { reason: string } {
+  if (config.bwrap) return isExecutableFile(config.bwrap) ? { path: config.bwrap } : { reason: `LOOPWRIGHT_BWRAP=${config.bwrap} is not an executable file` };
+  // Relative PATH entries depend on the working directory, which may be a workspace the agent writes to.
+  const absolute = (config.env.PATH ?? '').split(':').filter((d) => path.isAbsolute(d)).join(':');
+  const found = whichAll('bwrap', absolute).find(isExecutableFile);
+  return found ? { path: found } : { reason: 'bwrap is not on PATH' };
+}
+
+/**
+ * The worker's sandbox. `status()` probes with a real sandboxed command in a scratch
+ * workspace (namespaces, mounts and all), so a kernel or container that forbids user
+ * namespaces is found at worker start, not in the middle of a run.
+ */
+export function createSandbox(config: SandboxConfig): Sandbox {
+  let probed: Promise<SandboxStatus> | undefined;
+  const status = () => (probed ??= probe(config));
+  return {
+    status,
+    async run(argv, opts) {
+      const st = await status();
+      if (st.kind === 'unavailable') throw new SandboxUnavailableError(st.reason);
+      return st.kind === 'bwrap' ? runBwrap(config, st.path, st.version, argv, opts) : runUnsandboxed(config, argv, opts);
+    },
+  };
+}
+
+async function probe(config: SandboxConfig): Promise<SandboxStatus> {
+  if (config.mode === 'off') return { kind: 'none' };
+  const bin = findBwrap(config);
+  if (!('path' in bin)) return { kind: 'unavailable', reason: bin.reason };
+  const printed = await runCommand(bin.path, ['--version'], { env: { PATH: config.env.PATH ?? '' }, timeoutMs: 10_000 });
+  const version = /(\d+\.\d+(?:\.\d+)?)/.exec(printed.stdout)?.[1] ?? '0.0.0';
+  const dir = await mkdtemp(path.join(tmpdir(), 'loopwright-sandbox-probe-'));
+  try {
+    const run = await runBwrap(config, bin.path, version, ['/bin/sh', '-c', 'echo probe > written && cat written'], { workspace: dir, timeoutMs: 15_000, capChars: 4000 });
+    if (run.code !== 0 || !run.output.includes('probe')) {
+      const why = run.output.trim().split('\n').find((l) => l.trim() !== '') ?? `exit ${run.code ?? run.signal}`;
+      return { kind: 'unavailable', reason: `the bwrap probe failed: ${why.slice(0, 300)}` };
+    }
+  } catch (err) {
+    return { kind: 'unavailable', reason: `the bwrap probe failed: ${(err as Error).message.split('\n')[0]}` };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return { kind: 'bwrap', path: bin.path, version };
+}
+
+/** `--disable-userns` (no nested user namespaces inside the sandbox) came with bubblewrap 0.8.0. */
+function supportsDisableUserns(version: string): boolean {
+  const [major, minor] = version.split('.').map(Number);
+  return major > 0 || minor >= 8;
+}
+
+function runBwrap(config: SandboxConfig, bwrap: string, version: string, argv: string[], opts: SandboxRunOptions): Promise<SandboxedRun> {
+  const workspace = realOrSelf(opts.workspace);
+  const env = commandEnv(config.env, opts.env);
+  const files: Array<[string, string]> = [];
+  if (opts.file) {
+    files.push([realOrSelf(opts.file.host), SANDBOX_FILE]);
+    env[opts.file.variable] = SANDBOX_FILE;
+  }
+  const args = bwrapArgs({ workspace, gitDirs: workspaceGitDirs(workspace), readOnly: config.readOnly, masked: config.masked, files }, { disableUserns: supportsDisableUserns(version) });
+  // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
+  // /proc/1/environ must hold nothing the command may not see.
+  return spawnCapture([bwrap, ...args, ...argv], { cwd: workspace, env, timeoutMs: opts.timeoutMs, capChars: opts.capChars, signal: opts.signal, heartbeat: opts.heartbeat }).then(
+    (run) => ({ ...run, sandbox: 'bwrap' as const }),
+  );
+}
+
+/** LOOPWRIGHT_SANDBOX=off: the same environment allow-list, a private HOME, and nothing else between the command and the worker. */
+async function runUnsandboxed(config: SandboxConfig, argv: string[], opts: SandboxRunOptions): Promise<SandboxedRun> {
+  const home = await mkdtemp(path.join(tmpdir(), 'loopwright-home-'));
+  try {
+    const env = commandEnv(config.env, opts.env, { home, tmp: tmpdir() });
+    if (opts.file) env[opts.file.variable] = opts.file.host;
+    const run = await spawnCapture(argv, { cwd: realOrSelf(opts.workspace), env, timeoutMs: opts.timeoutMs, capChars: opts.capChars, signal: opts.signal, heartbeat: opts.heartbeat });
+    return { ...run, sandbox: 'none' };
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+let shared: Sandbox | undefined;
+
+/** The sandbox of this process's environment, for callers that were given none (one per process). */
+export function defaultSandbox(): Sandbox {
+  return (shared ??= createSandbox(sandboxConfigFromEnv(process.env)));
+}

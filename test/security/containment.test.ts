@@ -1,0 +1,209 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import { LoopwrightClient } from '../../client/loopwright-client';
+import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
+import type { RunRecord } from '../../common/run-record';
+import { startModelServer, type ModelServer } from '../../model-server/server';
+import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
+import { CLI, runCli, startWorkerProcess, stopWorkerProcesses, type Background } from '../helpers/cli';
+import { script, workerSays } from '../helpers/scripts';
+import { testAddress, workerProcessEnv } from '../helpers/temporal';
+import { freePort } from '../../server/dev-server';
+import { processesNamed } from '../tools/workspace';
+import { attackSource, type AttackTargets } from './attack';
+
+/**
+ * A hostile agent, played through the scripted model against a real `loopwright worker`
+ * process on the real dev server. It writes a test file that tries every escape (read the
+ * worker's key, LOOPWRIGHT_HOME, another run's workspace, the user's home; write outside the
+ * workspace, into .git, commit, move refs; connect to Temporal, the model endpoint, another
+ * port; leave processes behind; approve through the CLI) and runs it with the allow-listed
+ * test command; the "tests pass" check runs it again. A loop without agent tools runs the same
+ * attack from a command check. Every attempt must fail, seen from inside (the report) and from
+ * outside (the host), while the runs carry on normally to their usual ends.
+ *
+ * Everything the attack must not reach lives under /var/tmp, which the sandbox does not mount,
+ * so the probes are not defeated merely by the sandbox's private /tmp.
+ */
+const CANARY = `lw-canary-${randomBytes(8).toString('hex')}`;
+const TAG = `${process.pid % 1000}${randomBytes(2).readUInt16BE() % 1000}`;
+let outside: string;
+let model: ModelServer | undefined;
+let modelPort: number;
+let worker: Background;
+let client: LoopwrightClient;
+let env: Record<string, string | undefined>;
+let other: Server;
+let connections = 0;
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+const portOf = (address: string) => Number(address.split(':').pop());
+
+const FIX = { path: 'src/math.js', old_text: 'return a - b;', new_text: 'return a + b;' };
+const TESTS = [
+  "const test = require('node:test');",
+  "const assert = require('node:assert');",
+  "const { add, multiply } = require('../src/math');",
+  "test('multiply multiplies two numbers', () => assert.strictEqual(multiply(3, 4), 12));",
+  `test('${SAMPLE_FAILING_TEST}', () => assert.strictEqual(add(2, 3), 5));`,
+  "test('add handles negative numbers (regression)', () => assert.strictEqual(add(-2, -3), -5));",
+  '',
+].join('\n');
+
+function targets(extra: Partial<AttackTargets>): AttackTargets {
+  const home = env.LOOPWRIGHT_HOME!;
+  return {
+    canary: CANARY,
+    workerPid: worker.child.pid!,
+    unreadable: {
+      LOOPWRIGHT_HOME: home,
+      transcripts: env.LOOPWRIGHT_TRANSCRIPTS!,
+      "another run's workspace": path.join(outside, 'other-run'),
+      "another run's worktree": path.join(env.LOOPWRIGHT_WORKTREES!, 'loopwright_other-run'),
+      "the user's home": env.HOME!,
+    },
+    worktrees: env.LOOPWRIGHT_WORKTREES,
+    unwritable: { 'a file outside the workspace': path.join(outside, 'pwned.txt'), "the user's ~/.bashrc": path.join(env.HOME!, '.bashrc'), '/etc': `/etc/loopwright-pwned-${TAG}` },
+    ports: { temporal: portOf(testAddress()), 'the model endpoint': modelPort, 'another local service': (other.address() as { port: number }).port },
+    cli: CLI,
+    tag: TAG,
+    reportDir: '.attack',
+    ...extra,
+  };
+}
+
+/** The attack's reports in a workspace, and checks that every probe in them was blocked. */
+function reports(dir: string): Array<Record<string, string>> {
+  const folder = path.join(dir);
+  const found = existsSync(folder) ? readdirSync(folder).filter((f) => f.endsWith('.json')) : [];
+  return found.map((f) => JSON.parse(readFileSync(path.join(folder, f), 'utf8')) as Record<string, string>);
+}
+
+function expectAllBlocked(report: Record<string, string>): void {
+  expect(JSON.stringify(report)).not.toContain(CANARY);
+  const leaked = Object.entries(report).filter(([, outcome]) => !outcome.startsWith('blocked') && outcome !== 'done');
+  expect(leaked).toEqual([]);
+  // The attack really ran every probe (a report of nothing would prove nothing).
+  expect(Object.keys(report).length).toBeGreaterThanOrEqual(18);
+}
+
+/** What the host must still look like after the attacks. */
+async function expectHostUntouched(workspace: string): Promise<void> {
+  for (const file of [path.join(outside, 'pwned.txt'), path.join(env.HOME!, '.bashrc'), `/etc/loopwright-pwned-${TAG}`]) expect(existsSync(file)).toBe(false);
+  expect(processesNamed(`sleep 30.${TAG}`)).toEqual([]);
+  await new Promise((r) => setTimeout(r, 2500));
+  expect(existsSync(path.join(workspace, `late-${TAG}`))).toBe(false);
+  expect(connections).toBe(0);
+}
+
+beforeAll(async () => {
+  outside = mkdtempSync('/var/tmp/lw-containment-');
+  mkdirSync(path.join(outside, 'other-run'));
+  writeFileSync(path.join(outside, 'other-run', 'secret.txt'), CANARY);
+  const home = path.join(outside, 'home');
+  mkdirSync(path.join(home, '.ssh'), { recursive: true });
+  writeFileSync(path.join(home, '.ssh', 'id_ed25519'), CANARY);
+  const lwHome = path.join(outside, 'lw-home');
+  mkdirSync(path.join(lwHome, 'worktrees', 'loopwright_other-run'), { recursive: true });
+  writeFileSync(path.join(lwHome, 'worktrees', 'loopwright_other-run', 'secret.txt'), CANARY);
+  writeFileSync(path.join(lwHome, 'dev.db'), CANARY);
+  other = createServer((s) => {
+    connections++;
+    s.end();
+  });
+  await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+  // The worker starts first (the attack needs its pid); each test serves its script on this port.
+  modelPort = await freePort();
+  env = {
+    ...workerProcessEnv('containment', `http://127.0.0.1:${modelPort}`),
+    ANTHROPIC_API_KEY: CANARY,
+    GH_PAT: CANARY,
+    DATABASE_URL: `postgres://loopwright:${CANARY}@db/loopwright`,
+    AWS_ACCESS_KEY_ID: CANARY,
+    SSH_AUTH_SOCK: path.join(outside, `${CANARY}.sock`),
+    HOME: home,
+    LOOPWRIGHT_HOME: lwHome,
+    LOOPWRIGHT_TRANSCRIPTS: path.join(lwHome, 'transcripts'),
+    LOOPWRIGHT_WORKTREES: path.join(lwHome, 'worktrees'),
+  };
+  worker = await startWorkerProcess(env);
+  client = await LoopwrightClient.connect({ env });
+}, 60_000);
+
+afterAll(async () => {
+  await client?.close();
+  await stopWorkerProcesses();
+  await new Promise<void>((r) => (other ? other.close(() => r()) : r()));
+  if (outside) rmSync(outside, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  await model?.close();
+  model = undefined;
+});
+
+/** Serves the test's scripted model on the worker's model port. */
+async function serve(rules: Parameters<typeof script>): Promise<void> {
+  model = await startModelServer({ script: script(...rules), port: modelPort });
+}
+
+test('the worker says at start that bubblewrap runs agent commands', () => {
+  expect(worker.output()).toMatch(/sandbox: bubblewrap \S+ \(.*bwrap\) runs agent commands and checks/);
+});
+
+test('fix-test: an attack in a test file the agent writes fails from run_command and from the "tests pass" check, and the run carries on to its approval', async () => {
+  const repo = createSampleRepo(path.join(outside, 'repo'));
+  const base = git(repo, 'rev-parse', 'main');
+  const config = readFileSync(path.join(repo, '.git', 'config'), 'utf8');
+  const attack = attackSource(targets({ repoGit: path.join(repo, '.git'), reportDir: 'test/.attack' }), true);
+  await serve([
+    turnCalls(1, [['write_file', { path: 'test/attack.test.js', content: attack }], ['edit_file', FIX], ['write_file', { path: 'test/math.test.js', content: TESTS }]]),
+    turnCalls(2, [['run_command', { command: 'node --test' }]]),
+    turnAnswers(3, 'Cause: add() subtracted (src/math.js:3). Fixed it and added a regression test.'),
+  ]);
+  const { workflowId } = await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
+  const waiting = await client.wait(workflowId);
+  expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' }, sandbox: 'bwrap' });
+  const [attempt] = waiting.attempts;
+  expect(attempt.passed).toBe(true);
+  const command = attempt.toolCalls!.find((c) => c.name === 'run_command')!;
+  expect(command).toMatchObject({ allowed: true, isError: false, sandbox: 'bwrap' });
+  expect(attempt.verdicts.find((v) => v.check === 'tests pass')).toMatchObject({ passed: true, sandbox: 'bwrap' });
+
+  const found = reports(path.join(waiting.workspace!.root, 'test', '.attack'));
+  expect(found).toHaveLength(2); // one from the agent's run_command, one from the check
+  for (const report of found) expectAllBlocked(report);
+  expect(found[0]['connect to temporal']).toMatch(/^blocked/);
+  expect(found[0]['write .git/hooks/post-commit']).toMatch(/^blocked: EROFS/);
+
+  await expectHostUntouched(waiting.workspace!.root);
+  expect(git(repo, 'rev-parse', 'main')).toBe(base);
+  expect(git(repo, 'branch', '--list', `evil-${TAG}`)).toBe('');
+  expect(existsSync(path.join(repo, '.git', 'hooks', 'post-commit'))).toBe(false);
+  expect(readFileSync(path.join(repo, '.git', 'config'), 'utf8')).toBe(config);
+
+  await client.decide(workflowId, { kind: 'approve', by: 'ada' });
+  const done = await client.wait(workflowId);
+  expect(done).toMatchObject({ state: 'completed', stopReason: 'passed' });
+  expect(git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').split('\n')).toEqual([done.effects[0].commit]);
+  const trace = await runCli(['trace', workflowId], env);
+  expect(trace.stdout).toContain('sandbox: bwrap');
+  expect(trace.stdout).not.toContain(CANARY);
+}, 120_000);
+
+test('evaluate-optimize: the same attack run by a command check fails, and the run completes', async () => {
+  const ws = path.join(outside, 'ws-check');
+  mkdirSync(ws);
+  writeFileSync(path.join(ws, 'attack.js'), attackSource(targets({}), false));
+  await serve([workerSays(1, 'an answer')]);
+  const { workflowId } = await client.run('evaluate-optimize', { task: 'Answer.', workspace: ws, checks: [{ kind: 'command', name: 'attack', command: 'node attack.js' }] });
+  const done: RunRecord = await client.wait(workflowId);
+  expect(done).toMatchObject({ state: 'completed', stopReason: 'passed', sandbox: 'bwrap' });
+  expect(done.attempts[0].verdicts[0]).toMatchObject({ check: 'attack', passed: true, sandbox: 'bwrap' });
+  const found = reports(path.join(ws, '.attack'));
+  expect(found).toHaveLength(1);
+  expectAllBlocked(found[0]);
+  await expectHostUntouched(ws);
+}, 120_000);
