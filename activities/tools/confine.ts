@@ -1,4 +1,5 @@
 import { lstatSync, realpathSync } from 'node:fs';
+import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from './types';
 
@@ -23,21 +24,24 @@ function errCode(err: unknown): string | undefined {
 }
 
 /**
- * The real, absolute path of `relPath` inside the workspace `root`, or a ToolError that says
- * why not. Refused: NUL bytes, absolute paths, paths whose normalized form leaves the root
- * (`../x`, `a/../../x`), symlinks whose target leads outside (the realpath of the deepest
- * existing ancestor, and of the file itself when it exists, must stay inside the realpath of
- * the root), dangling symlinks, and, with `forWrite`, anything inside `.git/`.
- * The check is made at call time: a file swapped for a symlink afterwards is not caught.
+ * What the rules need to ask the filesystem: the realpath of a path (throws as realpath
+ * does), or whether a path is a symlink (false when it cannot be lstat'ed).
  */
-export function resolveInside(root: string, relPath: string, opts: ResolveOptions = {}): string {
+type Probe = { op: 'realpath'; path: string } | { op: 'isSymlink'; path: string };
+
+/**
+ * The rules of {@link resolveInside}, written once: a generator that yields each filesystem
+ * question and gets its answer back (or the error thrown into it), so a sync and an async
+ * driver share exactly the same semantics.
+ */
+function* resolveSteps(root: string, relPath: string, opts: ResolveOptions): Generator<Probe, string, string | boolean> {
   if (relPath.includes('\0')) throw new ToolError(`path ${JSON.stringify(relPath)} contains a NUL byte`);
   if (path.isAbsolute(relPath)) {
     throw new ToolError(`path ${relPath} is absolute: give a path relative to the workspace root`);
   }
   let realRoot: string;
   try {
-    realRoot = realpathSync(root);
+    realRoot = (yield { op: 'realpath', path: root }) as string;
   } catch (err) {
     throw new Error(`the workspace root ${root} cannot be resolved (${errCode(err) ?? 'error'})`, { cause: err });
   }
@@ -54,11 +58,11 @@ export function resolveInside(root: string, relPath: string, opts: ResolveOption
   const rest: string[] = [];
   for (;;) {
     try {
-      existing = realpathSync(existing);
+      existing = (yield { op: 'realpath', path: existing }) as string;
       break;
     } catch (err) {
       if (errCode(err) !== 'ENOENT' && errCode(err) !== 'ENOTDIR') throw err;
-      if (isSymlink(existing)) throw new ToolError(`path ${shown} goes through a dangling symlink`);
+      if ((yield { op: 'isSymlink', path: existing }) as boolean) throw new ToolError(`path ${shown} goes through a dangling symlink`);
       rest.unshift(path.basename(existing));
       const parent = path.dirname(existing);
       if (parent === existing) throw new ToolError(`path ${shown} cannot be resolved`);
@@ -73,9 +77,62 @@ export function resolveInside(root: string, relPath: string, opts: ResolveOption
   return real;
 }
 
-function isSymlink(p: string): boolean {
+/**
+ * The real, absolute path of `relPath` inside the workspace `root`, or a ToolError that says
+ * why not. Refused: NUL bytes, absolute paths, paths whose normalized form leaves the root
+ * (`../x`, `a/../../x`), symlinks whose target leads outside (the realpath of the deepest
+ * existing ancestor, and of the file itself when it exists, must stay inside the realpath of
+ * the root), dangling symlinks, and, with `forWrite`, anything inside `.git/`.
+ * The check is made at call time: a file swapped for a symlink afterwards is not caught
+ * (the file tools open what it returns with O_NOFOLLOW, so the last component cannot be).
+ * Synchronous: the tools use {@link resolveInsideAsync}, which keeps the worker's thread free.
+ */
+export function resolveInside(root: string, relPath: string, opts: ResolveOptions = {}): string {
+  const steps = resolveSteps(root, relPath, opts);
+  let step = steps.next();
+  while (!step.done) {
+    const probe = step.value;
+    let answer: string | boolean;
+    try {
+      answer = probe.op === 'realpath' ? realpathSync(probe.path) : isSymlinkSync(probe.path);
+    } catch (err) {
+      step = steps.throw(err);
+      continue;
+    }
+    step = steps.next(answer);
+  }
+  return step.value;
+}
+
+/** {@link resolveInside} with the same rules, on async fs calls (nothing blocks the event loop). */
+export async function resolveInsideAsync(root: string, relPath: string, opts: ResolveOptions = {}): Promise<string> {
+  const steps = resolveSteps(root, relPath, opts);
+  let step = steps.next();
+  while (!step.done) {
+    const probe = step.value;
+    let answer: string | boolean;
+    try {
+      answer = probe.op === 'realpath' ? await realpath(probe.path) : await isSymlink(probe.path);
+    } catch (err) {
+      step = steps.throw(err);
+      continue;
+    }
+    step = steps.next(answer);
+  }
+  return step.value;
+}
+
+function isSymlinkSync(p: string): boolean {
   try {
     return lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+async function isSymlink(p: string): Promise<boolean> {
+  try {
+    return (await lstat(p)).isSymbolicLink();
   } catch {
     return false;
   }

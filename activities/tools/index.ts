@@ -11,5 +11,5 @@ export { editFileTool, type EditFileInput } from './edit-file';
 export { runCommandTool, type RunCommandInput } from './run-command';
 export { gitDiffTool, gitStatusTool, type NoInput } from './git';
 export { splitCommand, matchAllowed } from './shell-words';
-export { scrubEnv } from './env';
-export { MAX_READ_BYTES } from './text-files';
+export { MAX_READ_BYTES, MAX_WRITE_BYTES } from './text-files';
+export { resolveInsideAsync } from './confine';

@@ -1,9 +1,15 @@
-import { readdirSync, statSync } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { opendir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { resolveInside } from './confine';
-import { fsToolError, statPath } from './text-files';
-import { ToolError, type Tool } from './types';
+import { resolveInsideAsync } from './confine';
+import { fsToolError, kindOf, Slicer, statPath } from './text-files';
+import { ToolError, type Tool, type ToolContext } from './types';
+
+/** Most entries list_files shows of one directory. */
+export const MAX_LIST_ENTRIES = 1000;
+/** Most names list_files reads from one directory (to sort them) before it stops reading. */
+export const MAX_LIST_SCAN = 10_000;
 
 const ListFilesInputSchema = z.object({
   path: z.string().min(1).describe('Directory relative to the workspace root; "." for the root itself'),
@@ -11,46 +17,86 @@ const ListFilesInputSchema = z.object({
 /** Input of `list_files`. */
 export type ListFilesInput = z.infer<typeof ListFilesInputSchema>;
 
-function entryLine(root: string, dir: string, name: string, isSymlink: boolean): string {
-  if (isSymlink) {
+function describe(name: string, stats: Stats, link: string): string {
+  if (stats.isDirectory()) return `${name}/${link}`;
+  if (stats.isFile()) return `${name} (${stats.size} bytes)${link}`;
+  return `${name} (${kindOf(stats)})${link}`;
+}
+
+async function entryLine(root: string, dir: string, name: string, isSymlink: boolean): Promise<string> {
+  let abs: string;
+  try {
+    abs = await resolveInsideAsync(root, path.join(dir, name));
+  } catch (err) {
     // Say nothing about what a link outside the workspace points at.
-    try {
-      resolveInside(root, path.join(dir, name));
-    } catch {
-      return `${name} (symlink leading outside the workspace or nowhere)`;
-    }
+    if (isSymlink) return `${name} (symlink leading outside the workspace or nowhere)`;
+    throw err;
   }
-  const stats = statSync(resolveInside(root, path.join(dir, name)));
-  const link = isSymlink ? ' (symlink)' : '';
-  return stats.isDirectory() ? `${name}/${link}` : `${name} (${stats.size} bytes)${link}`;
+  let stats: Stats;
+  try {
+    stats = await stat(abs);
+  } catch {
+    return `${name} (gone or unreadable)`;
+  }
+  return describe(name, stats, isSymlink ? ' (symlink)' : '');
+}
+
+/** Up to MAX_LIST_SCAN names of `abs` (not `.git`), read asynchronously; `more` when it has others. */
+async function readNames(abs: string, shown: string, ctx: ToolContext): Promise<{ names: Array<{ name: string; isSymlink: boolean }>; more: boolean }> {
+  const names: Array<{ name: string; isSymlink: boolean }> = [];
+  const slicer = new Slicer(ctx);
+  let dir;
+  try {
+    dir = await opendir(abs, { bufferSize: 256 });
+  } catch (err) {
+    throw fsToolError(err, shown);
+  }
+  try {
+    // The directory is closed however the loop ends (done, return, or a throw).
+    for await (const entry of dir) {
+      if (entry.name === '.git') continue;
+      if (names.length === MAX_LIST_SCAN) return { names, more: true };
+      names.push({ name: entry.name, isSymlink: entry.isSymbolicLink() });
+      if (slicer.due()) await slicer.pause();
+    }
+  } catch (err) {
+    throw fsToolError(err, shown);
+  }
+  return { names, more: false };
 }
 
 /**
  * `list_files { path }`: one level of a workspace directory, sorted by name; directories end
- * in `/`, files show their size in bytes; `.git` is left out.
+ * in `/`, files show their size in bytes, anything else its kind (`(a named pipe (FIFO))`);
+ * `.git` is left out. At most MAX_LIST_ENTRIES lines, with a last line that says how many
+ * more there are (reading stops after MAX_LIST_SCAN names). Every fs call is async.
  */
 export const listFilesTool: Tool<ListFilesInput> = {
   name: 'list_files',
   description:
     'List one level of a directory in the workspace, sorted by name. Directories end with "/", ' +
-    'files show their size in bytes. Use "." for the workspace root. .git is not listed.',
+    'files show their size in bytes. Use "." for the workspace root. .git is not listed. ' +
+    `At most ${MAX_LIST_ENTRIES} entries are shown.`,
   class: 'read',
   input: ListFilesInputSchema,
   async run(input, ctx) {
-    const abs = resolveInside(ctx.root, input.path);
-    if (!statPath(abs, input.path).isDirectory()) {
+    const abs = await resolveInsideAsync(ctx.root, input.path);
+    if (!(await statPath(abs, input.path)).isDirectory()) {
       throw new ToolError(`path ${input.path} is a file, not a directory: use read_file`);
     }
-    let entries;
-    try {
-      entries = readdirSync(abs, { withFileTypes: true });
-    } catch (err) {
-      throw fsToolError(err, input.path);
+    const { names, more } = await readNames(abs, input.path, ctx);
+    if (names.length === 0) return `(${input.path} is empty)`;
+    names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const lines: string[] = [];
+    for (const { name, isSymlink } of names.slice(0, MAX_LIST_ENTRIES)) {
+      ctx.signal?.throwIfAborted();
+      lines.push(await entryLine(ctx.root, input.path, name, isSymlink));
     }
-    const lines = entries
-      .filter((entry) => entry.name !== '.git')
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      .map((entry) => entryLine(ctx.root, input.path, entry.name, entry.isSymbolicLink()));
-    return lines.length > 0 ? lines.join('\n') : `(${input.path} is empty)`;
+    if (more) {
+      lines.push(`… more entries: ${input.path} has over ${MAX_LIST_SCAN}; these are the first ${MAX_LIST_ENTRIES} (by name) of the ${MAX_LIST_SCAN} read; use search or a narrower path`);
+    } else if (names.length > MAX_LIST_ENTRIES) {
+      lines.push(`… ${names.length - MAX_LIST_ENTRIES} more entries (list_files shows ${MAX_LIST_ENTRIES}); use search or a narrower path`);
+    }
+    return lines.join('\n');
   },
 };

@@ -1,6 +1,6 @@
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { resolveInside } from '../../activities/tools/confine';
+import { resolveInside, resolveInsideAsync } from '../../activities/tools/confine';
 import { ToolError } from '../../activities/tools/types';
 import { removeDir, tempDir } from './workspace';
 
@@ -105,5 +105,44 @@ describe('resolveInside', () => {
     mkdirSync(path.join(root, '.git'));
     symlinkSync('.git', path.join(root, 'gitdir'));
     expect(refusal('gitdir/config', { forWrite: true })).toContain('leads into .git/');
+  });
+});
+
+describe('resolveInsideAsync', () => {
+  /** What a resolver makes of a path: its result, or the class and message of its refusal. */
+  const outcomeOf = (fn: () => string): string => {
+    try {
+      return `ok ${fn()}`;
+    } catch (err) {
+      return `${(err as Error).name}: ${(err as Error).message}`;
+    }
+  };
+  const asyncOutcomeOf = async (fn: () => Promise<string>): Promise<string> => {
+    try {
+      return `ok ${await fn()}`;
+    } catch (err) {
+      return `${(err as Error).name}: ${(err as Error).message}`;
+    }
+  };
+
+  test('follows exactly the same rules as resolveInside, on async fs calls', async () => {
+    mkdirSync(path.join(root, '.git'));
+    symlinkSync('/etc', path.join(root, 'etc-link'));
+    symlinkSync(outside, path.join(root, 'src', 'link'));
+    symlinkSync(path.join(outside, 'not-yet.txt'), path.join(root, 'dangling.txt'));
+    symlinkSync('src', path.join(root, 'alias'));
+    symlinkSync('.git', path.join(root, 'gitdir'));
+    const cases: Array<[string, { forWrite?: boolean }]> = [
+      ['src/a.ts', {}], ['.', {}], ['new/dir/file.txt', { forWrite: true }], ['src/../src/a.ts', {}], ['../x', {}], ['a/../../x', { forWrite: true }],
+      ['/etc/passwd', {}], ['src/a.ts\0.png', {}], ['etc-link/passwd', {}], ['etc-link/new-file', { forWrite: true }], ['src/link/secret.txt', {}],
+      ['src/link/deep/new.txt', { forWrite: true }], ['dangling.txt', { forWrite: true }], ['alias/a.ts', {}], ['.git/config', {}],
+      ['.git/config', { forWrite: true }], ['gitdir/config', { forWrite: true }], ['src/a.ts/below', {}],
+    ];
+    for (const [relPath, opts] of cases) {
+      const expected = outcomeOf(() => resolveInside(root, relPath, opts));
+      expect([relPath, await asyncOutcomeOf(() => resolveInsideAsync(root, relPath, opts))]).toEqual([relPath, expected]);
+    }
+    // A root that cannot be resolved is the worker's problem (a plain Error), not the model's.
+    expect(await asyncOutcomeOf(() => resolveInsideAsync(path.join(root, 'missing-root'), 'a.ts'))).toBe(outcomeOf(() => resolveInside(path.join(root, 'missing-root'), 'a.ts')));
   });
 });

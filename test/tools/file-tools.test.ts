@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
+import { MAX_LIST_ENTRIES } from '../../activities/tools/list-files';
+import { MAX_WRITE_BYTES } from '../../activities/tools/text-files';
 import type { ToolOutcome } from '../../activities/tools/types';
 import { removeDir, tempDir, toolContext } from './workspace';
 
@@ -100,6 +102,16 @@ describe('list_files', () => {
     mkdirSync(path.join(root, 'empty'));
     expect((await call('list_files', { path: 'empty' })).content).toBe('(empty is empty)');
   });
+
+  test(`a huge directory lists its first ${MAX_LIST_ENTRIES} entries by name and says how many more there are`, async () => {
+    mkdirSync(path.join(root, 'huge'));
+    for (let i = 0; i < MAX_LIST_ENTRIES + 5; i += 1) writeFileSync(path.join(root, 'huge', `f${String(i).padStart(4, '0')}`), '');
+    const lines = (await call('list_files', { path: 'huge' })).content.split('\n');
+    expect(lines).toHaveLength(MAX_LIST_ENTRIES + 1);
+    expect(lines[0]).toBe('f0000 (0 bytes)');
+    expect(lines[MAX_LIST_ENTRIES - 1]).toBe(`f${String(MAX_LIST_ENTRIES - 1).padStart(4, '0')} (0 bytes)`);
+    expect(lines[MAX_LIST_ENTRIES]).toBe(`… 5 more entries (list_files shows ${MAX_LIST_ENTRIES}); use search or a narrower path`);
+  });
 });
 
 describe('search', () => {
@@ -179,6 +191,15 @@ describe('write_file', () => {
     expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('top secret\n');
   });
 
+  test(`content over ${MAX_WRITE_BYTES} bytes is refused with its size and the limit, and nothing is written`, async () => {
+    const outcome = await call('write_file', { path: 'big.txt', content: 'x'.repeat(MAX_WRITE_BYTES + 1) });
+    expectError(outcome, `content for big.txt would be 2.0 MB (${MAX_WRITE_BYTES + 1} bytes), over the 2 MB limit (${MAX_WRITE_BYTES} bytes)`);
+    expect(existsSync(path.join(root, 'big.txt'))).toBe(false);
+    // The limit is on UTF-8 bytes, not characters.
+    expectError(await call('write_file', { path: 'big.txt', content: 'é'.repeat(MAX_WRITE_BYTES / 2 + 1) }), 'over the 2 MB limit');
+    expect(await call('write_file', { path: 'big.txt', content: 'x'.repeat(MAX_WRITE_BYTES) })).toEqual({ content: `wrote ${MAX_WRITE_BYTES} bytes to big.txt`, isError: false });
+  });
+
   test('writing through a symlink inside the workspace changes its target', async () => {
     symlinkSync('src/a.ts', path.join(root, 'alias.ts'));
     await call('write_file', { path: 'alias.ts', content: 'via alias' });
@@ -203,6 +224,28 @@ describe('edit_file', () => {
     writeFileSync(path.join(root, 'twice.ts'), 'let x = 1;\nlet x = 1;\n');
     expectError(await call('edit_file', { path: 'twice.ts', old_text: 'let x = 1;', new_text: 'y' }), 'old_text occurs 2 times in twice.ts: give more context');
     expect(readFileSync(path.join(root, 'twice.ts'), 'utf8')).toBe('let x = 1;\nlet x = 1;\n');
+  });
+
+  test('an edit whose result would be over 2 MB is refused and the file is unchanged', async () => {
+    const outcome = await call('edit_file', { path: 'src/a.ts', old_text: 'const a = 1;', new_text: 'x'.repeat(MAX_WRITE_BYTES) });
+    expectError(outcome, `the edited src/a.ts would be 2.0 MB (${MAX_WRITE_BYTES + 23} bytes), over the 2 MB limit (${MAX_WRITE_BYTES} bytes)`);
+    expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe('export const a = 1;\n// TODO: fix a\n');
+  });
+
+  test('counting a long, repetitive old_text in a 2 MB file stays fast: within a small factor of a miss', async () => {
+    writeFileSync(path.join(root, 'aaa.txt'), 'a'.repeat(MAX_WRITE_BYTES));
+    // Counted at every offset, this needle would match about 2 million times at 100 KB of comparisons each.
+    const time = async (oldText: string) => {
+      const started = performance.now();
+      const outcome = await call('edit_file', { path: 'aaa.txt', old_text: oldText, new_text: 'b' });
+      return { ms: performance.now() - started, outcome };
+    };
+    const miss = await time('b'.repeat(100_000));
+    const repetitive = await time('a'.repeat(100_000));
+    expectError(miss.outcome, 'old_text not found in aaa.txt');
+    expectError(repetitive.outcome, 'old_text occurs 21 times in aaa.txt: give more context');
+    expectError((await time('a')).outcome, 'old_text occurs 1000 or more times in aaa.txt');
+    expect(repetitive.ms / miss.ms).toBeLessThan(50);
   });
 
   test('edits inside .git/ are refused', async () => {

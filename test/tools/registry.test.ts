@@ -1,7 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { z } from 'zod';
 import { BUILT_IN_TOOLS, READ_TOOLS, WRITE_TOOLS } from '../../activities/tools/built-in';
-import { createToolRegistry, executeTool } from '../../activities/tools/registry';
+import { COMMAND_DEADLINE_MARGIN_MS, createToolRegistry, DEFAULT_TOOL_DEADLINE_MS, executeTool, toolDeadlineMs } from '../../activities/tools/registry';
 import { ToolError, type Tool } from '../../activities/tools/types';
 import { removeDir, tempDir, toolContext } from './workspace';
 
@@ -132,5 +132,67 @@ describe('executeTool', () => {
     };
     const local = createToolRegistry([aborting]);
     await expect(executeTool(local, 'aborting', {}, { ...ctx(), signal: controller.signal })).rejects.toThrow('activity cancelled');
+  });
+});
+
+describe('the deadline of a tool call', () => {
+  /** A tool that never settles (an operator's tool waiting on a dead service), recording the signal it got. */
+  const seen: AbortSignal[] = [];
+  const hang: Tool<Record<string, never>> = {
+    name: 'hang',
+    description: 'Never answers.',
+    class: 'read',
+    input: z.object({}),
+    run: (_input, ctx) => {
+      seen.push(ctx.signal!);
+      return new Promise<string>(() => undefined);
+    },
+  };
+  const registry = createToolRegistry([hang]);
+  beforeEach(() => seen.splice(0));
+
+  test('a tool that never resolves comes back as a timeout error, and its signal is aborted', async () => {
+    const outcome = await executeTool(registry, 'hang', {}, toolContext(root, { deadlineMs: 200 }));
+    expect(outcome).toEqual({ content: 'hang timed out after 0.2s: the call was stopped; ask for less at once (a narrower path, a smaller file, a simpler pattern)', isError: true });
+    expect(seen).toHaveLength(1);
+    expect(seen[0].aborted).toBe(true);
+    expect(seen[0].reason).toEqual(expect.objectContaining({ name: 'ToolError', message: 'hang timed out after 0.2s' }));
+  });
+
+  test('cancelling the activity while a tool hangs rethrows the abort at once, without waiting for the deadline', async () => {
+    const controller = new AbortController();
+    const pending = executeTool(registry, 'hang', {}, { ...toolContext(root), signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('activity cancelled')), 20);
+    await expect(pending).rejects.toThrow('activity cancelled');
+    expect(seen[0].aborted).toBe(true);
+  });
+
+  test('heartbeats on the tool\'s behalf while it runs', async () => {
+    let beat: () => void = () => undefined;
+    const waitsForBeat: Tool<Record<string, never>> = { ...hang, name: 'waits_for_beat', run: () => new Promise<string>((resolve) => (beat = () => resolve('beaten'))) };
+    const outcome = await executeTool(createToolRegistry([waitsForBeat]), 'waits_for_beat', {}, { ...toolContext(root), heartbeat: () => beat() });
+    expect(outcome).toEqual({ content: 'beaten', isError: false });
+  });
+
+  test('a tool that throws synchronously is a failed call, not an exception', async () => {
+    const sync: Tool<Record<string, never>> = {
+      ...hang,
+      name: 'sync_throw',
+      run: () => {
+        throw new Error('thrown before any promise');
+      },
+    };
+    expect(await executeTool(createToolRegistry([sync]), 'sync_throw', {}, toolContext(root))).toEqual({ content: 'sync_throw failed: thrown before any promise', isError: true });
+  });
+
+  test('defaults to 60 s; command tools get their command timeout plus a margin, never less', () => {
+    const ctx = toolContext(root, { commandTimeoutMs: 120_000 });
+    expect(toolDeadlineMs('read_file', ctx)).toBe(DEFAULT_TOOL_DEADLINE_MS);
+    expect(DEFAULT_TOOL_DEADLINE_MS).toBe(60_000);
+    expect(toolDeadlineMs('hang', ctx)).toBe(60_000);
+    for (const name of ['run_command', 'git_diff', 'git_status']) expect(toolDeadlineMs(name, ctx)).toBe(120_000 + COMMAND_DEADLINE_MARGIN_MS);
+    expect(toolDeadlineMs('search', { ...ctx, deadlineMs: 5_000 })).toBe(5_000);
+    expect(toolDeadlineMs('run_command', { ...ctx, deadlineMs: 5_000 })).toBe(120_000 + COMMAND_DEADLINE_MARGIN_MS);
+    expect(toolDeadlineMs('run_command', { ...ctx, deadlineMs: 900_000 })).toBe(900_000);
   });
 });

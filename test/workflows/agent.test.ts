@@ -1,28 +1,18 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Tool } from '../../activities/tools/types';
 import type { ModelServer } from '../../model-server/server';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays } from '../helpers/scripts';
+import { notesRepo } from '../helpers/notes-repo';
 import { scriptedStacks, type TestStack } from '../helpers/temporal';
 
 /** Agent sessions with tools on a real dev server: the autonomy gate, confinement, L2 branches. */
 const setup = scriptedStacks();
 
-function repo(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'lw-repo-'));
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: dir });
-  git('init', '-q', '-b', 'main');
-  git('config', 'user.email', 't@example.com');
-  git('config', 'user.name', 'T');
-  writeFileSync(path.join(dir, 'notes.txt'), 'the crash happened at 3am\n');
-  git('add', '.');
-  git('commit', '-qm', 'init');
-  return dir;
-}
+const repo = () => notesRepo('lw-repo-');
 
 const run = (s: TestStack, input: Record<string, unknown>) => s.run(async () => s.client.wait((await s.client.run('evaluate-optimize', input)).workflowId));
 const turnRequest = (m: ModelServer, turn: number) => m.requests.find((r) => r.role === 'worker' && r.turn === turn)!;
