@@ -5,7 +5,7 @@ import { buildTrace } from '../../client/trace/build-trace';
 import type { History, HistoryEvent } from '../../client/trace/history';
 
 /** A committed history (test/replay/histories), as `fetchHistory()` would return it. */
-function recorded(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect'): History {
+function recorded(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'sandbox'): History {
   return historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')));
 }
 
@@ -16,6 +16,16 @@ describe('buildTrace over recorded histories', () => {
     expect(trace.attempts[0].feedback).toBeNull();
     expect(trace.escalations).toEqual([]);
     expect(trace.outcome).toMatchObject({ status: 'completed', state: 'completed', stopReason: 'passed', ok: true, output: 'a crash at dawn' });
+  });
+
+  test('sandbox run: the command check ran in bubblewrap, and the trace says so; runs from before the sandbox say nothing', () => {
+    const trace = buildTrace([recorded('sandbox')]);
+    expect(trace.sandbox).toBe('bwrap');
+    expect(trace.attempts[0].checks).toEqual([expect.objectContaining({ check: 'answer', kind: 'command', passed: true, sandbox: 'bwrap' })]);
+    expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed' });
+    const old = buildTrace([recorded('effect')]);
+    expect(old.sandbox).toBeNull();
+    expect(old.attempts.flatMap((a) => [...a.checks, ...a.toolCalls]).every((c) => c.sandbox === null)).toBe(true);
   });
 
   test('budget run: the attempt budget is spent, nobody decides by the deadline, the run stops budget_exhausted', () => {
