@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { buildTrace } from '../client/trace/build-trace';
@@ -8,7 +7,7 @@ import { redactionFromEnv } from '../common/redact';
 import type { RunRecord } from '../common/run-record';
 import { testKey } from '../common/test-key';
 import { loopwrightHome } from '../server/paths';
-import { writeAtomic } from './reports';
+import { reportDir, writeAtomic } from './reports';
 
 /** Input of `writeTraceReport`. */
 export interface TraceReportInput {
@@ -17,6 +16,8 @@ export interface TraceReportInput {
   dir?: string;
   /** The record the run is about to return (its history has no close event yet). */
   record: RunRecord;
+  /** The run's workspace: a folder inside it must not lead out of it through a symlink. */
+  workspace?: string;
 }
 
 /**
@@ -26,8 +27,7 @@ export interface TraceReportInput {
  */
 export async function writeTraceReport(client: Client, input: TraceReportInput): Promise<{ path: string }> {
   const trace = buildTrace(await fetchHistories(client, input.workflowId), { ending: input.record, redaction: redactionFromEnv(process.env) });
-  const dir = input.dir ?? path.join(loopwrightHome(), 'traces');
-  mkdirSync(dir, { recursive: true });
+  const dir = reportDir(input.dir ?? path.join(loopwrightHome(), 'traces'), input.workspace);
   const file = path.join(dir, `${testKey(input.workflowId)}.md`);
   writeAtomic(file, renderTraceMarkdown(trace));
   return { path: file };

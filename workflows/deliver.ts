@@ -100,7 +100,7 @@ async function applyReports(ctx: DeliveryContext, reports: Array<{ effect: Extra
     const item = input.itemKey ?? workflowId;
     try {
       const written = await acts.writeReport.executeWithOptions({ ...TOOL_CALL, summary: redact(`effect ${effect.name}: report ${item}`, secrets) }, [
-        { key, dir, item, title: effect.title ?? item, markdown: candidate, workflowId: workflowId, ...(input.redact ? { redact: input.redact } : {}) },
+        { key, dir, item, title: effect.title ?? item, markdown: candidate, workflowId: workflowId, ...(input.redact ? { redact: input.redact } : {}), ...(input.workspace ? { workspace: input.workspace } : {}) },
       ]);
       record.effects.push({ key, name: effect.name, kind: 'report', target: dir, commit: '', path: written.path, alreadyApplied: written.alreadyApplied, at: new Date().toISOString(), approvedBy: null });
       record.budget.used.sideEffects += 1;

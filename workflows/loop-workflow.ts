@@ -36,7 +36,7 @@ import { redact } from '../common/redact';
 export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   const record = await runLoop(input);
   const trace = input.spec.delivery?.trace;
-  if (trace && !input.evaluation) await writeTrace(record, trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined));
+  if (trace && !input.evaluation) await writeTrace(record, trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined), input.workspace);
   return record;
 }
 
@@ -45,10 +45,10 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
  * state: a canceled run writes it too (outside the canceled scope). A report that cannot be
  * written does not change how the run ended; the record says why.
  */
-async function writeTrace(record: RunRecord, dir: string | undefined): Promise<void> {
+async function writeTrace(record: RunRecord, dir: string | undefined, workspace: string | undefined): Promise<void> {
   try {
     const written = await CancellationScope.nonCancellable(() =>
-      acts.writeTraceReport.executeWithOptions({ ...TOOL_CALL, summary: 'trace report' }, [{ workflowId: record.workflowId, dir, record }]),
+      acts.writeTraceReport.executeWithOptions({ ...TOOL_CALL, summary: 'trace report' }, [{ workflowId: record.workflowId, dir, record, ...(workspace ? { workspace } : {}) }]),
     );
     record.traceReport = { path: written.path, error: null };
   } catch (err) {
