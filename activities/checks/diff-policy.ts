@@ -1,3 +1,4 @@
+import { RE2JS } from 're2js';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
@@ -148,10 +149,11 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
   };
 }
 
+/** The loop's test-file pattern, in RE2 (linear time: the agent chooses the paths it is matched against). */
 function testMatcher(check: DiffPolicyCheck): (file: string) => boolean {
-  let re: RegExp;
+  let re: RE2JS;
   try {
-    re = new RegExp(check.testPattern ?? DEFAULT_TEST_PATTERN);
+    re = RE2JS.compile(check.testPattern ?? DEFAULT_TEST_PATTERN);
   } catch (err) {
     throw ApplicationFailure.create({
       type: 'ConfigError',

@@ -1,3 +1,5 @@
+import { RE2JS } from 're2js';
+
 /**
  * Test files by default: anything under a `test/`, `tests/` or `__tests__/` folder, `*.test.*`,
  * `*.spec.*`, `*_test.*` (Go), and `test_*.py` (pytest). Matched against the path relative to
@@ -34,8 +36,13 @@ function ancestors(file: string): string[] {
   return parts.map((_, i) => parts.slice(0, i + 1).join('/'));
 }
 
-/** A glob as an anchored regular expression: `**` any folders, `*` and `?` within one name, `[...]` a class. */
-export function globToRegExp(glob: string): RegExp {
+/**
+ * A glob as an anchored regular expression: `**` any folders, `*` and `?` within one name,
+ * `[...]` a class. Compiled with RE2 (linear time): the paths it is matched against are the
+ * agent's to choose, and a glob with several `**` as a backtracking JavaScript RegExp takes time
+ * polynomial in their length.
+ */
+export function globToRegExp(glob: string): { test(path: string): boolean } {
   let re = '';
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i];
@@ -68,5 +75,5 @@ export function globToRegExp(glob: string): RegExp {
       re += c.replace(/[.+^${}()|\\\]]/g, '\\$&');
     }
   }
-  return new RegExp(`^${re}$`);
+  return RE2JS.compile(`^${re}$`);
 }
