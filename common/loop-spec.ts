@@ -136,12 +136,21 @@ export const ReportEffectSchema = z.object({
 export const EffectSpecSchema = z.discriminatedUnion('kind', [GitCommitEffectSchema, ReportEffectSchema]);
 export type EffectSpec = z.infer<typeof EffectSpecSchema>;
 
-/** A variable name a loop may give its commands (not HOME or TMPDIR, nothing secret-looking). */
-const CommandEnvNameSchema = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'use letters, digits and _' })
-  .refine((n) => n !== 'HOME' && n !== 'TMPDIR', { message: 'HOME and TMPDIR point at the sandbox\'s private folders and cannot be set' })
-  .refine((n) => !SECRET_NAME.test(n), { message: 'a loop spec is stored in clear in the run\'s history: give commands no secrets' });
+/** Why `name` may not be given to a loop's commands, or null (not HOME or TMPDIR, nothing secret-looking). */
+function commandEnvNameProblem(name: string): string | null {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return `${name} is not a variable name: use letters, digits and _`;
+  if (name === 'HOME' || name === 'TMPDIR') return `${name}: HOME and TMPDIR point at the sandbox's private folders and cannot be set`;
+  if (SECRET_NAME.test(name)) return `${name} looks like a secret, and a loop spec is stored in clear in the run's history: give commands no secrets`;
+  return null;
+}
+
+/** `commandEnv` of a loop's input and `env` of its spec's sandbox: the variables its commands get. */
+export const CommandEnvSchema = z.record(z.string(), z.string()).superRefine((env, ctx) => {
+  for (const name of Object.keys(env)) {
+    const problem = commandEnvNameProblem(name);
+    if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+  }
+});
 
 /**
  * How the loop's commands run (the agent's `run_command`, command checks, test runs): always
@@ -150,7 +159,7 @@ const CommandEnvNameSchema = z
  * from the worker.
  */
 export const SandboxSpecSchema = z.object({
-  env: z.record(CommandEnvNameSchema, z.string()).default({}),
+  env: CommandEnvSchema.default({}),
 });
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { AutonomySchema, BudgetSchema, CheckSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
+import { AutonomySchema, BudgetSchema, CheckSchema, CommandEnvSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
 import { harnessPrompt } from '../common/improve/proposal';
 import { harnessAgent, type LoopDefinition } from './loop-definition';
 
@@ -21,6 +21,8 @@ export const EvaluateOptimizeInputSchema = z
     tools: z.array(z.string().min(1)).optional(),
     autonomy: AutonomySchema.optional(),
     allowCommands: z.array(z.string().min(1)).optional(),
+    /** Variables the loop's commands (run_command, command checks) get in the sandbox; nothing is inherited from the worker. */
+    commandEnv: CommandEnvSchema.optional(),
     maxTurns: z.number().int().min(1).max(200).optional(),
     auditSample: z.number().min(0).max(1).optional(),
     maxPendingReviews: z.number().int().positive().optional(),
@@ -76,6 +78,7 @@ export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
       auditSample: input.auditSample ?? 0,
       ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
       ...(input.traceDir ? { delivery: { effects: [], trace: { dir: path.resolve(input.traceDir) } } } : {}),
+      ...(input.commandEnv ? { sandbox: { env: input.commandEnv } } : {}),
     });
     return { task: input.task, spec, workspace: input.workspace };
   },

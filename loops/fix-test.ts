@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LoopSpecSchema } from '../common/loop-spec';
+import { CommandEnvSchema, LoopSpecSchema } from '../common/loop-spec';
 import { harnessAgent, type LoopDefinition } from './loop-definition';
 
 /** Input of `fix-test`: a repository, its test command, the failing test, where the fix may go. */
@@ -13,6 +13,8 @@ export const FixTestInputSchema = z
     maxAttempts: z.number().int().min(1).max(10).optional(),
     /** L2 (default) waits for approval before committing; L3 commits at once and asks for an audit. */
     autonomy: z.enum(['L2', 'L3']).optional(),
+    /** Variables the test command gets in the sandbox, e.g. {"NODE_ENV": "test"} (nothing is inherited from the worker). */
+    commandEnv: CommandEnvSchema.optional(),
   })
   .strict();
 export type FixTestInput = z.infer<typeof FixTestInputSchema>;
@@ -66,6 +68,7 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       // L3 (apply at once, audit afterwards) is earned by 50 L2 changes in a row approved as they were.
       ...((input.autonomy ?? 'L2') === 'L2' ? { promotion: { to: 'L3', consecutive: 50, of: 'approved_unchanged' } } : {}),
       delivery: { effects: [{ kind: 'git_commit', name: 'commit', targetBranch: input.targetBranch, message: `fix: ${input.failingTest}` }] },
+      ...(input.commandEnv ? { sandbox: { env: input.commandEnv } } : {}),
     });
     return { task, spec, workspace: input.repo, itemKey: input.failingTest };
   },

@@ -80,6 +80,14 @@ describe('planRun evaluate-optimize', () => {
     expect(err.issues).toHaveLength(1);
   });
 
+  test('commandEnv becomes the spec\'s sandbox environment; secret-looking names and HOME are refused', () => {
+    expect(plan({ ...valid, commandEnv: { NODE_ENV: 'test' } }).spec.sandbox).toEqual({ env: { NODE_ENV: 'test' } });
+    expect(plan(valid).spec.sandbox).toBeUndefined();
+    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { GITHUB_TOKEN: 'x' } })).issues.join('\n')).toMatch(/commandEnv.GITHUB_TOKEN: GITHUB_TOKEN looks like a secret, and a loop spec is stored in clear in the run's history/);
+    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { HOME: '/root' } })).issues.join('\n')).toMatch(/HOME and TMPDIR point at the sandbox's private folders/);
+    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { 'A B': 'x' } })).issues.join('\n')).toMatch(/use letters, digits and _/);
+  });
+
   test('input that is not an object throws an InputError', () => {
     expect(inputErrorOf(() => plan('a haiku please')).issues[0]).toMatch(/^\(root\): /);
   });
