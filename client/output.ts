@@ -53,6 +53,7 @@ export function summarize(r: RunRecord): string[] {
     lines.push(`  effect     ${e.name}: ${what}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
   }
   if (r.workspace?.branch) lines.push(`  branch     ${r.workspace.branch}`);
+  if (r.sandbox) lines.push(`  sandbox    ${r.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : r.sandbox}`);
   if (r.error) lines.push(`  error      ${r.error}`);
   if (r.output !== null) lines.push('  output', ...r.output.split('\n').map((l) => `    ${l}`));
   return lines;

@@ -55,6 +55,7 @@ test('LOOPWRIGHT_SANDBOX=off: the worker warns at start, commands run, and the r
   expect(done.attempts[0].toolCalls![0]).toMatchObject({ name: 'run_command', isError: false, sandbox: 'none' });
   expect(done.attempts[0].toolCalls![0].preview).toContain('42');
   expect(done.attempts[0].verdicts[0]).toMatchObject({ check: 'answer', sandbox: 'none' });
+  expect((await runCli(['status', workflowId], env)).stdout).toContain('sandbox    none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)');
   const trace = await runCli(['trace', workflowId], env);
   expect(trace.stdout).toContain('sandbox: none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)');
   expect(trace.stdout).toMatch(/tool run_command .*\[sandbox none\]/);
