@@ -1,6 +1,7 @@
 import type { ToolCallRecord } from './agent';
 import type { DecisionRecord } from './decision';
 import type { Autonomy } from './loop-spec';
+import type { TestEvidence } from './test-results';
 import type { Usage } from './usage';
 
 /** Running states of a run. */
@@ -71,6 +72,8 @@ export interface Verdict {
   rubricHash?: string;
   /** The sandbox that ran the check's command (command and citations checks). */
   sandbox?: SandboxName;
+  /** A `tests` check's results by test identity (fail-to-pass, pass-to-pass, added, held out). */
+  tests?: TestEvidence;
   usage: Usage;
 }
 

@@ -21,6 +21,10 @@ export interface SandboxLayout {
   masked: string[];
   /** Host files made readable at a fixed path inside: `[host path, path inside]`. */
   files: Array<[string, string]>;
+  /** Host paths the command may read (at the same path inside), e.g. a test reporter the worker wrote. */
+  readable?: string[];
+  /** Host folders the command may write (at the same path inside), e.g. where a test runner writes its results. */
+  writable?: string[];
 }
 
 /** The system, read-only. `/opt`, `/srv`, `/var` and the homes are left out on purpose. */
@@ -104,6 +108,8 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
     if (outside(p) && isWithin(ws, p)) args.push(...mask(p));
   }
   for (const [host, inside] of layout.files) args.push('--ro-bind', host, inside);
+  for (const p of layout.readable ?? []) args.push('--ro-bind', p, p);
+  for (const p of layout.writable ?? []) args.push('--bind', p, p);
   // The sandbox's own root (a tmpfs holding the mount points) becomes read-only too.
   args.push('--remount-ro', '/', '--chdir', ws, '--');
   return args;

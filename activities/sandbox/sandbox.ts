@@ -60,6 +60,13 @@ export interface SandboxRunOptions {
   env?: Record<string, string>;
   /** A host file the command may read, and the variable that names it (a check's candidate). */
   file?: { host: string; variable: string };
+  /**
+   * Host paths (absolute) the command may read, at the same path inside: files the worker
+   * wrote for it (a test reporter). Never anything the agent could have written.
+   */
+  readable?: string[];
+  /** Host folders (absolute) the command may write, at the same path inside: where a test runner leaves its results. */
+  writable?: string[];
   timeoutMs: number;
   capChars: number;
   signal?: AbortSignal;
@@ -166,7 +173,10 @@ function runBwrap(config: SandboxConfig, bwrap: string, version: string, argv: s
     files.push([realOrSelf(opts.file.host), SANDBOX_FILE]);
     env[opts.file.variable] = SANDBOX_FILE;
   }
-  const args = bwrapArgs({ workspace, gitDirs: workspaceGitDirs(workspace), readOnly: config.readOnly, masked: config.masked, files }, { disableUserns: supportsDisableUserns(version) });
+  const args = bwrapArgs(
+    { workspace, gitDirs: workspaceGitDirs(workspace), readOnly: config.readOnly, masked: config.masked, files, readable: opts.readable?.map(realOrSelf), writable: opts.writable?.map(realOrSelf) },
+    { disableUserns: supportsDisableUserns(version) },
+  );
   // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
   // /proc/1/environ must hold nothing the command may not see.
   return spawnCapture([bwrap, ...args, ...argv], { cwd: workspace, env, timeoutMs: opts.timeoutMs, capChars: opts.capChars, signal: opts.signal, heartbeat: opts.heartbeat }).then(

@@ -202,6 +202,25 @@ describe('the bubblewrap sandbox', () => {
   });
 });
 
+test('extra readable and writable paths appear at the same path inside, and nothing beside them', async () => {
+  const extra = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-sandbox-extra-')));
+  try {
+    writeFileSync(path.join(extra, 'reporter.js'), 'reporter');
+    mkdirSync(path.join(extra, 'results'));
+    mkdirSync(path.join(extra, 'hidden'));
+    writeFileSync(path.join(extra, 'hidden', 'secret'), CANARY);
+    const run = await createSandbox(config()).run(['sh', '-c', `cat ${extra}/reporter.js; echo; echo out > ${extra}/results/r.json; echo "[$?]"; echo x > ${extra}/reporter.js; echo "[$?]"; cat ${extra}/hidden/secret; echo "[$?]"`], {
+      workspace: ws, readable: [path.join(extra, 'reporter.js')], writable: [path.join(extra, 'results')], timeoutMs: 10_000, capChars: 1000,
+    });
+    expect(run.output).toMatch(/^reporter\n\[0\]\n.*\[[1-9]\d*\]\n.*\[[1-9]\d*\]\n$/s);
+    expect(run.output).not.toContain(CANARY);
+    expect(readFileSync(path.join(extra, 'results', 'r.json'), 'utf8')).toBe('out\n');
+    expect(readFileSync(path.join(extra, 'reporter.js'), 'utf8')).toBe('reporter');
+  } finally {
+    rmSync(extra, { recursive: true, force: true });
+  }
+});
+
 describe('without a working sandbox', () => {
   test('LOOPWRIGHT_SANDBOX=off runs commands unsandboxed, says sandbox none, and still passes no secret', async () => {
     const sandbox = createSandbox(config({}, { LOOPWRIGHT_SANDBOX: 'off' }));
