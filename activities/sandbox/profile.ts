@@ -1,5 +1,17 @@
-import { lstatSync, readlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+
+let empty: string | undefined;
+
+/** An empty, read-only file of this process's own (in a private folder), to mask files with. */
+export function emptyFile(): string {
+  if (empty && statSync(empty, { throwIfNoEntry: false })?.size === 0) return empty;
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-mask-')), 'empty');
+  writeFileSync(file, '');
+  chmodSync(file, 0o444);
+  return (empty = file);
+}
 
 /**
  * What one sandboxed command may see. Every path is absolute and real (no symlinks).
@@ -62,10 +74,15 @@ function kindOf(p: string): Kind {
   }
 }
 
-function mask(p: string): string[] {
+/**
+ * Masks a path: a folder becomes an empty read-only tmpfs, a file an empty read-only file
+ * (`empty`, a file of the worker's own, not the host's /dev/null: a /dev/null that something
+ * replaced with a regular file would show what others wrote to it).
+ */
+function mask(p: string, empty: string): string[] {
   const kind = kindOf(p);
   if (kind === 'dir') return ['--tmpfs', p, '--remount-ro', p];
-  if (kind === 'file' || kind === 'symlink') return ['--ro-bind', '/dev/null', p];
+  if (kind === 'file' || kind === 'symlink') return ['--ro-bind', empty, p];
   return [];
 }
 
@@ -75,7 +92,8 @@ function mask(p: string): string[] {
  * extra read-only paths, the masks inside them, the workspace (writable), its git directories
  * (read-only again, even inside the workspace), the masks inside the workspace, and the files.
  */
-export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean } = {}): string[] {
+export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean; emptyFile?: string } = {}): string[] {
+  const empty = opts.emptyFile ?? emptyFile();
   // No nested user namespaces (bubblewrap 0.8+): agent code gets no further kernel surface.
   const args = [...ISOLATION, ...(opts.disableUserns ? ['--disable-userns'] : [])];
   const mounted: string[] = [];
@@ -88,7 +106,7 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
     }
   }
   args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', '/tmp/home');
-  for (const p of SYSTEM_SECRETS) args.push(...mask(p));
+  for (const p of SYSTEM_SECRETS) args.push(...mask(p, empty));
 
   const ws = layout.workspace;
   const outside = (p: string) => !isWithin(p, ws);
@@ -98,14 +116,14 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
     mounted.push(p);
   }
   for (const p of layout.masked) {
-    if (outside(p) && mounted.some((m) => isWithin(m, p))) args.push(...mask(p));
+    if (outside(p) && mounted.some((m) => isWithin(m, p))) args.push(...mask(p, empty));
   }
 
   args.push('--bind', ws, ws);
   const gitPaths = [...layout.gitDirs, path.join(ws, '.git')].filter((p, i, all) => all.indexOf(p) === i && kindOf(p) !== null);
   for (const p of gitPaths) args.push('--ro-bind', p, p);
   for (const p of layout.masked) {
-    if (outside(p) && isWithin(ws, p)) args.push(...mask(p));
+    if (outside(p) && isWithin(ws, p)) args.push(...mask(p, empty));
   }
   for (const [host, inside] of layout.files) args.push('--ro-bind', host, inside);
   for (const p of layout.readable ?? []) args.push('--ro-bind', p, p);
