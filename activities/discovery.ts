@@ -4,7 +4,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { existsSync, statSync } from 'node:fs';
 import { readConfig } from '../common/config';
 import type { DiscoveredItem } from '../common/discovery';
-import { LoopwrightError } from '../common/errors';
+import { ConfigError, LoopwrightError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
 import { currentHarness } from '../client/harness';
 import { planRun } from '../client/plan-run';
@@ -39,20 +39,27 @@ export interface PlanTriageRunInput {
 export function createDiscoveryActivities(env: Record<string, string | undefined>, sandbox?: Sandbox) {
   return {
     /**
-     * Runs the test command in the repository (`sh -c` in the worker's sandbox, 10 minutes by
-     * default, heartbeats) and returns its failing tests, each with a stable key. A missing
-     * folder is a non-retryable `DiscoveryError`, and so is a worker without a sandbox (the
-     * one-line reason says how to install it or opt out); a command that times out is retried.
+     * Runs the test command in the repository with its runner's structured reporter (`sh -c` in
+     * the worker's sandbox, 10 minutes by default, heartbeats; activities/tests/) and returns its
+     * failing tests by identity, each with a stable key. A missing folder is a non-retryable
+     * `DiscoveryError`, and so are a worker without a sandbox (the one-line reason says how to
+     * install it or opt out), a command whose runner cannot be told, and a run that reported no
+     * tests at all; a command that times out is retried.
      */
     async listFailingTests(input: ListFailingTestsInput): Promise<DiscoveredItem[]> {
       if (!existsSync(input.repo) || !statSync(input.repo).isDirectory()) {
         throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: `repository ${input.repo} is not a folder on this worker` });
       }
       const { failing, run } = await runTestCommand({ cwd: input.repo, testCommand: input.testCommand, timeoutMs: input.timeoutMs ?? 600_000 }, sandbox).catch((err: unknown) => {
-        if (err instanceof SandboxUnavailableError) throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: err.message });
+        // No sandbox, or a runner that cannot be told from the command: the same again would fail the same way.
+        if (err instanceof SandboxUnavailableError || err instanceof ConfigError) throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: err.message });
         throw err;
       });
       if (run.timedOut) throw ApplicationFailure.create({ type: 'DiscoveryError', message: `\`${input.testCommand}\` timed out in ${input.repo}` });
+      // No results is not "nothing fails": the runner did not report (see run.problem).
+      if (run.results.length === 0) {
+        throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: `\`${input.testCommand}\` reported no tests in ${input.repo} (${run.runner}): ${run.problem ?? 'no results'}` });
+      }
       return failing;
     },
 

@@ -1,11 +1,15 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseDuration } from '../../common/duration';
+import { ConfigError } from '../../common/errors';
+import { testId } from '../../common/test-results';
 import type { CitationsCheck } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { runTestCommand } from '../discovery/run-tests';
 import type { Sandbox } from '../sandbox/sandbox';
+import { matchTests } from '../tests/test-names';
 
 /** A `path:line` (or `path:line-line`) citation: the path has a file extension, e.g. `src/math.js:3`. */
 const CITATION = /(?<![\w./@-])((?:[\w@-][\w.@-]*\/)*[\w@-][\w.@-]*\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?/g;
@@ -43,8 +47,12 @@ function badCitation(root: string, c: Citation): string | null {
 /**
  * The citations check: every `path:line` the candidate cites exists in the workspace, at least
  * one is cited, and (with `testCommand`) the named test fails in a fresh run of the tests, so
- * the report is about a real failure (the tests run in the worker's sandbox, and the verdict
- * says which). Each bad citation is named in the reason.
+ * the report is about a real failure. The run goes through the test-results layer
+ * (activities/tests/): the test is found by identity in what the runner reported (its full name,
+ * `file > name`, pytest's node id, or its own name without suites), not in the printed output;
+ * a run that reports no tests fails the check with the reason. The tests run in the worker's
+ * sandbox, and the verdict says which. Each bad citation is named in the reason. A command whose
+ * runner cannot be told is a non-retryable `ConfigError`.
  */
 export async function runCitationsCheck(input: { check: CitationsCheck; candidate: string; workspace: string; env?: Record<string, string> }, sandbox?: Sandbox): Promise<Verdict> {
   const { check, workspace } = input;
@@ -65,14 +73,24 @@ export async function runCitationsCheck(input: { check: CitationsCheck; candidat
   let evidence = `${citations.length} citations: ${citations.map((c) => c.text).join(', ') || 'none'}`;
   let ranIn: Verdict['sandbox'];
   if (check.testCommand) {
-    const { failing, run } = await runTestCommand({ cwd: workspace, testCommand: check.testCommand, timeoutMs: parseDuration(check.timeout) ?? 600_000, env: input.env }, sandbox);
+    const { failing, run } = await runTestCommand({ cwd: workspace, testCommand: check.testCommand, timeoutMs: parseDuration(check.timeout) ?? 600_000, env: input.env }, sandbox).catch((err: unknown) => {
+      // The runner cannot be told from the command: the loop's configuration, not the diagnosis, is wrong.
+      if (err instanceof ConfigError) throw ApplicationFailure.create({ type: 'ConfigError', nonRetryable: true, message: `check ${check.name}: ${err.message}` });
+      throw err;
+    });
     ranIn = run.sandbox;
-    evidence += `\nfailing in a fresh run of \`${check.testCommand}\`: ${failing.map((f) => f.name).join('; ') || 'none'}`;
+    const named = matchTests(run.results, check.testName, run.runner);
+    evidence += `\nfailing in a fresh run of \`${check.testCommand}\` (${run.runner}, ${run.results.length} tests): ${failing.map((f) => f.name).join('; ') || 'none'}`;
+    if (named.length) evidence += `\n"${check.testName}": ${named.map((t) => `${testId(t)} ${t.outcome}`).join('; ')}`;
     if (run.timedOut) {
       problems.push(`\`${check.testCommand}\` timed out after ${check.timeout}`);
       failedItems.push('test fails');
-    } else if (!failing.some((f) => f.name === check.testName)) {
-      problems.push(`the test "${check.testName}" does not fail in a fresh run of \`${check.testCommand}\``);
+    } else if (run.results.length === 0) {
+      problems.push(`\`${check.testCommand}\` reported no tests in a fresh run: ${run.problem ?? 'no results'}`);
+      failedItems.push('test fails');
+    } else if (!named.some((t) => t.outcome === 'failed')) {
+      const seen = named.length ? `it ran: ${named.map((t) => `${testId(t)} ${t.outcome}`).join('; ')}` : 'no test of that name ran';
+      problems.push(`the test "${check.testName}" does not fail in a fresh run of \`${check.testCommand}\` (${seen})`);
       failedItems.push('test fails');
     }
   }

@@ -1,13 +1,9 @@
 import { Context } from '@temporalio/activity';
-import { defaultSandbox, type Sandbox, type SandboxedRun } from '../sandbox/sandbox';
-import { parseFailingTests } from './failing-tests';
 import type { DiscoveredItem } from '../../common/discovery';
-
-/** Output kept from a test run (head and tail): enough for the failure lines of large suites. */
-const OUTPUT_CAP = 2_000_000;
-
-/** No TTY and no colours: node's test runner prints TAP, jest and pytest print plain text. */
-const PLAIN_OUTPUT = { FORCE_COLOR: '0', NO_COLOR: '1' };
+import type { TestRunner } from '../../common/test-results';
+import { defaultSandbox, type Sandbox } from '../sandbox/sandbox';
+import { runTests, type TestRun } from '../tests/run-tests';
+import { failingTestItems } from './failing-tests';
 
 function activityContext(): Context | undefined {
   try {
@@ -18,22 +14,20 @@ function activityContext(): Context | undefined {
 }
 
 /**
- * Runs `sh -c testCommand` in `cwd` inside the worker's sandbox (killed on timeout or
- * cancellation, heartbeating inside an activity) and parses the failing tests from its output.
+ * Runs `testCommand` in `cwd` through the test-results layer (activities/tests/run-tests.ts: the
+ * runner's structured reporter, inside the worker's sandbox, killed on timeout or cancellation,
+ * heartbeating inside an activity) and returns the run and its failing tests as work items.
  * The repository's tests are code someone else wrote: they get the same sandbox as the agent.
+ * Throws UnknownTestRunnerError (a ConfigError) when the runner cannot be told from the command.
  */
 export async function runTestCommand(
-  input: { cwd: string; testCommand: string; timeoutMs: number; env?: Record<string, string> },
+  input: { cwd: string; testCommand: string; timeoutMs: number; env?: Record<string, string>; runner?: TestRunner; junitPath?: string },
   sandbox: Sandbox = defaultSandbox(),
-): Promise<{ failing: DiscoveredItem[]; run: SandboxedRun }> {
+): Promise<{ failing: DiscoveredItem[]; run: TestRun }> {
   const ctx = activityContext();
-  const run = await sandbox.run(['sh', '-c', input.testCommand], {
-    workspace: input.cwd,
-    env: { ...PLAIN_OUTPUT, ...input.env },
-    timeoutMs: input.timeoutMs,
-    capChars: OUTPUT_CAP,
-    signal: ctx?.cancellationSignal,
-    heartbeat: ctx ? () => ctx.heartbeat() : undefined,
-  });
-  return { failing: parseFailingTests(run.output), run };
+  const run = await runTests(
+    { command: input.testCommand, runner: input.runner, junitPath: input.junitPath },
+    { sandbox, workspace: input.cwd, env: input.env, timeoutMs: input.timeoutMs, signal: ctx?.cancellationSignal, heartbeat: ctx ? () => ctx.heartbeat() : undefined },
+  );
+  return { failing: failingTestItems(run), run };
 }

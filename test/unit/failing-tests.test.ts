@@ -1,80 +1,73 @@
-import { parseFailingTests } from '../../activities/discovery/failing-tests';
+import { failingTestItems } from '../../activities/discovery/failing-tests';
 import { findCitations } from '../../activities/checks/citations';
+import { parseJestJson } from '../../activities/tests/parse-jest';
+import { parseJunitXml } from '../../activities/tests/parse-junit';
+import { parseNodeEvents } from '../../activities/tests/parse-node';
+import { parseGoTestJson } from '../../activities/tests/parse-go';
+import { matchTests } from '../../activities/tests/test-names';
 import { testKey } from '../../common/test-key';
+import type { TestResult } from '../../common/test-results';
 import { UsageError } from '../../common/errors';
 import { discoverySchemaOf } from '../../client/discovery';
+import { fixture, sampleRoot } from '../tests/fixtures';
 
-const names = (output: string) => parseFailingTests(output).map((i) => i.name);
+const node = () => parseNodeEvents(fixture('node/events.jsonl'), sampleRoot('node'));
+const names = (runner: Parameters<typeof failingTestItems>[0]['runner'], results: TestResult[]) => failingTestItems({ runner, results }).map((i) => i.name);
 
-describe('parseFailingTests', () => {
-  test('node TAP: keeps failing leaves, drops passing and TODO tests and suites that fail only through their tests', () => {
-    const tap = [
-      'TAP version 13',
-      '# Subtest: multiply multiplies two numbers',
-      'ok 1 - multiply multiplies two numbers',
-      '# Subtest: math',
-      '    # Subtest: add adds two numbers',
-      '    not ok 1 - add adds two numbers',
-      '      ---',
-      "      location: '/r/test/math.test.js:9:1'",
-      '      ...',
-      '    # Subtest: sub subtracts',
-      '    ok 2 - sub subtracts',
-      'not ok 2 - math',
-      '  ---',
-      "  error: '1 subtest failed'",
-      '  ...',
-      '# Subtest: divide by zero throws',
-      'not ok 3 - divide by zero throws # fails on CI',
-      'not ok 4 - rounding # TODO later',
-      '1..3',
-      '# fail 2',
-    ].join('\n');
-    expect(names(tap)).toEqual(['add adds two numbers', 'divide by zero throws']);
+describe('failingTestItems (discovery items from test results by identity)', () => {
+  test('node: failing leaves by full name (a top-level test keeps its own name), files that failed to load, no parents failing only through their tests', () => {
+    expect(names('node', node())).toEqual([
+      'add adds two numbers',
+      'outer > inner > deep fails',
+      'suite whose hook fails',
+      'parent test > child fails',
+      'test/syntax.test.js',
+      'test/throws.test.js',
+    ]);
+    expect(failingTestItems({ runner: 'node', results: node() })[0]).toEqual({ key: 'add-adds-two-numbers', name: 'add adds two numbers' });
   });
 
-  test('node spec reporter: failing tests once each, without durations or the summary heading', () => {
-    const spec = [
-      '✔ multiply multiplies two numbers (2.37ms)',
-      '✖ add adds two numbers (2.41ms)',
-      '  AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:',
-      'ℹ fail 1',
-      '',
-      '✖ failing tests:',
-      '',
-      'test at test/math.test.js:9:1',
-      '✖ add adds two numbers (2.41ms)',
-    ].join('\n');
-    expect(names(spec)).toEqual(['add adds two numbers']);
+  test('skipped, todo and not-run tests are not work items', () => {
+    const items = names('node', node());
+    expect(items.some((n) => /skip|todo|not awaited|after the failed hook/.test(n))).toBe(false);
   });
 
-  test('jest: the ✕ lines, without durations', () => {
-    const jest = [
-      'FAIL src/math.test.ts',
-      '  math',
-      '    ✓ multiplies (3 ms)',
-      '    ✕ adds two numbers (5 ms)',
-      '    ✕ handles negatives',
-      'Tests:       2 failed, 1 passed, 3 total',
-    ].join('\n');
-    expect(names(jest)).toEqual(['adds two numbers', 'handles negatives']);
-  });
-
-  test('pytest: the node ids of the FAILED summary lines, without the message', () => {
-    const pytest = [
-      '=========================== short test summary info ============================',
-      'FAILED tests/test_math.py::test_add - assert -1 == 5',
-      'FAILED tests/test_math.py::TestDiv::test_zero',
-      '========================= 2 failed, 3 passed in 0.12s =========================',
-    ].join('\n');
-    expect(parseFailingTests(pytest)).toEqual([
-      { key: 'tests-test-math-py-test-add', name: 'tests/test_math.py::test_add' },
-      { key: 'tests-test-math-py-testdiv-test-zero', name: 'tests/test_math.py::TestDiv::test_zero' },
+  test('jest: suite > test; pytest: the node id, as pytest users name tests; go: package > test > subtest', () => {
+    expect(names('jest', parseJestJson(fixture('jest/results.json'), sampleRoot('jest')))).toEqual(['math > adds two numbers', 'math > nested > deep fails', 'after a failed beforeAll', 'test/broken.test.js']);
+    const pytest = parseJunitXml(fixture('pytest/xunit1.xml'), { workspace: sampleRoot('pytest'), dialect: 'pytest' });
+    expect(failingTestItems({ runner: 'pytest', results: pytest })).toEqual([
+      { key: 'tests-test-math-py-test-adds', name: 'tests/test_math.py::test_adds' },
+      { key: 'tests-test-math-py-test-param-2', name: 'tests/test_math.py::test_param[2]' },
+      { key: 'tests-test-math-py-test-setup-error', name: 'tests/test_math.py::test_setup_error' },
+      { key: 'tests-test-math-py-testouter-testinner-test-deep', name: 'tests/test_math.py::TestOuter::TestInner::test_deep' },
+    ]);
+    expect(names('go', parseGoTestJson(fixture('go/test.jsonl')))).toEqual([
+      'example.com/sample/mathx > TestAdd',
+      'example.com/sample/mathx > TestTable > two_words',
+      'example.com/sample/panics > TestPanics',
+      'example.com/sample/broken',
     ]);
   });
 
-  test('output with no failures gives no items', () => {
-    expect(parseFailingTests('ok 1 - a\n✔ b (1ms)\n  ✓ c (2 ms)\n1 passed in 0.01s\n')).toEqual([]);
+  test('a name two failing tests share in different files becomes file > name, once each', () => {
+    const results: TestResult[] = [
+      { file: 'a.test.js', name: 'works', outcome: 'failed' },
+      { file: 'b.test.js', name: 'works', outcome: 'failed' },
+      { file: 'b.test.js', name: 'works', outcome: 'failed' },
+    ];
+    expect(names('node', results)).toEqual(['a.test.js > works', 'b.test.js > works']);
+  });
+});
+
+describe('matchTests (the citations check finds the named test by identity)', () => {
+  test('by full name, file > name or pytest node id; a bare test name still finds a test inside suites', () => {
+    const results = node();
+    expect(matchTests(results, 'add adds two numbers', 'node').map((t) => t.outcome)).toEqual(['failed']);
+    expect(matchTests(results, 'test/math.test.js > outer > inner > deep fails', 'node')).toHaveLength(1);
+    expect(matchTests(results, 'deep fails', 'node').map((t) => t.name)).toEqual(['outer > inner > deep fails']);
+    expect(matchTests(results, 'never runs', 'node')).toEqual([]);
+    const pytest = parseJunitXml(fixture('pytest/xunit1.xml'), { workspace: sampleRoot('pytest'), dialect: 'pytest' });
+    expect(matchTests(pytest, 'tests/test_math.py::TestOuter::TestInner::test_deep', 'pytest').map((t) => t.outcome)).toEqual(['failed']);
   });
 });
 

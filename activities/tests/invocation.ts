@@ -1,0 +1,77 @@
+import path from 'node:path';
+import type { TestRunner } from '../../common/test-results';
+
+/** How a test command is run so that its runner writes structured results. */
+export interface Invocation {
+  /** What `sh -c` runs: the loop's command with the runner's flags. */
+  command: string;
+  /** Variables added to the command's environment. */
+  env: Record<string, string>;
+  /** Where the results are read from after the run (for `junit`, nothing: the loop's `junitPath`). */
+  resultsFile?: string;
+}
+
+/** The file names inside the results folder. */
+export const RESULTS_FILES: Record<Exclude<TestRunner, 'junit'>, string> = {
+  node: 'node-events.jsonl',
+  jest: 'jest.json',
+  vitest: 'vitest.json',
+  pytest: 'pytest.xml',
+  go: 'go-test.jsonl',
+};
+
+/** A path as one shell word (the worker's own temporary paths; quoted all the same). */
+function sh(p: string): string {
+  return `'${p.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * `command` with `args` appended. For `npm test` / `npm run X` they go after `--` (unless the
+ * command has one already), so npm hands them to the script; yarn, pnpm and bun pass them on as
+ * they are. Either way they land at the end of the command: it must end with the runner.
+ */
+export function appendArgs(command: string, args: string[]): string {
+  const trimmed = command.trimEnd();
+  const npmScript = /(^|[;&|(]\s*|\s)npm\s+(test|t|tst|run|run-script)\b/.test(trimmed);
+  const dashes = npmScript && !/\s--(\s|$)/.test(trimmed) ? ' --' : '';
+  return `${trimmed}${dashes} ${args.join(' ')}`;
+}
+
+/**
+ * The command and environment that make `runner` write its results into `resultsDir`:
+ * - node: NODE_OPTIONS adds the spec reporter (to stdout) and a reporter module
+ *   (`reporterFile`, see node-reporter.ts) that appends events to the results file written into
+ *   it. NODE_OPTIONS reaches `node --test` wherever the command starts
+ *   it (`npm test`, `node --test test/`, a shell script), where flags after the files would not.
+ * - jest: `--json --outputFile=<file> --testLocationInResults`.
+ * - vitest: `--reporter=default --reporter=json --outputFile.json=<file> --includeTaskLocation`.
+ * - pytest: `--junitxml=<file> -o junit_family=xunit1` (xunit1 has each test's file and line).
+ * - go: `-json`, with the command's stdout (the test2json events) sent to a file.
+ * - junit: the command as it is; the loop says where its runner writes JUnit XML.
+ */
+export function runnerInvocation(
+  runner: TestRunner,
+  command: string,
+  dirs: { resultsDir: string; reporterFile?: string },
+  env: Record<string, string> = {},
+): Invocation {
+  if (runner === 'junit') return { command, env: {} };
+  const resultsFile = path.join(dirs.resultsDir, RESULTS_FILES[runner]);
+  switch (runner) {
+    case 'node': {
+      if (!dirs.reporterFile) throw new Error('node needs the reporter module written first');
+      const ours = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter="${dirs.reporterFile}"`, '--test-reporter-destination=stdout'];
+      const nodeOptions = [env.NODE_OPTIONS?.trim(), ...ours].filter(Boolean).join(' ');
+      return { command, env: { NODE_OPTIONS: nodeOptions }, resultsFile };
+    }
+    case 'jest':
+      return { command: appendArgs(command, ['--json', `--outputFile=${sh(resultsFile)}`, '--testLocationInResults']), env: {}, resultsFile };
+    case 'vitest':
+      return { command: appendArgs(command, ['--reporter=default', '--reporter=json', `--outputFile.json=${sh(resultsFile)}`, '--includeTaskLocation']), env: {}, resultsFile };
+    case 'pytest':
+      return { command: appendArgs(command, [`--junitxml=${sh(resultsFile)}`, '-o', 'junit_family=xunit1']), env: {}, resultsFile };
+    case 'go':
+      // The newline ends a trailing comment in the command; the group's stdout is the event stream.
+      return { command: `{ ${appendArgs(command, ['-json'])}\n} > ${sh(resultsFile)}`, env: {}, resultsFile };
+  }
+}

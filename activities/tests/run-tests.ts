@@ -1,0 +1,188 @@
+import { lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError } from '../../common/errors';
+import type { TestResult, TestRunner } from '../../common/test-results';
+import { isWithin } from '../sandbox/profile';
+import type { Sandbox, SandboxName } from '../sandbox/sandbox';
+import { capHeadTail } from '../tools/output';
+import { detectRunner, UnknownTestRunnerError } from './detect-runner';
+import { RESULTS_FILES, runnerInvocation } from './invocation';
+import { LIMITS, TestResultsError } from './limits';
+import { nodeReporterSource } from './node-reporter';
+import { parseGoTestJson, goOutputText } from './parse-go';
+import { parseJestJson, parseVitestJson } from './parse-jest';
+import { parseJunitXml } from './parse-junit';
+import { parseNodeEvents } from './parse-node';
+import { junitTarget, readJunitReports, readResultsFile } from './read-results';
+
+export { detectRunner, UnknownTestRunnerError };
+
+/** What to run: the loop's test command, and its runner when it cannot be told from the command. */
+export interface TestSpec {
+  command: string;
+  runner?: TestRunner;
+  /** For `junit`: the file or folder, relative to the workspace, where the runner writes JUnit XML. */
+  junitPath?: string;
+}
+
+/** Where and how to run it. */
+export interface RunTestsOptions {
+  sandbox: Sandbox;
+  /** The checkout the tests run in (the sandbox's only writable folder besides the results folder). */
+  workspace: string;
+  /** The loop's command environment (`spec.sandbox.env`). */
+  env?: Record<string, string>;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  heartbeat?: () => void;
+}
+
+/** One run of a test command, by test identity. */
+export interface TestRun {
+  runner: TestRunner;
+  /** Every test the runner reported, in its order (at most 50,000). */
+  results: TestResult[];
+  /** What the command printed (head and tail, at most about 200,000 characters). */
+  output: string;
+  code: number | null;
+  timedOut: boolean;
+  sandbox: SandboxName;
+  /** Why results are missing or incomplete; absent when the runner reported normally. */
+  problem?: string;
+}
+
+const NO_RESULTS_HINT: Record<TestRunner, string> = {
+  node: 'did the command run node\'s test runner (node --test, or a file that uses node:test)?',
+  jest: 'did the command run jest, and does it end with jest (the flags --json --outputFile are appended to it)? A test file that calls process.exit stops jest before it writes its report',
+  vitest: 'did the command run vitest, and does it end with vitest (its --reporter flags are appended to it)?',
+  pytest: 'did the command run pytest, and does it end with pytest (--junitxml is appended to it)?',
+  go: 'did the command run go test, and does it end with it (-json is appended to it)?',
+  junit: 'did the command run the tests, and does the runner write JUnit XML to junitPath?',
+};
+
+/** The workspace's package.json, for telling the runner of `npm test` (at most 1 MB, a regular file). */
+function packageJson(workspace: string): string | undefined {
+  const file = path.join(workspace, 'package.json');
+  try {
+    const st = lstatSync(file);
+    return st.isFile() && st.size <= 1024 * 1024 ? readFileSync(file, 'utf8') : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a file (relative) exists in the workspace, for mapping pytest's dotted names to files. */
+function fileExistsIn(workspace: string): (rel: string) => boolean {
+  return (rel) => {
+    const p = path.join(workspace, rel);
+    try {
+      return isWithin(workspace, p) && lstatSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+}
+
+function parse(runner: Exclude<TestRunner, 'junit'>, text: string, workspace: string): TestResult[] {
+  switch (runner) {
+    case 'node':
+      return parseNodeEvents(text, workspace);
+    case 'jest':
+      return parseJestJson(text, workspace);
+    case 'vitest':
+      return parseVitestJson(text, workspace);
+    case 'pytest':
+      return parseJunitXml(text, { workspace, dialect: 'pytest', fileExists: fileExistsIn(workspace) });
+    case 'go':
+      return parseGoTestJson(text);
+  }
+}
+
+/**
+ * Runs a test command in the sandbox with its runner's structured reporter, and returns each test
+ * the runner reported, by identity (file + full name) and outcome. The runner is `spec.runner`,
+ * else `junit` when `junitPath` is given, else told from the command and package.json
+ * (`detectRunner`); when it cannot be told this throws UnknownTestRunnerError (a ConfigError that
+ * says how to name it). The command runs as `sh -c` with the runner's flags (invocation.ts), in
+ * `workspace`, killed at `timeoutMs` or when `signal` aborts, heartbeating; a worker without a
+ * sandbox throws SandboxUnavailableError.
+ *
+ * Results go to a folder the worker makes outside the workspace (under the OS temporary folder,
+ * writable inside the sandbox at the same path) and removes afterwards: nothing is written into
+ * the workspace. For `junit` the reports are read from `junitPath` in the workspace; reports
+ * older than the run are skipped. Whatever the runner wrote is untrusted (the run executed the
+ * agent's code): it is size-capped and parsed, never executed, and a report that cannot be read
+ * leaves `results` empty with the reason in `problem`.
+ */
+export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<TestRun> {
+  const workspace = realpathSync(opts.workspace);
+  const runner = spec.runner ?? (spec.junitPath ? 'junit' : detectRunner(spec.command, packageJson(workspace)));
+  if (!runner) throw new UnknownTestRunnerError(spec.command);
+  if (runner === 'junit' && !spec.junitPath) {
+    throw new ConfigError('runner junit needs junitPath: the file or folder, relative to the repository, where the test runner writes JUnit XML (e.g. target/surefire-reports)');
+  }
+  if (runner === 'junit') junitTarget(workspace, spec.junitPath!);
+
+  // Neutral names: the paths are in the command line and NODE_OPTIONS the tests can see.
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'tr-'));
+  try {
+    if (isWithin(workspace, realpathSync(scratch))) throw new ConfigError(`the temporary folder ${os.tmpdir()} lies inside the workspace ${workspace}: set TMPDIR on the worker to a folder outside it`);
+    const resultsDir = path.join(scratch, 'results');
+    await mkdir(resultsDir, { mode: 0o700 });
+    let reporterFile: string | undefined;
+    if (runner === 'node') {
+      await mkdir(path.join(scratch, 'reporter'), { mode: 0o700 });
+      reporterFile = path.join(scratch, 'reporter', 'reporter.mjs');
+      await writeFile(reporterFile, nodeReporterSource(path.join(resultsDir, RESULTS_FILES.node)), { mode: 0o444 });
+    }
+    const inv = runnerInvocation(runner, spec.command, { resultsDir, reporterFile }, opts.env);
+    const since = Date.now();
+    const run = await opts.sandbox.run(['sh', '-c', inv.command], {
+      workspace,
+      // Exactly the agent's environment (the loop's declared variables), plus what the runner needs to report.
+      env: { ...opts.env, ...inv.env },
+      readable: reporterFile ? [reporterFile] : [],
+      writable: [resultsDir],
+      timeoutMs: opts.timeoutMs,
+      capChars: LIMITS.output,
+      signal: opts.signal,
+      heartbeat: opts.heartbeat,
+    });
+    opts.heartbeat?.();
+
+    const problems: string[] = [];
+    let results: TestResult[] = [];
+    let output = run.output;
+    if (runner === 'junit') {
+      const read = await readJunitReports(workspace, spec.junitPath!, since);
+      results = read.results;
+      problems.push(...read.problems);
+    } else {
+      try {
+        const text = await readResultsFile(inv.resultsFile!);
+        if (text !== undefined) {
+          results = parse(runner, text, workspace);
+          if (runner === 'go') output = capHeadTail(`${goOutputText(text)}${run.output ? `\n${run.output}` : ''}`, LIMITS.output);
+        }
+      } catch (err) {
+        if (!(err instanceof TestResultsError)) throw err;
+        problems.push(err.message);
+      }
+    }
+    if (results.length >= LIMITS.results) problems.push(`only the first ${LIMITS.results} results are kept`);
+    if (results.length === 0 && problems.length === 0) {
+      const ownReporters = runner === 'node' && output.includes("must match the number of specified '--test-reporter-destination'");
+      problems.push(
+        ownReporters
+          ? 'the command gives --test-reporter without --test-reporter-destination, which node refuses next to the reporters Loopwright adds: give both, or neither'
+          : `the runner wrote no results: ${NO_RESULTS_HINT[runner]}`,
+      );
+    }
+    if (run.timedOut) problems.unshift(`the command timed out after ${Math.round(opts.timeoutMs / 1000)}s, so the results are those reported before it was killed`);
+    return { runner, results: results.slice(0, LIMITS.results), output, code: run.code, timedOut: run.timedOut, sandbox: run.sandbox, ...(problems.length ? { problem: problems.join('; ') } : {}) };
+  } finally {
+    await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
