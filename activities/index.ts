@@ -9,6 +9,7 @@ import { judgeCandidate, type JudgeInput } from './checks/judge';
 import { runSchemaCheck } from './checks/schema';
 import { runDiffPolicyCheck } from './checks/diff-policy';
 import { runCitationsCheck } from './checks/citations';
+import { runTestsCheck } from './checks/tests';
 import { createDiscoveryActivities } from './discovery';
 import { writeReport, type WriteReportInput, type WriteReportResult } from './reports';
 import { writeTraceReport, type TraceReportInput } from './trace-report';
@@ -71,8 +72,12 @@ export interface RunCheckInput {
   task: string;
   candidate: string;
   workspace?: string;
-  /** The commit the run's changes are compared with (diff policy). */
+  /** The commit the run's changes are compared with (diff policy, tests). */
   baseRef?: string | null;
+  /** The attempt's commit on the run's branch (tests): what would land. */
+  commit?: string | null;
+  /** True when the workspace is the run's own worktree (created for it, so whatever is in it came from the run). */
+  isolated?: boolean;
   /** What the loop declares for its commands' environment (`spec.sandbox.env`). */
   env?: Record<string, string>;
   /** Give a command check the candidate in a file (default true; false for loops whose agent runs commands). */
@@ -220,7 +225,14 @@ export function createActivities(deps: ActivityDeps) {
           if (!input.workspace || !input.baseRef) {
             throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs a git workspace and the commit the run started from` });
           }
-          return runDiffPolicyCheck({ check: input.check, root: input.workspace, baseRef: input.baseRef });
+          return runDiffPolicyCheck({ check: input.check, root: input.workspace, baseRef: input.baseRef, isolated: input.isolated });
+        case 'tests':
+          if (!input.workspace || !input.baseRef) {
+            throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs a git workspace and the commit the run started from` });
+          }
+          return runTestsCheck({ workflowId: input.workflowId, attempt: input.attempt, check: input.check, root: input.workspace, baseRef: input.baseRef, commit: input.commit, env: input.env }, sandbox).catch((err: unknown) => {
+            throw sandboxFailure(err);
+          });
         case 'citations':
           if (!input.workspace) {
             throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs the run's workspace (the repository it cites)` });

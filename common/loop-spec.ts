@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PromotionRuleSchema } from './promotion';
 import { isDuration } from './duration';
 import { SECRET_NAME } from './redact';
+import { TEST_RUNNERS } from './test-results';
 
 /** A duration string such as `30s`, `5m`, `24h`, `7d`. */
 export const DurationSchema = z.string().refine(isDuration, { message: 'expected a duration such as 30s, 5m, 24h or 7d' });
@@ -25,6 +26,12 @@ export const JudgeCheckSchema = z.object({
   kind: z.literal('judge'),
   name: z.string().min(1).default('judge'),
   rubric: z.array(z.string().min(1)).min(1),
+  /**
+   * What the judge reads: the agent's `output` (default), or, for loops whose agent changes a
+   * git workspace, the `change`: the diff against the run's base and the attempt's other
+   * verdicts, with the agent's final message only as marked, untrusted context.
+   */
+  subject: z.enum(['output', 'change']).optional(),
 });
 export type JudgeCheck = z.infer<typeof JudgeCheckSchema>;
 
@@ -87,8 +94,38 @@ export const CitationsCheckSchema = z.object({
 });
 export type CitationsCheck = z.infer<typeof CitationsCheckSchema>;
 
+/**
+ * The gate of a code change, by test identity (activities/checks/tests.ts): the test command,
+ * run with its runner's structured reporter on clean checkouts in the sandbox, must show the
+ * named failing test passing as base wrote it (fail-to-pass), every test that passed at base
+ * still passing (pass-to-pass), the tests the change adds passing, at least one of them failing
+ * on base's code (a real regression test), and the held-out tests passing.
+ */
+export const TestsCheckSchema = z.object({
+  kind: z.literal('tests'),
+  name: z.string().min(1).default('tests'),
+  command: z.string().min(1),
+  /** The test runner; detected from the command (and package.json's script) when absent. */
+  runner: z.enum(TEST_RUNNERS).optional(),
+  /** For `runner: junit`: the file or folder (relative to the repository) where the runner writes JUnit XML. */
+  junitPath: z.string().min(1).optional(),
+  /** The test the task is about: a full name, its last part, or `file > name`. */
+  failingTest: z.string().min(1).optional(),
+  requireRegressionTest: z.boolean().default(true),
+  /** RE2 source for test files; default: test folders, `*.test.*`, `*.spec.*`, `*_test.*`, `test_*.py`. */
+  testPattern: z.string().optional(),
+  /**
+   * Tests the agent never sees, run only by the gate: an absolute folder on the worker (outside
+   * the repository), copied into the clean checkout at `into`; run by `command` (default: the
+   * check's). The way to catch special-casing of the visible tests' inputs.
+   */
+  heldOut: z.object({ dir: z.string().min(1), into: z.string().min(1).default('test/held-out'), command: z.string().min(1).optional() }).strict().optional(),
+  timeout: DurationSchema.default('10m'),
+});
+export type TestsCheck = z.infer<typeof TestsCheckSchema>;
+
 /** One independent check of a candidate. All of a loop's checks must pass. */
-export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema, DiffPolicyCheckSchema, CitationsCheckSchema]);
+export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema, DiffPolicyCheckSchema, CitationsCheckSchema, TestsCheckSchema]);
 export type Check = z.infer<typeof CheckSchema>;
 /** The checks that run in an activity (all but the human review). */
 export type AutomatedCheck = Exclude<Check, HumanCheck>;
@@ -247,5 +284,5 @@ export type LoopSpec = z.infer<typeof LoopSpecSchema>;
  * that has none (unless it opted out with LOOPWRIGHT_SANDBOX=off).
  */
 export function runsCommands(spec: Pick<LoopSpec, 'agent' | 'checks'>): boolean {
-  return spec.agent.tools.includes('run_command') || spec.checks.some((c) => c.kind === 'command' || (c.kind === 'citations' && c.testCommand !== undefined));
+  return spec.agent.tools.includes('run_command') || spec.checks.some((c) => c.kind === 'command' || c.kind === 'tests' || (c.kind === 'citations' && c.testCommand !== undefined));
 }

@@ -48,7 +48,7 @@ export type StopReason =
   | 'canceled'
   | 'error';
 
-export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'diff' | 'citations' | 'output';
+export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'diff' | 'citations' | 'tests' | 'output';
 
 /**
  * What ran a command the agent wrote or chose: `bwrap` (the bubblewrap sandbox) or `none`

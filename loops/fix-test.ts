@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { CommandEnvSchema, LoopSpecSchema } from '../common/loop-spec';
+import { FIX_TEST_REVIEW_RUBRIC } from '../common/code-review';
+import { TEST_RUNNERS } from '../common/test-results';
 import { harnessAgent, type LoopDefinition } from './loop-definition';
 
 /** Input of `fix-test`: a repository, its test command, the failing test, where the fix may go. */
@@ -15,6 +17,15 @@ export const FixTestInputSchema = z
     autonomy: z.enum(['L2', 'L3']).optional(),
     /** Variables the test command gets in the sandbox, e.g. {"NODE_ENV": "test"} (nothing is inherited from the worker). */
     commandEnv: CommandEnvSchema.optional(),
+    /** The test runner (node, jest, vitest, pytest, go, junit); detected from testCommand when absent. */
+    testRunner: z.enum(TEST_RUNNERS).optional(),
+    /** With testRunner "junit": where the runner writes JUnit XML (a file or folder, relative to the repository). */
+    junitPath: z.string().trim().min(1).optional(),
+    /**
+     * Tests the agent never sees, run only by the gate: an absolute folder on the worker outside
+     * the repository, copied into the clean checkout at `into` (default test/held-out).
+     */
+    heldOutTests: z.object({ dir: z.string().trim().min(1), into: z.string().trim().min(1).optional(), command: z.string().trim().min(1).optional() }).strict().optional(),
   })
   .strict();
 export type FixTestInput = z.infer<typeof FixTestInputSchema>;
@@ -28,10 +39,12 @@ const SYSTEM_PROMPT = [
 
 /**
  * `fix-test` (L2): the agent fixes a failing test on its own branch in an isolated worktree.
- * Checks are the standard rubric for code changes: the test command passes, and the change
- * policy holds (only allowed paths, no deleted or skipped tests, a regression test added). A
- * verified fix waits for a human's approval, then lands as one commit on the target branch,
- * exactly once (the commit carries its effect key).
+ * The gate, on clean checkouts of the attempt's commit: the `tests` check (by test identity:
+ * the named test passes as base wrote it, everything that passed at base still passes, a real
+ * regression test was added, held-out tests pass) and the change policy (only allowed paths,
+ * existing test infrastructure only added to, no stray ignored files). A verified fix waits
+ * for a human's approval, then lands as one commit on the target branch, exactly once (the
+ * commit carries its effect key).
  */
 export const fixTest: LoopDefinition<FixTestInput> = {
   name: 'fix-test',
@@ -59,8 +72,14 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       },
       models: defaults.models,
       checks: [
-        { kind: 'command', name: 'tests pass', command: input.testCommand, timeout: '10m' },
-        { kind: 'diff', name: 'change policy', allowedPaths: input.allowedPaths, requireRegressionTest: true },
+        {
+          kind: 'tests', name: 'tests', command: input.testCommand, failingTest: input.failingTest, requireRegressionTest: true, timeout: '10m',
+          ...(input.testRunner ? { runner: input.testRunner } : {}), ...(input.junitPath ? { junitPath: input.junitPath } : {}),
+          ...(input.heldOutTests ? { heldOut: { dir: input.heldOutTests.dir, ...(input.heldOutTests.into ? { into: input.heldOutTests.into } : {}), ...(input.heldOutTests.command ? { command: input.heldOutTests.command } : {}) } } : {}),
+        },
+        { kind: 'diff', name: 'change policy', allowedPaths: input.allowedPaths },
+        // Last, so that it reads the gate's verdicts beside the diff.
+        { kind: 'judge', name: 'code review', rubric: [...FIX_TEST_REVIEW_RUBRIC], subject: 'change' },
       ],
       budget: { maxAttempts: input.maxAttempts ?? 3 },
       escalation: { timeout: '72h' },

@@ -2,7 +2,7 @@ import type { SessionSetup, ToolCallRecord } from '../common/agent';
 import type { LoopInput } from '../common/loop-input';
 import { runAgentSession } from './agent-session';
 import type { SessionCheckpoint } from './resume';
-import { JUDGE_SYSTEM_PROMPT, renderJudgePrompt } from '../common/judge';
+import { judgeInputChars, summarizeVerdicts } from '../common/code-review';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { StopReason, Verdict } from '../common/run-record';
@@ -103,6 +103,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
         await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: `check ${check.name} (${check.kind}): attempt ${n}` }, [
           {
             workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace, baseRef: ctx.session?.base,
+            ...(ctx.session?.branch ? { commit: progress.commit ?? null, isolated: true } : {}),
             // A check runs its command as the agent's run_command did: same sandbox, same environment.
             ...(input.spec.sandbox ? { env: input.spec.sandbox.env } : {}), ...(ctx.session ? { withCandidate: false } : {}),
           },
@@ -110,17 +111,22 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
       );
       continue;
     }
+    // A judge of the change reads the diff (and the attempt's verdicts so far), not the agent's claims.
+    const change = check.subject === 'change' && ctx.session?.base ? { root: ctx.session.root, base: ctx.session.base, commit: progress.commit ?? null } : undefined;
     const judged = await callWithinBudget({
       what: `judge ${check.name} (attempt ${n})`,
       limits: ctx.limits,
       used: ctx.used,
       charge: (u) => ctx.charge('checker', u),
-      inputChars: JUDGE_SYSTEM_PROMPT.length + renderJudgePrompt({ rubric: check.rubric, task: input.task, candidate }).length + 800,
+      inputChars: judgeInputChars({ rubric: check.rubric, task: input.task, candidate, change: change !== undefined }) + 800,
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),
       invoke: (maxTokens, tryNo) =>
         acts.judgeCandidate.executeWithOptions({ ...MODEL_CALL, summary: `check ${check.name} (judge): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
-          { workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens },
+          {
+            workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens,
+            ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),
+          },
         ]),
     });
     if (!judged.ok) return { kind: 'stopped', stopReason: judged.stopReason, detail: judged.detail };

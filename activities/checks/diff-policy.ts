@@ -1,11 +1,10 @@
-import { RE2JS } from 're2js';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { EVIDENCE_CHARS } from './command';
-import { addedLines, diffTrees, listBlobs, readBlobs, resolveTrees, type Change } from './diff-policy/git';
-import { compileAllowedPaths, DEFAULT_TEST_PATTERN } from './diff-policy/paths';
-import { countTestCases, findSkipMarkers, type SkipMarker } from './diff-policy/test-cases';
+import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from './diff-policy/git';
+import { compileAllowedPaths } from './diff-policy/paths';
+import { testInfraMatcher } from './tests/infra';
 
 export { DEFAULT_TEST_PATTERN } from './diff-policy/paths';
 
@@ -15,8 +14,8 @@ export interface DiffPolicyCheck {
   name: string;
   /** Path prefixes or globs (`src/`, `lib/**`, `test/math.test.js`); a change elsewhere fails. */
   allowedPaths: string[];
-  /** At least one test case must be added. */
-  requireRegressionTest: boolean;
+  /** Kept for specs pinned before the tests check: a regression test is the `tests` check's rule now. */
+  requireRegressionTest?: boolean;
   /** Regular expression source for test files; default `DEFAULT_TEST_PATTERN`. */
   testPattern?: string;
 }
@@ -27,15 +26,22 @@ export interface DiffPolicyInput {
   root: string;
   /** The commit the run's changes are compared with, e.g. the fork point of the run's branch. */
   baseRef: string;
+  /** The workspace is the run's own worktree (it started clean): look for stray ignored files. */
+  isolated?: boolean;
 }
 
-/** Test files larger than this are not read (they are not hand-written tests). */
-const MAX_TEST_FILE_BYTES = 4 * 1024 * 1024;
 /** How many names a reason lists before it says "and N more". */
 const MAX_NAMES = 10;
 
+/**
+ * What a run's own worktree may hold that is not in its commit: dependency folders and caches a
+ * test run makes. Anything else ignored that appears there (an `.npmrc`, an `.env`, a config
+ * file) was left by the attempt and would change how tests run for whoever runs them there.
+ */
+const EXPECTED_LEFTOVERS = /^(?:node_modules|\.venv|venv|__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache|\.tox|\.nox|coverage|\.nyc_output|dist|build|target|\.gradle|\.cache|\.turbo|\.next|\.parcel-cache|\.eslintcache|\.DS_Store)(?:\/|$)|(?:^|\/)(?:__pycache__|node_modules)\/|\.py[co]$/;
+
 interface Failure {
-  rule: 'allowed paths' | 'no deleted tests' | 'no skipped tests' | 'regression test';
+  rule: 'allowed paths' | 'tests append-only' | 'no stray files';
   reason: string;
   correction: string;
 }
@@ -46,44 +52,22 @@ interface Failure {
  * untracked files; ignored files do not count), staged into a temporary index so the
  * repository's own index is untouched. It fails, listing every broken rule in `failedItems`, when
  * - `allowed paths`: a changed, added, deleted or renamed path is outside `allowedPaths`;
- * - `no deleted tests`: a test file that had test cases is deleted (or renamed out of the test
- *   files), or a test file has fewer test cases than at base;
- * - `no skipped tests`: an added line in a test file adds a skip or focus marker (`.skip(`,
- *   `.only(`, `xit(`, `{ skip: true }`, `@pytest.mark.skip`, `t.Skip(` ...);
- * - `regression test`: `requireRegressionTest` is set and no test case was added (the total in
- *   test files did not go up and no new test file has a test case).
- * Test cases are `test(`/`it(` calls, `def test*(` and `func Test*(` outside comments and strings.
+ * - `tests append-only`: test infrastructure that base had (test files, helpers, fixtures,
+ *   mocks, runner configuration: activities/checks/tests/infra.ts) is deleted, renamed, or has a
+ *   line changed or removed (adding new tests, to a new file or to an existing one, is fine);
+ * - `no stray files` (`isolated` workspaces only: the run's own worktree, which started clean):
+ *   the attempt left ignored files beside its commit other than dependency folders and caches.
+ * Whether the tests really test anything is the `tests` check's business: by identity, on
+ * clean checkouts, as the runner reports them (no regular expressions over test source here).
  * Costs no tokens. A workspace that is not a git repository, an unknown base or an invalid
  * `testPattern` is a non-retryable failure (`WorkspaceError`, `ConfigError`), not a verdict.
  */
 export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdict> {
   const { check, root } = input;
-  const isTest = testMatcher(check);
+  const isInfra = infraMatcher(check);
   const isAllowed = compileAllowedPaths(check.allowedPaths);
   const { base, baseTree, workTree } = await resolveTrees(root, input.baseRef);
   const changes = await diffTrees(root, baseTree, workTree);
-
-  const [baseTests, workTests] = await Promise.all([
-    listBlobs(root, baseTree, isTest, MAX_TEST_FILE_BYTES),
-    listBlobs(root, workTree, isTest, MAX_TEST_FILE_BYTES),
-  ]);
-  const texts = await readBlobs(root, [...baseTests.values(), ...workTests.values()]);
-  // Files unchanged since base share a blob: each is read and counted once.
-  const cache = new Map<string, number>();
-  const countAll = (tests: Map<string, string>) =>
-    new Map(
-      [...tests].map(([file, oid]) => {
-        const key = `${oid} ${file.endsWith('.py')}`;
-        if (!cache.has(key)) cache.set(key, countTestCases(texts.get(oid) ?? '', file));
-        return [file, cache.get(key) ?? 0] as const;
-      }),
-    );
-  const baseCounts = countAll(baseTests);
-  const workCounts = countAll(workTests);
-  const count = (counts: Map<string, number>, file: string) => counts.get(file) ?? 0;
-  const sum = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
-  const before = sum(baseCounts);
-  const after = sum(workCounts);
 
   const failures: Failure[] = [];
   const outside = [...new Set(changes.flatMap((c) => [c.oldPath, c.path]).filter((p): p is string => p !== undefined && !isAllowed(p)))];
@@ -96,46 +80,39 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     });
   }
 
-  const deleted: string[] = [];
-  const fewer: string[] = [];
+  const weakened: string[] = [];
   for (const c of changes) {
-    const oldPath = c.oldPath ?? c.path;
-    const was = count(baseCounts, oldPath);
-    if (was === 0) continue;
-    if (c.status === 'D' || !isTest(c.path)) deleted.push(`${oldPath} (${plural(was, 'test case')})`);
-    else if (count(workCounts, c.path) < was) fewer.push(`${c.path} (${was} → ${count(workCounts, c.path)} test cases)`);
+    const was = c.oldPath ?? c.path;
+    if (!isInfra(was) || c.status === 'A') continue;
+    if (c.status === 'D') weakened.push(`${was} deleted`);
+    else if (c.status === 'R') weakened.push(`${was} renamed to ${c.path}`);
+    else if (c.status === 'T') weakened.push(`${was} turned into another kind of file`);
+    else if (c.oldOid && c.newOid) {
+      const removed = await removedLines(root, c.oldOid, c.newOid);
+      if (removed.length > 0) weakened.push(`${removed.slice(0, 3).map((r) => `${was}:${r.line} \`${r.text.trim().slice(0, 60)}\``).join(', ')}${removed.length > 3 ? ` and ${removed.length - 3} more lines` : ''} changed or removed`);
+    }
   }
-  if (deleted.length + fewer.length > 0) {
-    const parts = [deleted.length > 0 ? `deleted test ${plural(deleted.length, 'file', false)} ${names(deleted)}` : '', fewer.length > 0 ? `removed test cases from ${names(fewer)}` : ''];
-    const files = [...deleted, ...fewer].map((d) => d.replace(/ \(.*$/, ''));
+  if (weakened.length > 0) {
     failures.push({
-      rule: 'no deleted tests',
-      reason: `the change ${parts.filter(Boolean).join(' and ')}`,
-      correction: `restore the ${deleted.length > 0 ? 'deleted test' : 'removed test cases in'} ${names(files)} and fix the code instead`,
+      rule: 'tests append-only',
+      reason: `the change alters existing test infrastructure: ${names(weakened)}`,
+      correction: `restore ${names(weakened.map((w) => w.split(/[: ]/)[0]))} as base has ${weakened.length === 1 ? 'it' : 'them'}: existing tests, helpers, fixtures and runner config may only be added to, so fix the code instead`,
     });
   }
 
-  const markers = await addedSkipMarkers(root, changes, workTests, texts);
-  if (markers.length > 0) {
-    const where = markers.map((m) => `${m.file}:${m.line} \`${m.marker}\``);
-    failures.push({
-      rule: 'no skipped tests',
-      reason: `the change adds ${plural(markers.length, 'skip or focus marker')}: ${names(where)}`,
-      correction: `remove the skip/focus markers at ${names(markers.map((m) => `${m.file}:${m.line}`))} and make the tests pass instead`,
-    });
+  if (input.isolated) {
+    const strays = (await ignoredPaths(root)).filter((p) => !EXPECTED_LEFTOVERS.test(p));
+    if (strays.length > 0) {
+      failures.push({
+        rule: 'no stray files',
+        reason: `the attempt left ignored ${plural(strays.length, 'file', false)} beside its commit, which a clean checkout does not have: ${names(strays)}`,
+        correction: `delete ${names(strays)}: checks run on a clean checkout of your commit, so files git ignores cannot make them pass`,
+      });
+    }
   }
 
-  const newTestFile = changes.some((c) => c.status !== 'D' && count(baseCounts, c.oldPath ?? c.path) === 0 && !baseCounts.has(c.path) && count(workCounts, c.path) > 0);
-  if (check.requireRegressionTest && after <= before && !newTestFile) {
-    failures.push({
-      rule: 'regression test',
-      reason: `no test case was added (test cases ${before} → ${after}): a regression test is required`,
-      correction: 'add a test that fails without your fix (a new test case in a test file)',
-    });
-  }
-
-  const evidence = evidenceOf(base, changes, (c) => [count(baseCounts, c.oldPath ?? c.path), count(workCounts, c.path)], isTest, before, after);
-  const summary = `${plural(changes.length, 'file')} changed since ${base.slice(0, 12)}, test cases ${before} → ${after}`;
+  const evidence = evidenceOf(base, changes, isInfra);
+  const summary = `${plural(changes.length, 'file')} changed since ${base.slice(0, 12)}`;
   const passed = failures.length === 0;
   return {
     check: check.name,
@@ -149,11 +126,10 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
   };
 }
 
-/** The loop's test-file pattern, in RE2 (linear time: the agent chooses the paths it is matched against). */
-function testMatcher(check: DiffPolicyCheck): (file: string) => boolean {
-  let re: RE2JS;
+/** Test infrastructure, with the loop's own test-file pattern when it gives one (RE2). */
+function infraMatcher(check: DiffPolicyCheck): (file: string) => boolean {
   try {
-    re = RE2JS.compile(check.testPattern ?? DEFAULT_TEST_PATTERN);
+    return testInfraMatcher(check.testPattern);
   } catch (err) {
     throw ApplicationFailure.create({
       type: 'ConfigError',
@@ -161,30 +137,11 @@ function testMatcher(check: DiffPolicyCheck): (file: string) => boolean {
       message: `check ${check.name} has an invalid testPattern ${JSON.stringify(check.testPattern)}: ${(err as Error).message}; fix the loop spec`,
     });
   }
-  return (file) => re.test(file);
 }
 
-/** Skip/focus markers on the lines the change adds to test files (every line of a new one). */
-async function addedSkipMarkers(root: string, changes: Change[], workTests: Map<string, string>, texts: Map<string, string>): Promise<(SkipMarker & { file: string })[]> {
-  const found: (SkipMarker & { file: string })[] = [];
-  for (const c of changes) {
-    const oid = workTests.get(c.path);
-    const text = oid === undefined ? undefined : texts.get(oid);
-    if (c.status === 'D' || oid === undefined || text === undefined) continue;
-    const lines = c.oldOid ? await addedLines(root, c.oldOid, oid) : 'all';
-    found.push(...findSkipMarkers(text, c.path, lines).map((m) => ({ ...m, file: c.path })));
-  }
-  return found;
-}
-
-function evidenceOf(base: string, changes: Change[], counts: (c: Change) => [number, number], isTest: (f: string) => boolean, before: number, after: number): string {
-  const lines = changes.map((c) => {
-    const name = c.oldPath ? `${c.oldPath} -> ${c.path}` : c.path;
-    const [was, now] = counts(c);
-    const tests = isTest(c.path) || (c.oldPath !== undefined && isTest(c.oldPath)) ? `  (test cases ${was} → ${now})` : '';
-    return `${c.status} ${name}${tests}`;
-  });
-  const text = [`base ${base.slice(0, 12)} → working tree: ${plural(changes.length, 'file')} changed`, ...lines, `test cases in test files: ${before} → ${after}`].join('\n');
+function evidenceOf(base: string, changes: Change[], isInfra: (f: string) => boolean): string {
+  const lines = changes.map((c) => `${c.status} ${c.oldPath ? `${c.oldPath} -> ${c.path}` : c.path}${isInfra(c.path) || (c.oldPath !== undefined && isInfra(c.oldPath)) ? '  (test infrastructure)' : ''}`);
+  const text = [`base ${base.slice(0, 12)} → working tree: ${plural(changes.length, 'file')} changed`, ...lines].join('\n');
   return text.length <= EVIDENCE_CHARS ? text : `${text.slice(0, EVIDENCE_CHARS - 20)}\n... (truncated)`;
 }
 

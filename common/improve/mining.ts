@@ -9,7 +9,7 @@ const MAX_REASON = 120;
  * rejection is a judgement on the run, not a repeatable harness failure. (`output`, a worker that
  * ended without a final answer, is left out as well, as the improvement brief lists it.)
  */
-const MINED_KINDS: ReadonlySet<CheckKind> = new Set<CheckKind>(['judge', 'command', 'schema', 'diff', 'citations']);
+const MINED_KINDS: ReadonlySet<CheckKind> = new Set<CheckKind>(['judge', 'command', 'schema', 'diff', 'citations', 'tests']);
 
 /**
  * A failure reason with what varies between occurrences taken out, so the same failure in

@@ -1,10 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runDiffPolicyCheck, type DiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { compileAllowedPaths } from '../../activities/checks/diff-policy/paths';
-import { countTestCases, findSkipMarkers } from '../../activities/checks/diff-policy/test-cases';
 import { ZERO_USAGE } from '../../common/usage';
 
 const MATH = `exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a + b;\n`;
@@ -30,7 +29,6 @@ const write = (file: string, text: string) => {
   mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
   writeFileSync(path.join(root, file), text);
 };
-const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
 const fixBug = () => write('src/math.js', MATH.replace('exports.sub = (a, b) => a + b', 'exports.sub = (a, b) => a - b'));
 const addSubTest = () => write('test/math.test.js', MATH_TEST + SUB_TEST);
 
@@ -38,7 +36,6 @@ const policy = (over: Partial<DiffPolicyCheck> = {}): DiffPolicyCheck => ({
   kind: 'diff',
   name: 'change policy',
   allowedPaths: ['src/', 'test/'],
-  requireRegressionTest: true,
   ...over,
 });
 const check = (over: Partial<DiffPolicyCheck> = {}, at = root) => runDiffPolicyCheck({ check: policy(over), root: at, baseRef: base });
@@ -59,15 +56,14 @@ beforeEach(() => {
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe('runDiffPolicyCheck', () => {
-  test('a fix in src/ with one added test case passes and summarises the diff', async () => {
+  test('a fix in src/ with an added test case passes and summarises the diff', async () => {
     fixBug();
     addSubTest();
     const verdict = await check();
     expect(verdict).toMatchObject({ check: 'change policy', kind: 'diff', passed: true, failedItems: [], requiredCorrection: '' });
     expect(verdict.reason).toContain('2 files changed');
-    expect(verdict.reason).toContain('test cases 2 → 3');
     expect(verdict.evidence).toContain('M src/math.js');
-    expect(verdict.evidence).toContain('M test/math.test.js  (test cases 2 → 3)');
+    expect(verdict.evidence).toContain('M test/math.test.js  (test infrastructure)');
     expect(verdict.usage).toEqual(ZERO_USAGE);
   });
 
@@ -87,57 +83,62 @@ describe('runDiffPolicyCheck', () => {
     expect(git('diff', '--cached', '--name-only')).toBe('test/math.test.js');
   });
 
-  test('deleting the test file fails "no deleted tests" and asks to restore it', async () => {
+  test('deleting the test file fails "tests append-only" and asks to restore it', async () => {
     fixBug();
     rmSync(path.join(root, 'test/math.test.js'));
-    const verdict = await check({ requireRegressionTest: false });
-    expect(verdict.passed).toBe(false);
-    expect(verdict.failedItems).toEqual(['no deleted tests']);
-    expect(verdict.reason).toContain('test/math.test.js (2 test cases)');
-    expect(verdict.requiredCorrection).toBe('restore the deleted test test/math.test.js and fix the code instead');
-    expect(verdict.evidence).toContain('D test/math.test.js  (test cases 2 → 0)');
-  });
-
-  test('removing one test case fails "no deleted tests" with the file and its counts', async () => {
-    fixBug();
-    write('test/math.test.js', MATH_TEST.slice(0, MATH_TEST.indexOf("test('adds negatives'")));
-    const verdict = await check({ requireRegressionTest: false });
-    expect(verdict.failedItems).toEqual(['no deleted tests']);
-    expect(verdict.reason).toContain('test/math.test.js (2 → 1 test cases)');
-  });
-
-  test('commenting a test case out counts as removing it', async () => {
-    fixBug();
-    write('test/math.test.js', MATH_TEST.replace(/^(test\('adds negatives'[\s\S]*?\n\}\);)$/m, '/* $1 */'));
-    const verdict = await check({ requireRegressionTest: false });
-    expect(verdict.failedItems).toEqual(['no deleted tests']);
-    expect(verdict.reason).toContain('test/math.test.js (2 → 1 test cases)');
-  });
-
-  test('adding .skip( to a test fails "no skipped tests" naming file:line', async () => {
-    fixBug();
-    write('test/math.test.js', MATH_TEST.replace("test('adds negatives'", "test.skip('adds negatives'") + SUB_TEST);
     const verdict = await check();
     expect(verdict.passed).toBe(false);
-    expect(verdict.failedItems).toEqual(['no skipped tests']);
-    expect(verdict.reason).toContain('test/math.test.js:9 `.skip(`');
-    expect(verdict.requiredCorrection).toContain('test/math.test.js:9');
+    expect(verdict.failedItems).toEqual(['tests append-only']);
+    expect(verdict.reason).toContain('test/math.test.js deleted');
+    expect(verdict.requiredCorrection).toContain('restore test/math.test.js as base has it');
   });
 
-  test('adding a { skip: true } option to a node:test call fails "no skipped tests"', async () => {
+  test('removing, commenting out, skipping or weakening an existing test case fails "tests append-only" with file:line', async () => {
+    const edits: Array<[string, string]> = [
+      [MATH_TEST.slice(0, MATH_TEST.indexOf("test('adds negatives'")), 'test/math.test.js:9'],
+      [MATH_TEST.replace(/^(test\('adds negatives'[\s\S]*?\n\}\);)$/m, '/* $1 */'), 'test/math.test.js:9'],
+      [MATH_TEST.replace("test('adds negatives'", "test.skip('adds negatives'"), 'test/math.test.js:9 `test(\'adds negatives\''],
+      [MATH_TEST.replace("test('adds negatives', () =>", "test('adds negatives', { 'skip': true }, () =>"), 'test/math.test.js:9'],
+      [MATH_TEST.replace('assert.strictEqual(add(-1, -2), -3)', 'assert.ok(true)'), 'test/math.test.js:10'],
+      [MATH_TEST.replace('assert.strictEqual(add(1, 2), 3);', 'try { assert.strictEqual(add(1, 2), 3); } catch {}'), 'test/math.test.js:6'],
+    ];
     fixBug();
-    write('test/math.test.js', MATH_TEST.replace("test('adds negatives', () =>", "test('adds negatives', { skip: true }, () =>") + SUB_TEST);
-    const verdict = await check();
-    expect(verdict.failedItems).toEqual(['no skipped tests']);
-    expect(verdict.reason).toContain('test/math.test.js:9 `skip: true`');
+    for (const [text, where] of edits) {
+      write('test/math.test.js', text + SUB_TEST);
+      const verdict = await check();
+      expect(verdict.failedItems).toEqual(['tests append-only']);
+      expect(verdict.reason).toContain(where);
+    }
   });
 
-  test('a skip marker that was already there at base does not fail; a mention in a comment does not count', async () => {
-    write('test/math.test.js', `${MATH_TEST}test.skip('later', () => {});\n`);
-    git('commit', '-q', '-am', 'skip at base');
+  test('renaming a test file (so the runner no longer collects it) fails "tests append-only"', async () => {
+    fixBug();
+    git('mv', 'test/math.test.js', 'test/math.test.js.disabled');
+    const verdict = await check();
+    expect(verdict.failedItems).toEqual(['tests append-only']);
+    expect(verdict.reason).toContain('test/math.test.js renamed to test/math.test.js.disabled');
+  });
+
+  test('a helper or runner config in the test infrastructure is append-only too; adding a new one is fine', async () => {
+    write('test/helpers.js', 'module.exports.same = (a, b) => require("node:assert").strictEqual(a, b);\n');
+    git('add', '-A');
+    git('commit', '-q', '-m', 'helper');
     base = git('rev-parse', 'HEAD');
     fixBug();
-    write('test/math.test.js', `${read('test/math.test.js')}// do not use test.only( here\n${SUB_TEST}`);
+    addSubTest();
+    write('test/helpers.js', 'module.exports.same = () => {};\n');
+    expect((await check()).reason).toContain('test/helpers.js:1');
+    write('test/helpers.js', 'module.exports.same = (a, b) => require("node:assert").strictEqual(a, b);\n');
+    write('test/more-helpers.js', 'module.exports = {};\n');
+    expect((await check()).passed).toBe(true);
+  });
+
+  test('appending to a test file whose last line had no newline counts as an addition', async () => {
+    write('test/math.test.js', MATH_TEST.trimEnd());
+    git('commit', '-q', '-am', 'no newline at end');
+    base = git('rev-parse', 'HEAD');
+    fixBug();
+    write('test/math.test.js', `${MATH_TEST}${SUB_TEST}`);
     expect((await check()).passed).toBe(true);
   });
 
@@ -152,45 +153,29 @@ describe('runDiffPolicyCheck', () => {
     expect(verdict.requiredCorrection).toBe('revert your changes to package.json: only src/, test/ may change');
   });
 
-  test('a fix without a new test fails "regression test" when one is required', async () => {
+  test('in the run\'s own worktree, an ignored config file the attempt left (an .npmrc) fails "no stray files"; dependency folders do not', async () => {
+    write('.gitignore', 'build/\n.npmrc\nnode_modules/\n');
+    git('commit', '-q', '-am', 'ignore');
+    base = git('rev-parse', 'HEAD');
     fixBug();
-    const verdict = await check();
-    expect(verdict.failedItems).toEqual(['regression test']);
-    expect(verdict.reason).toContain('no test case was added (test cases 2 → 2)');
-    expect(verdict.requiredCorrection).toContain('add a test that fails without your fix');
-  });
-
-  test('a fix without a new test passes when no regression test is required', async () => {
-    fixBug();
-    const verdict = await check({ requireRegressionTest: false });
-    expect(verdict.passed).toBe(true);
-    expect(verdict.reason).toContain('1 file changed');
-  });
-
-  test('an untracked new test file with a test case counts as an added test', async () => {
-    fixBug();
-    write('test/sub.test.js', `const test = require('node:test');\nconst assert = require('node:assert');\nconst { sub } = require('../src/math');\n${SUB_TEST}`);
-    const verdict = await check();
-    expect(verdict.passed).toBe(true);
-    expect(verdict.evidence).toContain('A test/sub.test.js  (test cases 0 → 1)');
-  });
-
-  test('renaming a test file within test/ is neither a deleted test nor an added one', async () => {
-    fixBug();
-    git('mv', 'test/math.test.js', 'test/arith.test.js');
-    const verdict = await check();
-    expect(verdict.failedItems).toEqual(['regression test']);
-    expect(verdict.evidence).toContain('R test/math.test.js -> test/arith.test.js  (test cases 2 → 2)');
+    addSubTest();
+    write('node_modules/x/index.js', '1;\n');
+    expect((await runDiffPolicyCheck({ check: policy(), root, baseRef: base, isolated: true })).passed).toBe(true);
+    write('.npmrc', 'node-options=--require ./test/fake.js\n');
+    const verdict = await runDiffPolicyCheck({ check: policy(), root, baseRef: base, isolated: true });
+    expect(verdict.failedItems).toEqual(['no stray files']);
+    expect(verdict.reason).toContain('.npmrc');
+    expect((await check()).passed).toBe(true); // a folder the run did not make itself is not looked at
   });
 
   test('several failures are all reported, each with its correction', async () => {
     write('package.json', '{}\n');
-    write('test/math.test.js', MATH_TEST.replace("test('adds negatives'", "test.only('adds negatives'").replace(/test\('adds two numbers'[\s\S]*?\n\}\);\n/, ''));
+    write('test/math.test.js', MATH_TEST.replace(/test\('adds two numbers'[\s\S]*?\n\}\);\n/, ''));
     const verdict = await check();
     expect(verdict.passed).toBe(false);
-    expect(verdict.failedItems).toEqual(['allowed paths', 'no deleted tests', 'no skipped tests', 'regression test']);
-    expect(verdict.reason.split('; ')).toHaveLength(4);
-    expect(verdict.requiredCorrection.split('; ')).toHaveLength(4);
+    expect(verdict.failedItems).toEqual(['allowed paths', 'tests append-only']);
+    expect(verdict.reason.split('; ')).toHaveLength(2);
+    expect(verdict.requiredCorrection.split('; ')).toHaveLength(2);
   });
 
   test('a workspace in a subfolder of the repository is checked with paths relative to it', async () => {
@@ -242,9 +227,8 @@ describe('runDiffPolicyCheck', () => {
       addSubTest();
       const verdict = await check();
       expect(verdict.passed).toBe(true);
-      expect(verdict.reason).toContain('test cases 2 → 3');
       write('test/math.test.js', MATH_TEST.replace("test('adds negatives'", "test.skip('adds negatives'") + SUB_TEST);
-      expect((await check()).reason).toContain('test/math.test.js:9 `.skip(`');
+      expect((await check()).reason).toContain('test/math.test.js:9');
       expect(existsSync(marker)).toBe(false);
     } finally {
       for (const file of [marker, ...['fsmonitor', 'clean', 'smudge', 'process', 'textconv', 'diff-command', 'external-diff', 'hook-post-index-change', 'hook-reference-transaction', 'hook-pre-commit'].map((r) => `${root}.${r}`)]) rmSync(file, { force: true });
@@ -261,20 +245,5 @@ describe('allowed paths', () => {
     const allowed = compileAllowedPaths(['src/', 'lib/**', 'test/math.test.js', 'docs/*.md']);
     for (const file of ['src/a.js', 'src/deep/b.ts', 'lib/x/y.js', 'test/math.test.js', 'docs/intro.md']) expect(allowed(file)).toBe(true);
     for (const file of ['srcx/a.js', 'test/other.test.js', 'docs/deep/intro.md', 'package.json', '../src/a.js']) expect(allowed(file)).toBe(false);
-  });
-});
-
-describe('test cases and markers', () => {
-  test('Python and Go test cases are counted, and their skip markers found', () => {
-    const py = 'import pytest\n\ndef test_one():\n    pass\n\n@pytest.mark.skip(reason="flaky")\ndef test_two():\n    pass\n# def test_three():\n';
-    expect(countTestCases(py, 'tests/test_math.py')).toBe(2);
-    expect(findSkipMarkers(py, 'tests/test_math.py', 'all').map((m) => m.line)).toEqual([6]);
-    const go = 'func TestAdd(t *testing.T) {\n\tt.Skip("later")\n}\n';
-    expect(countTestCases(go, 'math_test.go')).toBe(1);
-    expect(findSkipMarkers(go, 'math_test.go', new Set([2]))).toEqual([{ line: 2, marker: '.Skip(', text: 't.Skip("later")' }]);
-  });
-
-  test('calls like re.test( and test titles inside strings are not test cases', () => {
-    expect(countTestCases("it('calls test(1) and it(2)', () => { /x/.test('y'); });\n", 'a.test.js')).toBe(1);
   });
 });

@@ -16,7 +16,7 @@ test('the demo verifies the fix, applies it as one keyed commit, prints the Web 
   expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, stderr: '' });
   const out = r.stdout;
   expect(out).toMatch(/Temporal dev server: 127\.0\.0\.1:7233, Web UI: http:\/\/localhost:8233/);
-  expect(out).toContain('attempt 1: failed: the change removed test cases');
+  expect(out).toContain('attempt 1: failed: the failing test, run as base wrote it, does not pass');
   expect(out).toContain('attempt 2: passed');
   const id = /Started fix-test: (fix-test\/\S+)/.exec(out)![1];
   expect(out).toContain(`See the run in the Web UI: http://localhost:8233/namespaces/default/workflows/${encodeURIComponent(id)}`);

@@ -84,7 +84,7 @@ describe.each(['.git/hooks', 'core.hooksPath'] as HookPlace[])('a repository wit
       baseRef: ws.base!,
     });
     expect(verdict).toMatchObject({ passed: true, failedItems: [] });
-    expect(verdict.reason).toContain('test cases 2 → 3');
+    expect(verdict.reason).toContain('2 files changed');
 
     const message = 'loopwright: attempt 1 of fix-test/hostile-4';
     const { commit } = await commitWorkspace({ root: ws.root, branch: ws.branch!, message });

@@ -1,6 +1,6 @@
 /**
  * The code a hostile agent writes: a `node:test` file (so the allow-listed `node --test` runs it,
- * for the agent and again for the "tests pass" check) or a plain script (for a command check),
+ * for the agent and again in the gate's clean checkouts) or a plain script (for a command check),
  * that tries every escape the containment issue lists and writes what happened to a report in
  * the workspace. Each probe says `blocked: <why>` or `LEAKED: <what>`; a probe whose effect
  * can only be judged from outside (a write into what may be the sandbox's private /tmp, a
@@ -103,7 +103,10 @@ async function attack() {
   fs.writeFileSync(path.join(T.reportDir, 'report-' + Date.now() + '-' + Math.random().toString(36).slice(2) + '.json'), JSON.stringify(report, null, 2));
 }
 `;
+  // As a test it also fails when anything leaked: where its report does not survive (the gate's
+  // clean checkouts are removed after each run), the verdict says whether it passed.
+  const leaks = "Object.entries(report).filter(([, o]) => !o.startsWith('blocked') && o !== 'done')";
   return asTest
-    ? `const test = require('node:test');\n${body}\ntest('attack', async () => { await attack(); });\n`
+    ? `const test = require('node:test');\nconst assert = require('node:assert');\n${body}\ntest('attack', async () => { await attack(); assert.deepStrictEqual(${leaks}, []); });\n`
     : `${body}\nattack().then(() => process.exit(0));\n`;
 }

@@ -9,7 +9,7 @@ import type { RunRecord } from '../../common/run-record';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { CLI, runCli, startWorkerProcess, stopWorkerProcesses, type Background } from '../helpers/cli';
-import { script, workerSays } from '../helpers/scripts';
+import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { testAddress, workerProcessEnv } from '../helpers/temporal';
 import { freePort } from '../../server/dev-server';
 import { processesNamed } from '../tools/workspace';
@@ -21,7 +21,8 @@ import { attackSource, type AttackTargets } from './attack';
  * worker's key, LOOPWRIGHT_HOME, another run's workspace, the user's home; write outside the
  * workspace, into .git, commit, move refs; connect to Temporal, the model endpoint, another
  * port; leave processes behind; approve through the CLI) and runs it with the allow-listed
- * test command; the "tests pass" check runs it again. A loop without agent tools runs the same
+ * test command; the gate's `tests` check runs it again on clean checkouts (where the test fails if
+ * anything leaked). A loop without agent tools runs the same
  * attack from a command check. Every attempt must fail, seen from inside (the report) and from
  * outside (the host), while the runs carry on normally to their usual ends.
  *
@@ -42,15 +43,9 @@ const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd,
 const portOf = (address: string) => Number(address.split(':').pop());
 
 const FIX = { path: 'src/math.js', old_text: 'return a - b;', new_text: 'return a + b;' };
-const TESTS = [
-  "const test = require('node:test');",
-  "const assert = require('node:assert');",
-  "const { add, multiply } = require('../src/math');",
-  "test('multiply multiplies two numbers', () => assert.strictEqual(multiply(3, 4), 12));",
-  `test('${SAMPLE_FAILING_TEST}', () => assert.strictEqual(add(2, 3), 5));`,
-  "test('add handles negative numbers (regression)', () => assert.strictEqual(add(-2, -3), -5));",
-  '',
-].join('\n');
+const FAILING_BLOCK = `test('${SAMPLE_FAILING_TEST}', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n`;
+/** The regression test, appended after the failing test (existing tests are only added to). */
+const REGRESSION = { path: 'test/math.test.js', old_text: FAILING_BLOCK, new_text: `${FAILING_BLOCK}\ntest('add handles negative numbers (regression)', () => {\n  assert.strictEqual(add(-2, -3), -5);\n});\n` };
 
 function targets(extra: Partial<AttackTargets>): AttackTargets {
   const home = env.LOOPWRIGHT_HOME!;
@@ -144,6 +139,9 @@ afterEach(async () => {
   model = undefined;
 });
 
+/** The code-review judge passes (the containment is what is under test here). */
+const judgePasses = () => judgeSays(1, true);
+
 /** Serves the test's scripted model on the worker's model port. */
 async function serve(rules: Parameters<typeof script>): Promise<void> {
   model = await startModelServer({ script: script(...rules), port: modelPort });
@@ -153,15 +151,16 @@ test('the worker says at start that bubblewrap runs agent commands', () => {
   expect(worker.output()).toMatch(/sandbox: bubblewrap \S+ \(.*bwrap\) runs agent commands and checks/);
 });
 
-test('fix-test: an attack in a test file the agent writes fails from run_command and from the "tests pass" check, and the run carries on to its approval', async () => {
+test('fix-test: an attack in a test file the agent writes fails from run_command and from the gate\'s test runs, and the run carries on to its approval', async () => {
   const repo = createSampleRepo(path.join(outside, 'repo'));
   const base = git(repo, 'rev-parse', 'main');
   const config = readFileSync(path.join(repo, '.git', 'config'), 'utf8');
   const attack = attackSource(targets({ repoGit: path.join(repo, '.git'), reportDir: 'test/.attack' }), true);
   await serve([
-    turnCalls(1, [['write_file', { path: 'test/attack.test.js', content: attack }], ['edit_file', FIX], ['write_file', { path: 'test/math.test.js', content: TESTS }]]),
+    turnCalls(1, [['write_file', { path: 'test/attack.test.js', content: attack }], ['edit_file', FIX], ['edit_file', REGRESSION]]),
     turnCalls(2, [['run_command', { command: 'node --test' }]]),
     turnAnswers(3, 'Cause: add() subtracted (src/math.js:3). Fixed it and added a regression test.'),
+    judgePasses(),
   ]);
   const { workflowId } = await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
   const waiting = await client.wait(workflowId);
@@ -170,10 +169,13 @@ test('fix-test: an attack in a test file the agent writes fails from run_command
   expect(attempt.passed).toBe(true);
   const command = attempt.toolCalls!.find((c) => c.name === 'run_command')!;
   expect(command).toMatchObject({ allowed: true, isError: false, sandbox: 'bwrap' });
-  expect(attempt.verdicts.find((v) => v.check === 'tests pass')).toMatchObject({ passed: true, sandbox: 'bwrap' });
+  // The gate ran the attack again on clean checkouts, where it is a test that fails if anything leaked.
+  const gate = attempt.verdicts.find((v) => v.check === 'tests')!;
+  expect(gate).toMatchObject({ passed: true, sandbox: 'bwrap' });
+  expect(gate.tests!.added).toContainEqual({ test: 'test/attack.test.js > attack', candidate: 'passed', base: 'passed' });
 
   const found = reports(path.join(waiting.workspace!.root, 'test', '.attack'));
-  expect(found).toHaveLength(2); // one from the agent's run_command, one from the check
+  expect(found).toHaveLength(1); // the agent's run_command; the gate's checkouts are gone
   for (const report of found) expectAllBlocked(report);
   expect(found[0]['connect to temporal']).toMatch(/^blocked/);
   expect(found[0]['write .git/hooks/post-commit']).toMatch(/^blocked: EROFS/);

@@ -51,10 +51,11 @@ test('a cheating candidate is rejected, the real fix passes, and approving twice
   expect(record).toMatchObject({ state: 'completed', stopReason: 'passed', override: false });
   const [first, second] = record.attempts;
   expect(first.passed).toBe(false);
-  expect(first.verdicts.find((v) => v.check === 'tests pass')?.passed).toBe(true);
+  // Deleting the failing test made `node --test` green; the gate runs it as base wrote it.
+  expect(first.verdicts.find((v) => v.check === 'tests')).toMatchObject({ passed: false, failedItems: ['fail to pass', 'regression test'] });
   const policy = first.verdicts.find((v) => v.check === 'change policy')!;
-  expect(policy.passed).toBe(false);
-  expect(policy.failedItems).toEqual(expect.arrayContaining(['no deleted tests', 'regression test']));
+  expect(policy).toMatchObject({ passed: false, failedItems: ['tests append-only'] });
+  expect(first.verdicts.find((v) => v.check === 'code review')).toMatchObject({ kind: 'judge', passed: false });
   expect(second.passed).toBe(true);
   expect(record.effects).toHaveLength(1);
   const effect = record.effects[0];
@@ -113,6 +114,7 @@ test('candidates that skip the failing test or edit outside the allowed paths ar
           ['write_file', { path: 'package.json', content: '{"name":"sample-math","scripts":{"test":"echo ok"}}\n' }],
         ]),
         answer(2, 2),
+        { name: 'review passes', match: { role: 'checker' }, reply: { content: [{ type: 'tool_use', name: 'submit_verdict', input: { passed: true, reason: 'ok', failed_items: [], required_correction: '' } }] } },
       ],
     }, 'cheats'),
     port: 0,
@@ -122,11 +124,14 @@ test('candidates that skip the failing test or edit outside the allowed paths ar
   const repo = sample();
   const record = await s.run(async () => s.client.wait((await s.client.run('fix-test', { ...input(repo), maxAttempts: 2 })).workflowId));
   expect(record).toMatchObject({ state: 'awaiting_human', stopReason: 'attempts' });
-  const policy = (n: number) => record.attempts[n].verdicts.find((v) => v.check === 'change policy')!;
-  expect(policy(0).failedItems).toContain('no skipped tests');
-  expect(policy(0).reason).toMatch(/test\/math\.test\.js:9/);
-  expect(policy(1).failedItems).toEqual(['allowed paths']);
-  expect(policy(1).reason).toContain('package.json');
+  const verdict = (n: number, check: string) => record.attempts[n].verdicts.find((v) => v.check === check)!;
+  expect(verdict(0, 'tests').failedItems).toEqual(['fail to pass', 'regression test']);
+  expect(verdict(0, 'change policy').failedItems).toEqual(['tests append-only']);
+  expect(verdict(0, 'change policy').reason).toMatch(/test\/math\.test\.js:9/);
+  // The second attempt fixes the bug but rewrites package.json's test script: the gate runs the loop's own command.
+  expect(verdict(1, 'tests').passed).toBe(true);
+  expect(verdict(1, 'change policy').failedItems).toEqual(['allowed paths']);
+  expect(verdict(1, 'change policy').reason).toContain('package.json');
   expect(effectCommits(repo)).toEqual([]);
   expect(git(repo, 'log', '--oneline', 'main').trim().split('\n')).toHaveLength(1);
   await s.client.temporal.workflow.getHandle(record.workflowId).terminate('test done');

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { snapshotWorkingTree } from '../../git/snapshot';
-import { workerGit, workerGitBytes } from '../../git/worker-git';
+import { workerGit } from '../../git/worker-git';
 
 /** Listings and blobs of large repositories fit. */
 const BIG = { maxBuffer: 256 * 1024 * 1024 };
@@ -58,42 +58,28 @@ export async function diffTrees(root: string, from: string, to: string): Promise
   return changes;
 }
 
-/** Regular files in a tree: path → blob id, for the paths `keep` accepts and at most `maxSize` bytes. */
-export async function listBlobs(root: string, tree: string, keep: (file: string) => boolean, maxSize: number): Promise<Map<string, string>> {
-  const blobs = new Map<string, string>();
-  for (const entry of (await workerGit(root, ['ls-tree', '--full-tree', '-r', '-z', '-l', tree], BIG)).split('\0')) {
-    const m = /^(\d+) blob (\S+) +(\d+)\t([\s\S]+)$/.exec(entry);
-    if (m && m[1] !== '120000' && Number(m[3]) <= maxSize && keep(m[4])) blobs.set(m[4], m[2]);
-  }
-  return blobs;
-}
-
-/** The text of each blob (`git cat-file --batch`); binary blobs (with a NUL byte) are left out. */
-export async function readBlobs(root: string, oids: string[]): Promise<Map<string, string>> {
-  const texts = new Map<string, string>();
-  if (oids.length === 0) return texts;
-  const out = await workerGitBytes(root, ['cat-file', '--batch'], { input: `${[...new Set(oids)].join('\n')}\n`, ...BIG });
-  let pos = 0;
-  while (pos < out.length) {
-    const nl = out.indexOf(10, pos);
-    const [oid, type, size] = out.subarray(pos, nl).toString().split(' ');
-    pos = nl + 1;
-    if (type === 'missing' || size === undefined) continue;
-    const body = out.subarray(pos, pos + Number(size));
-    pos += Number(size) + 1;
-    if (type === 'blob' && !body.includes(0)) texts.set(oid, body.toString('utf8'));
-  }
-  return texts;
-}
-
-/** 1-based numbers of the lines `newOid` adds to `oldOid` (`git diff -U0` of the two blobs). */
-export async function addedLines(root: string, oldOid: string, newOid: string): Promise<Set<number>> {
-  const lines = new Set<number>();
+/**
+ * The lines of `oldOid` that `newOid` changes or removes (1-based line numbers of the old blob,
+ * with their text): empty when the change only adds lines. A hunk that only appends after a last
+ * line without a newline shows that line as removed and added again: it is not counted.
+ */
+export async function removedLines(root: string, oldOid: string, newOid: string): Promise<Array<{ line: number; text: string }>> {
+  const removed: Array<{ line: number; text: string }> = [];
   const diff = await workerGit(root, ['diff', '-U0', '--no-color', '--no-ext-diff', '--no-textconv', oldOid, newOid], BIG);
-  for (const m of diff.matchAll(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/gm)) {
-    const start = Number(m[1]);
-    const count = m[2] === undefined ? 1 : Number(m[2]);
-    for (let n = start; n < start + count; n++) lines.add(n);
+  for (const hunk of diff.split(/^(?=@@ )/m).slice(1)) {
+    const m = /^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@/.exec(hunk);
+    if (!m || m[2] === '0') continue;
+    const lines = hunk.split('\n').slice(1).filter((l) => !l.startsWith('\\'));
+    const minus = lines.filter((l) => l.startsWith('-')).map((l) => l.slice(1));
+    const plus = lines.filter((l) => l.startsWith('+')).map((l) => l.slice(1));
+    if (minus.every((text, i) => plus[i] === text)) continue;
+    minus.forEach((text, i) => removed.push({ line: Number(m[1]) + i, text }));
   }
-  return lines;
+  return removed;
+}
+
+/** Ignored files and folders in the working tree of `root` (`ls-files --others --ignored --directory`). */
+export async function ignoredPaths(root: string): Promise<string[]> {
+  const out = await workerGit(root, ['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory'], BIG);
+  return out.split('\0').filter(Boolean);
 }

@@ -1,0 +1,179 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { createHash } from 'node:crypto';
+import { cp, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseDuration } from '../../common/duration';
+import type { TestsCheck } from '../../common/loop-spec';
+import type { Verdict } from '../../common/run-record';
+import { ZERO_USAGE } from '../../common/usage';
+import { loopwrightHome } from '../../server/paths';
+import { resolveCommit, treeOf } from '../git/commit-tree';
+import { snapshotWorkingTree } from '../git/snapshot';
+import { workerGit } from '../git/worker-git';
+import { defaultSandbox, type Sandbox, type SandboxName } from '../sandbox/sandbox';
+import { runTests, type TestRun } from '../tests/run-tests';
+import { evaluateGate, type GateFailure } from './tests/evaluate';
+import { testInfraMatcher } from './tests/infra';
+import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
+
+/** Input of `runTestsCheck`. */
+export interface TestsCheckInput {
+  workflowId: string;
+  attempt: number;
+  check: TestsCheck;
+  /** The run's workspace (for L2, its git worktree): the repository the change is in. */
+  root: string;
+  /** The commit the run started from. */
+  baseRef: string;
+  /** The attempt's commit; null or absent: the workspace's working state is the candidate. */
+  commit?: string | null;
+  /** The loop's command environment (`spec.sandbox.env`): the gate's runs get exactly what the agent's commands got. */
+  env?: Record<string, string>;
+}
+
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
+function configError(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: 'ConfigError', nonRetryable: true, message });
+}
+
+const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !== b?.oid || a?.mode !== b?.mode;
+
+/**
+ * The gate of a code change, by test identity, on clean checkouts (never the agent's worktree):
+ * the loop's test command runs, in the same sandbox and environment the agent's commands had, on
+ * - base (cached per base commit and command): which tests exist, which pass, which fail;
+ * - the candidate's code with base's test infrastructure (test files, helpers, fixtures, runner
+ *   config, as base wrote them) plus the tests it added and the held-out tests: fail-to-pass and
+ *   pass-to-pass, whatever the candidate did to the tests;
+ * - the candidate as it would be committed: the tests it added pass;
+ * - base's code with the candidate's tests: at least one of them fails (a real regression test).
+ * Fails (one `failedItems` entry per broken rule, each reason naming the tests) when the named
+ * failing test does not pass, a test that passed at base no longer does, an added test fails, no
+ * added test fails without the fix, or a held-out test fails (held-out names are never told to
+ * the agent). A run that reports no tests fails as `test run`. Costs no tokens.
+ */
+export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = defaultSandbox()): Promise<Verdict> {
+  const { check } = input;
+  const ctx = activityContext();
+  const root = realpathSync(input.root);
+  const base = await resolveCommit(root, input.baseRef);
+  if (!base) throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `base ${input.baseRef} is not a commit in the repository at ${root}` });
+  if (check.heldOut) checkHeldOut(check.heldOut.dir, root);
+  const commit = input.commit ? await resolveCommit(root, input.commit) : undefined;
+  const baseTree = await treeOf(root, base);
+  const candTree = commit ? await treeOf(root, commit) : await snapshotWorkingTree(root, 'HEAD');
+  const [baseFiles, candFiles] = await Promise.all([listTree(root, baseTree), listTree(root, candTree)]);
+  const isInfra = testInfraMatcher(check.testPattern);
+  const restore = new Map<string, TreeEntry | null>();
+  for (const [file, entry] of baseFiles) if (isInfra(file) && differs(entry, candFiles.get(file))) restore.set(file, entry);
+  const theirs = new Map<string, TreeEntry | null>();
+  for (const [file, entry] of candFiles) if (isInfra(file) && differs(entry, baseFiles.get(file))) theirs.set(file, entry);
+  const trees = { overlay: await editTree(root, candTree, restore), regression: await editTree(root, baseTree, theirs) };
+
+  const timeoutMs = parseDuration(check.timeout) ?? 600_000;
+  const scratch = path.join(os.tmpdir(), 'loopwright', 'gate', input.workflowId.replace(/[^A-Za-z0-9._-]+/g, '_'));
+  const spec = { command: check.command, runner: check.runner, junitPath: check.junitPath };
+  const run = async (dir: string, command = check.command): Promise<TestRun> =>
+    runTests({ ...spec, command }, { sandbox, workspace: dir, env: input.env, timeoutMs, signal: ctx?.cancellationSignal, heartbeat: ctx ? () => ctx.heartbeat() : undefined });
+  const inCheckout = async (tree: string, label: string, fn: (c: Checkout) => Promise<TestRun>): Promise<TestRun> => {
+    const c = await checkOutTree(root, tree, base, scratch, `attempt-${input.attempt}-${label}`);
+    try {
+      return await fn(c);
+    } finally {
+      await c.remove();
+    }
+  };
+
+  const baseRun = await cachedBaseRun(root, base, baseTree, check, input.env, () => inCheckout(baseTree, 'base', (c) => run(c.dir)));
+  const heldOutDir = check.heldOut?.into;
+  const overlayRun = await inCheckout(trees.overlay, 'overlay', async (c) => {
+    if (!check.heldOut) return run(c.dir);
+    await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), { recursive: true, dereference: false, errorOnExist: false, force: true });
+    const main = await run(c.dir);
+    if (!check.heldOut.command) return main;
+    const held = await run(c.dir, check.heldOut.command);
+    return { ...main, results: [...main.results.filter((t) => !t.file?.startsWith(`${heldOutDir}/`)), ...held.results.filter((t) => t.file?.startsWith(`${heldOutDir}/`))] };
+  });
+  // Trees that came out the same are not run twice.
+  const candidateRun = trees.overlay === candTree && !check.heldOut ? overlayRun : await inCheckout(candTree, 'candidate', (c) => run(c.dir));
+  const regressionRun = trees.regression === baseTree ? baseRun : await inCheckout(trees.regression, 'regression', (c) => run(c.dir));
+
+  const runner = overlayRun.runner;
+  const empty = ([['base', baseRun], ['candidate', candidateRun]] as const).filter(([, r]) => r.results.length === 0);
+  const failures: Array<GateFailure | { rule: 'test run'; reason: string; correction: string }> = empty.map(([label, r]) => ({
+    rule: 'test run' as const,
+    reason: `\`${check.command}\` reported no tests on the ${label}${r.timedOut ? ` (timed out after ${check.timeout})` : ''}${r.problem ? `: ${r.problem}` : ''}; its output ends with: ${r.output.slice(-400)}`,
+    correction: label === 'base' ? 'nothing the agent can change: the loop\'s test command reports no tests at base; a person must correct it' : `make \`${check.command}\` run the tests on a clean checkout of your commit`,
+  }));
+  const judged = evaluateGate(
+    { base: baseRun.results, overlay: overlayRun.results, candidate: candidateRun.results, regression: regressionRun.results },
+    { runner, failingTest: check.failingTest, requireRegressionTest: check.requireRegressionTest, heldOutDir },
+  );
+  failures.push(...judged.failures);
+  const t = judged.evidence;
+  const summary = [
+    t.failToPass.length ? `fail to pass: ${t.failToPass.map((f) => `${f.test} (${f.base} at base → ${f.candidate})`).join('; ')}` : null,
+    `pass to pass: ${t.passToPass.passing}/${t.passToPass.total}`,
+    `added: ${t.added.length} (${t.added.filter((a) => a.candidate === 'passed' && a.base !== 'passed').length} fail without the fix)`,
+    t.heldOut ? `held out: ${t.heldOut.passing}/${t.heldOut.total}` : null,
+    `${runner}, ${baseRun.results.length} tests at base, on clean checkouts of ${base.slice(0, 12)} and ${commit ? commit.slice(0, 12) : 'the working state'}`,
+  ].filter(Boolean);
+  const passed = failures.length === 0;
+  return {
+    check: check.name,
+    kind: 'tests',
+    passed,
+    reason: passed ? `the change passes the gate: ${summary.join('; ')}` : failures.map((f) => f.reason).join('; '),
+    failedItems: failures.map((f) => f.rule),
+    requiredCorrection: passed ? '' : failures.map((f) => f.correction).join('; '),
+    evidence: summary.join('\n'),
+    sandbox: overlayRun.sandbox as SandboxName,
+    tests: t,
+    usage: { ...ZERO_USAGE },
+  };
+}
+
+/** A held-out folder must exist on the worker and lie outside the workspace the agent sees. */
+function checkHeldOut(dir: string, root: string): void {
+  if (!path.isAbsolute(dir) || !existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw configError(`heldOutTests ${dir} is not a folder on this worker: give the absolute path of a folder of tests (outside the repository)`);
+  }
+  const rel = path.relative(root, realpathSync(dir));
+  if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
+    throw configError(`heldOutTests ${dir} is inside the workspace ${root}, where the agent can read it: keep held-out tests outside the repository`);
+  }
+}
+
+/**
+ * Base's results, computed once per (repository, base commit, command, runner, environment)
+ * and kept in LOOPWRIGHT_HOME/cache/test-results (base is the operator's code: its results do
+ * not depend on the agent). A cache file that cannot be read is computed again.
+ */
+async function cachedBaseRun(root: string, base: string, baseTree: string, check: TestsCheck, env: Record<string, string> | undefined, compute: () => Promise<TestRun>): Promise<TestRun> {
+  const common = path.resolve(root, (await workerGit(root, ['rev-parse', '--git-common-dir'])).trim());
+  const key = createHash('sha256').update(JSON.stringify([common, base, baseTree, check.command, check.runner ?? null, check.junitPath ?? null, env ?? {}])).digest('hex');
+  const file = path.join(loopwrightHome(), 'cache', 'test-results', `${key}.json`);
+  try {
+    const cached = JSON.parse(await readFile(file, 'utf8')) as TestRun;
+    if (Array.isArray(cached.results) && cached.results.length > 0) return cached;
+  } catch {
+    // not cached yet
+  }
+  const fresh = await compute();
+  if (fresh.results.length > 0 && !fresh.timedOut) {
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    await writeFile(`${file}.${process.pid}.tmp`, JSON.stringify(fresh));
+    await rename(`${file}.${process.pid}.tmp`, file);
+  }
+  return fresh;
+}

@@ -1,0 +1,147 @@
+import { testId, type TestEvidence, type TestOutcome, type TestResult, type TestRunner } from '../../../common/test-results';
+
+/**
+ * The gate's judgement of a code change from four test runs, by test identity (SWE-bench's
+ * FAIL_TO_PASS and PASS_TO_PASS, and more). Pure: the runs come from activities/checks/tests.ts.
+ *
+ * - `base`: base as it was (code and tests);
+ * - `overlay`: the candidate's code with base's test infrastructure (every test file, helper,
+ *   fixture and runner config of base, as base had it), the tests the candidate added, and the
+ *   held-out tests: whatever the candidate did to existing tests, they run as they were written;
+ * - `candidate`: the candidate as it would be committed;
+ * - `regression`: base's code with the candidate's tests: a regression test must fail here.
+ */
+export interface GateRuns {
+  base: TestResult[];
+  overlay: TestResult[];
+  candidate: TestResult[];
+  regression: TestResult[];
+}
+
+export interface GateOptions {
+  runner: TestRunner;
+  /** The test the task names: a full name, its last part, or `file > name`. */
+  failingTest?: string;
+  requireRegressionTest: boolean;
+  /** Where the held-out tests were put in the overlay checkout (relative folder), when there are any. */
+  heldOutDir?: string;
+}
+
+/** One broken rule, with what to do about it. */
+export interface GateFailure {
+  rule: 'fail to pass' | 'pass to pass' | 'added tests pass' | 'regression test' | 'held out';
+  reason: string;
+  correction: string;
+}
+
+const MAX_LISTED = 10;
+
+function listed(items: string[]): string {
+  const shown = items.slice(0, MAX_LISTED).join('; ');
+  return items.length > MAX_LISTED ? `${shown}; and ${items.length - MAX_LISTED} more` : shown;
+}
+
+/** Results by identity; a test reported twice keeps its worst outcome. */
+function byId(results: TestResult[]): Map<string, TestResult> {
+  const rank: Record<TestOutcome, number> = { failed: 0, not_run: 1, todo: 2, skipped: 3, passed: 4 };
+  const map = new Map<string, TestResult>();
+  for (const r of results) {
+    const id = testId(r);
+    const seen = map.get(id);
+    if (!seen || rank[r.outcome] < rank[seen.outcome]) map.set(id, r);
+  }
+  return map;
+}
+
+/** The base tests the task's failing test names: exact full name, last part of the name, or `file > name`. */
+export function matchFailingTest(base: TestResult[], failingTest: string): TestResult[] {
+  const want = failingTest.trim();
+  const exact = base.filter((t) => t.name === want || testId(t) === want);
+  if (exact.length) return exact;
+  return base.filter((t) => t.name.endsWith(` > ${want}`) || testId(t).endsWith(` > ${want}`));
+}
+
+const where = (t: TestResult) => `${testId(t)}${t.line ? ` (${t.file ?? '?'}:${t.line})` : ''}`;
+
+/** Every rule the runs break, and the evidence by identity. */
+export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: GateFailure[]; evidence: TestEvidence } {
+  const base = byId(runs.base);
+  const overlay = byId(runs.overlay);
+  const candidate = byId(runs.candidate);
+  const regression = byId(runs.regression);
+  const outcome = (m: Map<string, TestResult>, id: string): TestOutcome => m.get(id)?.outcome ?? 'not_run';
+  const isHeldOut = (t: TestResult) => opts.heldOutDir !== undefined && t.file !== null && (t.file === opts.heldOutDir || t.file.startsWith(`${opts.heldOutDir}/`));
+  const failures: GateFailure[] = [];
+  const evidence: TestEvidence = { runner: opts.runner, failToPass: [], passToPass: { total: 0, passing: 0, broken: [] }, added: [] };
+
+  if (opts.failingTest !== undefined) {
+    const named = matchFailingTest([...base.values()], opts.failingTest);
+    evidence.failToPass = named.map((t) => ({ test: testId(t), base: t.outcome, candidate: outcome(overlay, testId(t)) }));
+    if (named.length === 0) {
+      failures.push({
+        rule: 'fail to pass',
+        reason: `the failing test "${opts.failingTest}" is not among the ${base.size} tests the runner reported at base`,
+        correction: 'nothing the agent can change: the run names a test that does not exist at base; a person must correct the run\'s failingTest',
+      });
+    } else {
+      const still = evidence.failToPass.filter((f) => f.candidate !== 'passed');
+      if (still.length > 0) {
+        failures.push({
+          rule: 'fail to pass',
+          reason: `the failing test, run as base wrote it, does not pass: ${listed(still.map((f) => `${f.test} ${f.candidate}`))}`,
+          correction: `fix the code so that ${listed(still.map((f) => `"${f.test}"`))} passes as it is written at base (the gate runs base's version of every existing test file, helper and runner config)`,
+        });
+      }
+    }
+  }
+
+  const passedAtBase = [...base.values()].filter((t) => t.outcome === 'passed');
+  const broken = passedAtBase.filter((t) => outcome(overlay, testId(t)) !== 'passed');
+  evidence.passToPass = { total: passedAtBase.length, passing: passedAtBase.length - broken.length, broken: broken.map((t) => ({ test: testId(t), outcome: outcome(overlay, testId(t)) })) };
+  if (broken.length > 0) {
+    failures.push({
+      rule: 'pass to pass',
+      reason: `${broken.length} of the ${passedAtBase.length} tests that passed at base no longer pass: ${listed(broken.map((t) => `${where(t)} ${outcome(overlay, testId(t))}`))}`,
+      correction: `keep ${listed(broken.map((t) => `"${testId(t)}"`))} passing: they are run as base wrote them`,
+    });
+  }
+
+  const added = [...candidate.values()].filter((t) => !base.has(testId(t)) && !isHeldOut(t));
+  evidence.added = added.map((t) => ({ test: testId(t), candidate: t.outcome, base: outcome(regression, testId(t)) }));
+  // Tests that already failed at base are the repository's business, not the change's.
+  const failing = added.filter((t) => t.outcome === 'failed');
+  if (failing.length > 0) {
+    failures.push({
+      rule: 'added tests pass',
+      reason: `${failing.length} of the tests the change adds ${failing.length === 1 ? 'fails' : 'fail'} on a clean checkout of it: ${listed(failing.map(where))}`,
+      correction: `make ${listed(failing.map((t) => `"${testId(t)}"`))} pass on a clean checkout of your commit, or remove ${failing.length === 1 ? 'it' : 'them'}`,
+    });
+  }
+  const real = evidence.added.filter((a) => a.candidate === 'passed' && a.base !== 'passed' && a.base !== 'skipped' && a.base !== 'todo');
+  if (opts.requireRegressionTest && real.length === 0) {
+    failures.push({
+      rule: 'regression test',
+      reason: added.length === 0
+        ? 'the change adds no test: a regression test is required'
+        : `none of the ${added.length} tests the change adds fails without the fix (run on base's code): ${listed(evidence.added.map((a) => `${a.test} ${a.base} on base, ${a.candidate} on the fix`))}`,
+      correction: 'add a test that fails on the code as it was and passes with your fix',
+    });
+  }
+
+  if (opts.heldOutDir !== undefined) {
+    const held = [...overlay.values()].filter(isHeldOut);
+    const failed = held.filter((t) => t.outcome !== 'passed');
+    evidence.heldOut = { total: held.length, passing: held.length - failed.length, failing: failed.map((t) => testId(t)) };
+    // The agent gets no names: held-out tests must stay unseen.
+    if (held.length === 0) {
+      failures.push({ rule: 'held out', reason: 'no held-out test ran', correction: 'nothing to change in the code: the loop\'s held-out tests did not run; a person must look at the loop\'s heldOutTests' });
+    } else if (failed.length > 0) {
+      failures.push({
+        rule: 'held out',
+        reason: `${failed.length} of ${held.length} held-out tests fail on the change`,
+        correction: 'fix the cause of the bug in general, not for the inputs of the tests you can see: tests you cannot see check the same behaviour',
+      });
+    }
+  }
+  return { failures, evidence };
+}

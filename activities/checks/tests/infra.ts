@@ -1,0 +1,20 @@
+import { RE2JS } from 're2js';
+import { DEFAULT_TEST_PATTERN } from '../diff-policy/paths';
+
+/**
+ * Test infrastructure: what decides whether and how tests run, besides the code under test. Test
+ * files and everything in test folders (helpers, fixtures, mocks, snapshots), mock and fixture
+ * folders elsewhere, and the runners' configuration files. The gate runs base's versions of
+ * all of it, and the change policy lets a change only add to it.
+ *
+ * `package.json` is not in it (a fix may need a dependency); a loop that wants it guarded keeps
+ * it out of `allowedPaths`.
+ */
+const INFRA_DIRS = String.raw`(^|/)(spec|specs|__mocks__|__fixtures__|__snapshots__|fixtures|testdata|test_data)/`;
+const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|pytest\.ini|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]s|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?)$`;
+
+/** True for a path (relative, `/` separators) that is test infrastructure. */
+export function testInfraMatcher(testPattern?: string): (file: string) => boolean {
+  const re = RE2JS.compile(`(?:${testPattern ?? DEFAULT_TEST_PATTERN})|(?:${INFRA_DIRS})|(?:${RUNNER_CONFIG})`);
+  return (file) => re.test(file);
+}

@@ -1,0 +1,41 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** The failing test of the corpus repository. */
+export const CORPUS_FAILING_TEST = 'add adds two numbers';
+
+/** The corpus repository's files at base: a real bug (`add` subtracts), a test helper, a failing test. */
+export const CORPUS_FILES: Record<string, string> = {
+  'package.json': `${JSON.stringify({ name: 'corpus-math', version: '1.0.0', private: true, scripts: { test: 'node --test' } }, null, 2)}\n`,
+  '.gitignore': 'node_modules/\n.npmrc\n.env\n',
+  'src/math.js': ['function add(a, b) {', '  return a - b;', '}', '', 'function multiply(a, b) {', '  return a * b;', '}', '', 'module.exports = { add, multiply };', ''].join('\n'),
+  'test/helpers.js': ["const assert = require('node:assert');", '', '/** The one assertion the tests use. */', 'exports.check = (actual, expected) => assert.strictEqual(actual, expected);', ''].join('\n'),
+  'test/math.test.js': [
+    "const test = require('node:test');",
+    "const { check } = require('./helpers');",
+    "const { add, multiply } = require('../src/math');",
+    '',
+    "test('multiply multiplies two numbers', () => {",
+    '  check(multiply(3, 4), 12);',
+    '});',
+    '',
+    `test('${CORPUS_FAILING_TEST}', () => {`,
+    '  check(add(2, 3), 5);',
+    '});',
+    '',
+  ].join('\n'),
+};
+
+/** Makes the corpus repository (one commit on `main`) in `dir`. */
+export function createCorpusRepo(dir: string): string {
+  for (const [file, text] of Object.entries(CORPUS_FILES)) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), text);
+  }
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=Corpus', '-c', 'user.email=corpus@localhost', ...args], { cwd: dir, stdio: 'ignore' });
+  git('init', '-q', '-b', 'main');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'corpus: math with a failing test');
+  return dir;
+}
