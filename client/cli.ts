@@ -11,6 +11,7 @@ import { demoCommand } from './commands/demo';
 import { devCommand } from './commands/dev';
 import { listCommand } from './commands/list';
 import { modelServerCommand } from './commands/model-server';
+import { reviewCommand } from './commands/review';
 import { runCommand } from './commands/run';
 import { registerScheduleCommands } from './commands/schedule';
 import { registerImproveCommands } from './commands/improve';
@@ -74,6 +75,9 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('trace <id>').description("a run's story from its Temporal history: attempts, calls, verdicts, decisions, effects").option('--json', 'the trace as JSON')
     .option('--markdown', 'the trace as a Markdown report (what delivery.trace writes)')
     .action(action(withClient((client, id: string, opts) => traceCommand(client, id, opts, io))));
+  program.command('review <id>').description("what to look at before you approve: the diff, each check's verdict and evidence, the test results, the judge's reasons, cost and attempts")
+    .option('--json', 'the review as JSON').option('--attempt <n>', 'review this attempt (default: the one waiting for a human, else the last)').option('--no-diff', 'leave out the diff')
+    .action(action(withClient((client, id: string, opts) => reviewCommand(client, id, opts, io, env))));
   const decision = (kind: 'approve' | 'reject' | 'retry' | 'extend' | 'audit', about: string, extra: (c: Command) => Command) =>
     extra(program.command(`${kind === 'extend' ? 'budget' : kind} <id>`).description(about).requiredOption('--by <name>', 'who decides (recorded)').option('--json', 'machine-readable output'))
       .action(action(withClient((client, id: string, opts) => decideCommand(client, kind, id, opts, io))));

@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
+import { redact } from '../../common/redact';
 import type { RunRecord } from '../../common/run-record';
 import demoScript from '../../loops/fixtures/fix-test-demo.json';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
@@ -13,6 +14,8 @@ import { sandboxNotice } from '../../workers/create-worker';
 import { startEmbeddedStack } from '../../workers/embedded-stack';
 import { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
+import { escapeTerminal, renderReview } from '../review';
+import { colorFor, reviewOf } from './review';
 import { untilSignal } from './process';
 
 /** A link to a run's page in the Web UI. */
@@ -33,7 +36,8 @@ async function ask(question: string): Promise<boolean> {
  * `demo` (what `npm start` runs): the embedded stack, a sample repository with a real failing
  * test, and a `fix-test` run on it (L2). Without ANTHROPIC_API_KEY the scripted model plays a
  * recorded session: the first candidate deletes the failing test and the change policy rejects
- * it; the second fixes the bug and adds a regression test. The demo then asks whether to approve
+ * it; the second fixes the bug and adds a regression test. The demo prints the review (what
+ * `loopwright review` shows: the checks, the test results, the diff), then asks whether to approve
  * (the real decision signal; `--yes` approves without asking), the fix lands as one commit,
  * and the stack stays up for the Web UI until Ctrl-C (unless --exit).
  */
@@ -61,9 +65,12 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
     const progress = (r: RunRecord) => io.out(progressLine(r));
     let record = await client.wait(workflowId, progress);
     if (record.state === 'awaiting_human' && record.escalation?.kind === 'approval') {
-      for (const a of record.attempts) io.out(`  attempt ${a.n}: ${a.passed ? 'passed' : `failed: ${a.reasons.join(' | ')}`}`);
-      io.out(`The fix is verified and waits for approval on branch ${record.workspace?.branch}:`);
-      io.out(`  ${record.attempts[record.attempts.length - 1].candidate ?? ''}`);
+      const safe = (line: string) => escapeTerminal(redact(line, client.redaction));
+      for (const a of record.attempts) io.out(safe(`  attempt ${a.n}: ${a.passed ? 'passed' : `failed: ${a.reasons.join(' | ')}`}`));
+      io.out(safe(`The fix is verified and waits for approval on branch ${record.workspace?.branch}. What you would approve (\`npx loopwright review ${workflowId}\`):`));
+      io.out('');
+      renderReview(await reviewOf(record, { redaction: client.redaction }), { color: colorFor(process.stdout, env) }).forEach((l) => io.out(l));
+      io.out('');
       const yes = opts.yes || (process.stdin.isTTY ? await ask('Approve it and commit the fix to main? [y/N] ') : false);
       if (yes) await client.decide(workflowId, { kind: 'approve', by: env.USER || 'demo' });
       else if (!process.stdin.isTTY) io.out(`Approve it from another terminal: npx loopwright approve ${workflowId} --by YOU (or rerun with npm start -- --yes)`);
