@@ -123,6 +123,14 @@ const RECORDERS: Record<string, Recorder> = {
     await client.decide('replay-effect', { kind: 'approve', by: 'ada', note: 'ship it' });
     await client.temporal.workflow.getHandle('replay-effect').result();
   },
+  /** The fix-test demo under the gate: the tests check on clean checkouts, the change policy, the code-review judge reading the diff; approved, one commit. */
+  'replay-gate': async (client) => {
+    const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
+    await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id: 'replay-gate' });
+    await client.wait('replay-gate');
+    await client.decide('replay-gate', { kind: 'approve', by: 'ada', note: 'ship it' });
+    await client.temporal.workflow.getHandle('replay-gate').result();
+  },
   /** Three failing runs, two of them regression tasks, an improvement that is approved, and the harness store it published to. */
   'replay-improve': async (client) => {
     const sources: string[] = [];
@@ -165,7 +173,7 @@ async function main(): Promise<void> {
   process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
   process.env.LOOPWRIGHT_WORKTREES = path.join(dir, 'worktrees');
   const server = await startDevServer({ dbFile: path.join(dir, 'db.sqlite'), port: await freePort(), headless: true });
-  // The effect run speaks to the demo's script; every other run to SCRIPT (its rules match by workflow id).
+  // The effect and gate runs speak to the demo's script; every other run to SCRIPT (its rules match by workflow id).
   const model = await startModelServer({ script: SCRIPT, port: 0 });
   const demoModel = await startModelServer({ script: parseModelScript(demoScript, 'fix-test demo'), port: 0 });
   try {
@@ -175,7 +183,8 @@ async function main(): Promise<void> {
       const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record' };
       const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env) }), ...workflowSource(process.env), ...WORKER_TUNING });
       const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue } });
-      const mine = ids.filter((id) => (id === 'replay-effect') === (queue === 'record-demo'));
+      const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate';
+      const mine = ids.filter((id) => demo(id) === (queue === 'record-demo'));
       await worker.runUntil(async () => {
         for (const id of mine) await RECORDERS[id](client);
       });

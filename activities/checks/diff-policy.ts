@@ -89,7 +89,9 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     else if (c.status === 'T') weakened.push(`${was} turned into another kind of file`);
     else if (c.oldOid && c.newOid) {
       const removed = await removedLines(root, c.oldOid, c.newOid);
-      if (removed.length > 0) weakened.push(`${removed.slice(0, 3).map((r) => `${was}:${r.line} \`${r.text.trim().slice(0, 60)}\``).join(', ')}${removed.length > 3 ? ` and ${removed.length - 3} more lines` : ''} changed or removed`);
+      // The lines shown are the first that say something (a removed blank line is counted, not shown).
+      const shown = removed.filter((r) => r.text.trim() !== '').slice(0, 3);
+      if (removed.length > 0) weakened.push(`${(shown.length ? shown : removed.slice(0, 1)).map((r) => `${was}:${r.line}${r.text.trim() ? ` \`${r.text.trim().slice(0, 60)}\`` : ''}`).join(', ')}${removed.length > shown.length ? ` (${removed.length} lines in all)` : ''} changed or removed`);
     }
   }
   if (weakened.length > 0) {
