@@ -4,7 +4,7 @@ import { ZERO_USAGE } from '../../common/usage';
 import { EVIDENCE_CHARS } from './command';
 import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from './diff-policy/git';
 import { compileAllowedPaths } from './diff-policy/paths';
-import { testInfraMatcher } from './tests/infra';
+import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 
 export { DEFAULT_TEST_PATTERN } from './diff-policy/paths';
 
@@ -54,7 +54,8 @@ interface Failure {
  * - `allowed paths`: a changed, added, deleted or renamed path is outside `allowedPaths`;
  * - `tests append-only`: test infrastructure that base had (test files, helpers, fixtures,
  *   mocks, runner configuration: activities/checks/tests/infra.ts) is deleted, renamed, or has a
- *   line changed or removed (adding new tests, to a new file or to an existing one, is fine);
+ *   line changed or removed, or a runner configuration file is added (adding new tests, to a
+ *   new file or to an existing one, is fine);
  * - `no stray files` (`isolated` workspaces only: the run's own worktree, which started clean):
  *   the attempt left ignored files beside its commit other than dependency folders and caches.
  * Whether the tests really test anything is the `tests` check's business: by identity, on
@@ -65,6 +66,7 @@ interface Failure {
 export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdict> {
   const { check, root } = input;
   const isInfra = infraMatcher(check);
+  const isRunnerConfig = runnerConfigMatcher();
   const isAllowed = compileAllowedPaths(check.allowedPaths);
   const { base, baseTree, workTree } = await resolveTrees(root, input.baseRef);
   const changes = await diffTrees(root, baseTree, workTree);
@@ -83,6 +85,8 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
   const weakened: string[] = [];
   for (const c of changes) {
     const was = c.oldPath ?? c.path;
+    // A new runner configuration (conftest.py, jest.config.js, a committed .npmrc) changes how the existing tests run.
+    if (c.status === 'A' && isRunnerConfig(c.path)) weakened.push(`${c.path} added (runner configuration)`);
     if (!isInfra(was) || c.status === 'A') continue;
     if (c.status === 'D') weakened.push(`${was} deleted`);
     else if (c.status === 'R') weakened.push(`${was} renamed to ${c.path}`);

@@ -15,8 +15,9 @@ import { snapshotWorkingTree } from '../git/snapshot';
 import { workerGit } from '../git/worker-git';
 import { defaultSandbox, type Sandbox, type SandboxName } from '../sandbox/sandbox';
 import { runTests, type TestRun } from '../tests/run-tests';
-import { evaluateGate, type GateFailure } from './tests/evaluate';
-import { testInfraMatcher } from './tests/infra';
+import { canaryFor } from './tests/canary';
+import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evaluate';
+import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 
 /** Input of `runTestsCheck`. */
@@ -74,8 +75,12 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const candTree = commit ? await treeOf(root, commit) : await snapshotWorkingTree(root, 'HEAD');
   const [baseFiles, candFiles] = await Promise.all([listTree(root, baseTree), listTree(root, candTree)]);
   const isInfra = testInfraMatcher(check.testPattern);
+  const isRunnerConfig = runnerConfigMatcher();
   const restore = new Map<string, TreeEntry | null>();
   for (const [file, entry] of baseFiles) if (isInfra(file) && differs(entry, candFiles.get(file))) restore.set(file, entry);
+  // A runner configuration base did not have (a new conftest.py, jest.config) would change how base's tests run: not in the overlay.
+  for (const file of candFiles.keys()) if (!baseFiles.has(file) && isRunnerConfig(file)) restore.set(file, null);
+  const changedCode = [...candFiles].filter(([file, entry]) => !isInfra(file) && differs(entry, baseFiles.get(file))).map(([file]) => file);
   const theirs = new Map<string, TreeEntry | null>();
   for (const [file, entry] of candFiles) if (isInfra(file) && differs(entry, baseFiles.get(file))) theirs.set(file, entry);
   const trees = { overlay: await editTree(root, candTree, restore), regression: await editTree(root, baseTree, theirs) };
@@ -96,7 +101,10 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
 
   const baseRun = await cachedBaseRun(root, base, baseTree, check, input.env, () => inCheckout(baseTree, 'base', (c) => run(c.dir)));
   const heldOutDir = check.heldOut?.into;
+  const runnerOf = baseRun.runner;
+  const canary = canaryFor(runnerOf, baseRun.results, check.failingTest ? matchFailingTest(baseRun.results, check.failingTest) : [], changedCode);
   const overlayRun = await inCheckout(trees.overlay, 'overlay', async (c) => {
+    if (canary) await writeFile(path.join(c.dir, canary.file), canary.source);
     if (!check.heldOut) return run(c.dir);
     await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), { recursive: true, dereference: false, errorOnExist: false, force: true });
     const main = await run(c.dir);
@@ -104,8 +112,8 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     const held = await run(c.dir, check.heldOut.command);
     return { ...main, results: [...main.results.filter((t) => !t.file?.startsWith(`${heldOutDir}/`)), ...held.results.filter((t) => t.file?.startsWith(`${heldOutDir}/`))] };
   });
-  // Trees that came out the same are not run twice.
-  const candidateRun = trees.overlay === candTree && !check.heldOut ? overlayRun : await inCheckout(candTree, 'candidate', (c) => run(c.dir));
+  // Trees that came out the same are not run twice (the canary's result is ignored outside the overlay).
+  const candidateRun = trees.overlay === candTree && !check.heldOut ? { ...overlayRun, results: overlayRun.results.filter((t) => t.file !== canary?.file) } : await inCheckout(candTree, 'candidate', (c) => run(c.dir));
   const regressionRun = trees.regression === baseTree ? baseRun : await inCheckout(trees.regression, 'regression', (c) => run(c.dir));
 
   const runner = overlayRun.runner;
@@ -117,7 +125,7 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   }));
   const judged = evaluateGate(
     { base: baseRun.results, overlay: overlayRun.results, candidate: candidateRun.results, regression: regressionRun.results },
-    { runner, failingTest: check.failingTest, requireRegressionTest: check.requireRegressionTest, heldOutDir },
+    { runner, failingTest: check.failingTest, requireRegressionTest: check.requireRegressionTest, heldOutDir, canaryFile: canary?.file },
   );
   failures.push(...judged.failures);
   const t = judged.evidence;

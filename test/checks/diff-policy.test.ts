@@ -133,6 +133,17 @@ describe('runDiffPolicyCheck', () => {
     expect((await check()).passed).toBe(true);
   });
 
+  test('a new runner configuration (a conftest.py, a jest config) fails "tests append-only": it changes how the existing tests run', async () => {
+    fixBug();
+    addSubTest();
+    write('test/conftest.py', 'def pytest_runtest_makereport(item, call): pass\n');
+    write('src/jest.config.js', 'module.exports = { testPathIgnorePatterns: ["math"] };\n');
+    const verdict = await check();
+    expect(verdict.failedItems).toEqual(['tests append-only']);
+    expect(verdict.reason).toContain('src/jest.config.js added (runner configuration)');
+    expect(verdict.reason).toContain('test/conftest.py added (runner configuration)');
+  });
+
   test('appending to a test file whose last line had no newline counts as an addition', async () => {
     write('test/math.test.js', MATH_TEST.trimEnd());
     git('commit', '-q', '-am', 'no newline at end');

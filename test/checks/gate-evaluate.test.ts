@@ -77,3 +77,9 @@ test('the failing test matches by full name, last part of a suite path, or file 
   expect(matchFailingTest(suite, 'test/other.test.js > adds two numbers')).toHaveLength(1);
   expect(matchFailingTest([suite[0]], 'adds two numbers')).toHaveLength(1);
 });
+
+test('a canary (an assertion that must fail) passing in the overlay run fails "test integrity"; failing, it is ignored', () => {
+  const canary = (outcome: TestOutcome) => ({ ...honest, overlay: [...honest.overlay, t('canary: an assertion that must fail', outcome, 'test/zz-canary.test.cjs')] });
+  expect(gate(canary('passed'), { canaryFile: 'test/zz-canary.test.cjs' }).failures.map((f) => f.rule)).toEqual(['test integrity']);
+  expect(gate(canary('failed'), { canaryFile: 'test/zz-canary.test.cjs' }).failures).toEqual([]);
+});

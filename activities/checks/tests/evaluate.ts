@@ -25,11 +25,16 @@ export interface GateOptions {
   requireRegressionTest: boolean;
   /** Where the held-out tests were put in the overlay checkout (relative folder), when there are any. */
   heldOutDir?: string;
+  /**
+   * A test file the gate added to the overlay run that loads the changed code and must fail
+   * (see tests/canary.ts): when it passes, the change's code tampers with the runner or its assertions.
+   */
+  canaryFile?: string;
 }
 
 /** One broken rule, with what to do about it. */
 export interface GateFailure {
-  rule: 'fail to pass' | 'pass to pass' | 'added tests pass' | 'regression test' | 'held out';
+  rule: 'fail to pass' | 'pass to pass' | 'added tests pass' | 'regression test' | 'held out' | 'test integrity';
   reason: string;
   correction: string;
 }
@@ -71,6 +76,7 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
   const regression = byId(runs.regression);
   const outcome = (m: Map<string, TestResult>, id: string): TestOutcome => m.get(id)?.outcome ?? 'not_run';
   const isHeldOut = (t: TestResult) => opts.heldOutDir !== undefined && t.file !== null && (t.file === opts.heldOutDir || t.file.startsWith(`${opts.heldOutDir}/`));
+  const canary = opts.canaryFile === undefined ? [] : [...overlay.values()].filter((t) => t.file === opts.canaryFile);
   const failures: GateFailure[] = [];
   const evidence: TestEvidence = { runner: opts.runner, failToPass: [], passToPass: { total: 0, passing: 0, broken: [] }, added: [] };
 
@@ -125,6 +131,14 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
         ? 'the change adds no test: a regression test is required'
         : `none of the ${added.length} tests the change adds fails without the fix (run on base's code): ${listed(evidence.added.map((a) => `${a.test} ${a.base} on base, ${a.candidate} on the fix`))}`,
       correction: 'add a test that fails on the code as it was and passes with your fix',
+    });
+  }
+
+  if (canary.some((t) => t.outcome === 'passed')) {
+    failures.push({
+      rule: 'test integrity',
+      reason: 'an assertion that must fail passed once the changed code was loaded: the change tampers with the test runner or its assertions',
+      correction: 'do not patch, stub or replace the test runner, assert, or other test machinery from the code under test; fix the bug itself',
     });
   }
 

@@ -13,6 +13,12 @@ import { DEFAULT_TEST_PATTERN } from '../diff-policy/paths';
 const INFRA_DIRS = String.raw`(^|/)(spec|specs|__mocks__|__fixtures__|__snapshots__|fixtures|testdata|test_data)/`;
 const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|pytest\.ini|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]s|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?)$`;
 
+/** True for a runner configuration file: the runner loads it by itself, so a new one changes how existing tests run. */
+export function runnerConfigMatcher(): (file: string) => boolean {
+  const re = RE2JS.compile(RUNNER_CONFIG);
+  return (file) => re.test(file);
+}
+
 /** True for a path (relative, `/` separators) that is test infrastructure. */
 export function testInfraMatcher(testPattern?: string): (file: string) => boolean {
   const re = RE2JS.compile(`(?:${testPattern ?? DEFAULT_TEST_PATTERN})|(?:${INFRA_DIRS})|(?:${RUNNER_CONFIG})`);
