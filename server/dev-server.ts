@@ -92,7 +92,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     writeSync(fd, `--- loopwright: starting the Temporal dev server on ${address} at ${lock.startedAt}\n`);
     const args = devServerArgs({ dbFile, port, uiPort, headless: opts.headless, namespace });
     log(`starting the Temporal dev server: ${cli} ${args.join(' ')}`);
-    child = spawn(cli, args, { stdio: ['ignore', fd, fd], env: { ...process.env, TEMPORAL_VERSION_CHECK_DISABLED: '1' } });
+    // The server needs none of this process's secrets (model keys and the like): an allow-list.
+    const env: NodeJS.ProcessEnv = { TEMPORAL_VERSION_CHECK_DISABLED: '1' };
+    for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ', 'USER']) if (process.env[name] !== undefined) env[name] = process.env[name];
+    child = spawn(cli, args, { stdio: ['ignore', fd, fd], env });
     closeSync(fd);
     const started = child;
     let exitedHow: string | undefined;
