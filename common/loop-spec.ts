@@ -75,8 +75,14 @@ export const DiffPolicyCheckSchema = z.object({
   kind: z.literal('diff'),
   name: z.string().min(1).default('change policy'),
   allowedPaths: z.array(z.string().min(1)).min(1),
-  requireRegressionTest: z.boolean().default(true),
+  /** Kept so that specs pinned before the `tests` check parse; the regression test is that check's rule now. */
+  requireRegressionTest: z.boolean().optional(),
   testPattern: z.string().optional(),
+  /**
+   * A change to existing test infrastructure: `fail` (default) fails the check; `human` lets the
+   * check pass but sends the attempt to a person's review ("test changes") before it can go on.
+   */
+  testChanges: z.enum(['fail', 'human']).optional(),
 });
 export type DiffPolicyCheck = z.infer<typeof DiffPolicyCheckSchema>;
 

@@ -74,6 +74,8 @@ export interface Verdict {
   sandbox?: SandboxName;
   /** A `tests` check's results by test identity (fail-to-pass, pass-to-pass, added, held out). */
   tests?: TestEvidence;
+  /** Why a person must review the attempt before it goes on, though the check passed (a change policy with `testChanges: human`). */
+  humanReview?: string;
   usage: Usage;
 }
 

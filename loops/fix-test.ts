@@ -25,6 +25,8 @@ export const FixTestInputSchema = z
      * Tests the agent never sees, run only by the gate: an absolute folder on the worker outside
      * the repository, copied into the clean checkout at `into` (default test/held-out).
      */
+    /** A change to existing tests, helpers, fixtures or runner config: fail the attempt (default), or send it to a person's review. */
+    testChanges: z.enum(['fail', 'human']).optional(),
     heldOutTests: z.object({ dir: z.string().trim().min(1), into: z.string().trim().min(1).optional(), command: z.string().trim().min(1).optional() }).strict().optional(),
   })
   .strict();
@@ -77,7 +79,7 @@ export const fixTest: LoopDefinition<FixTestInput> = {
           ...(input.testRunner ? { runner: input.testRunner } : {}), ...(input.junitPath ? { junitPath: input.junitPath } : {}),
           ...(input.heldOutTests ? { heldOut: { dir: input.heldOutTests.dir, ...(input.heldOutTests.into ? { into: input.heldOutTests.into } : {}), ...(input.heldOutTests.command ? { command: input.heldOutTests.command } : {}) } } : {}),
         },
-        { kind: 'diff', name: 'change policy', allowedPaths: input.allowedPaths },
+        { kind: 'diff', name: 'change policy', allowedPaths: input.allowedPaths, ...(input.testChanges ? { testChanges: input.testChanges } : {}) },
         // Last, so that it reads the gate's verdicts beside the diff.
         { kind: 'judge', name: 'code review', rubric: [...FIX_TEST_REVIEW_RUBRIC], subject: 'change' },
       ],

@@ -300,11 +300,13 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
 
   /** Each human check reviews the candidate; returns the record when the run ends (no review in time). */
   async function reviews(progress: AttemptProgress, n: number): Promise<RunRecord | undefined> {
-    for (const check of input.spec.checks) {
-      if (check.kind !== 'human') continue;
+    // A check that passed but asks for a person (a change policy with testChanges: human) adds a review.
+    const asked = progress.verdicts.filter((v) => v.humanReview).map((v) => ({ kind: 'human' as const, name: 'test changes', approvers: [] as string[], why: v.humanReview! }));
+    const humans = [...input.spec.checks.flatMap((c) => (c.kind === 'human' ? [{ ...c, why: undefined as string | undefined }] : [])), ...asked.slice(0, 1)];
+    for (const check of humans) {
       record.pendingReview = { attempt: n, candidate: progress.candidate!, verdicts: [...progress.verdicts] };
       const who = check.approvers.length ? ` (${check.approvers.join(', ')})` : '';
-      const decision = await escalate('review', 'review_timeout', `attempt ${n} passed its automated checks and waits for review ${check.name}${who}`);
+      const decision = await escalate('review', 'review_timeout', `attempt ${n} passed its automated checks and waits for review ${check.name}${who}${check.why ? `: ${check.why}` : ''}`);
       record.pendingReview = null;
       if (!decision) {
         metrics.verdicts(recordAttempt(record, { n, candidate: progress.candidate, usage: attemptUsage, verdicts: progress.verdicts }).verdicts);

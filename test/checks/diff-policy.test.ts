@@ -133,6 +133,17 @@ describe('runDiffPolicyCheck', () => {
     expect((await check()).passed).toBe(true);
   });
 
+  test('with testChanges: human, a change to an existing test passes the check and asks for a person instead', async () => {
+    fixBug();
+    write('test/math.test.js', MATH_TEST.replace('assert.strictEqual(add(-1, -2), -3)', 'assert.strictEqual(add(-1, -2), -3, "negatives")') + SUB_TEST);
+    const verdict = await check({ testChanges: 'human' });
+    expect(verdict).toMatchObject({ passed: true, failedItems: [] });
+    expect(verdict.humanReview).toContain('test/math.test.js:10');
+    expect((await check()).failedItems).toEqual(['tests append-only']);
+    addSubTest();
+    expect((await check({ testChanges: 'human' })).humanReview).toBeUndefined();
+  });
+
   test('a new runner configuration (a conftest.py, a jest config) fails "tests append-only": it changes how the existing tests run', async () => {
     fixBug();
     addSubTest();
