@@ -6,7 +6,7 @@ import { UsageError } from '../common/errors';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { DevServerStartError, PortInUseError } from './dev-server-errors';
 import { acquireDevServerLock, DevServerLock, releaseDevServerLock, updateDevServerLock } from './dev-server-lock';
-import { isPortFree } from './free-port';
+import { freePort, isPortFree } from './free-port';
 import { findTemporalCli } from './temporal-binary';
 import { ensureSearchAttributes, isServing, OperatorTarget, setRetention } from './temporal-operator';
 
@@ -21,8 +21,20 @@ export interface DevServerOptions {
   dbFile: string;
   /** gRPC port on 127.0.0.1 (default 7233). */
   port?: number;
-  /** Web UI port (default port + 1000, so 8233). */
+  /** Web UI port on 127.0.0.1 (default port + 1000, so 8233). */
   uiPort?: number;
+  /** Port of the server's HTTP API on 127.0.0.1 (default, or 0: a free port Loopwright picks). */
+  httpPort?: number;
+  /** Port of the server's Prometheus `/metrics` on 127.0.0.1 (default, or 0: a free port Loopwright picks). */
+  metricsPort?: number;
+  /**
+   * Serve the HTTP API (default false). The CLI always opens its port; off, the server refuses
+   * every request there (403 "Host not allowed"), because any web page the user visits could
+   * POST to it (text/plain needs no CORS preflight) and start or signal workflows. On, it answers
+   * requests addressed to `127.0.0.1:PORT` or `localhost:PORT` only (no DNS rebinding), which
+   * such a page can still reach.
+   */
+  httpApi?: boolean;
   /** No Web UI. */
   headless?: boolean;
   /** Namespace to create and configure (default `default`). */
@@ -39,12 +51,35 @@ export interface DevServerOptions {
   log?: (line: string) => void;
 }
 
+/** Every port a dev server listens on; all of them on 127.0.0.1. */
+export interface DevServerPorts {
+  /** Frontend gRPC: clients, workers, the CLI. */
+  grpc: number;
+  /** Web UI, unless headless. */
+  ui?: number;
+  /** Frontend HTTP API (refuses every request unless `httpApi`). */
+  http: number;
+  /** The server's Prometheus `/metrics`. */
+  metrics: number;
+  /**
+   * The history, matching and worker services' own gRPC ports. The CLI picks them and has no flag
+   * for them; Loopwright reads them from the server's printed config (`--log-config`).
+   */
+  internal: Record<string, number>;
+}
+
 /** A running dev server this process started. */
 export interface DevServer {
   /** gRPC address, `127.0.0.1:PORT`. */
   address: string;
   /** Web UI address, unless headless. */
   uiUrl?: string;
+  /** The server's Prometheus endpoint, `http://127.0.0.1:PORT/metrics`. */
+  metricsUrl: string;
+  /** Every port it listens on. */
+  ports: DevServerPorts;
+  /** Whether its HTTP API answers requests (see {@link DevServerOptions.httpApi}). */
+  httpApi: boolean;
   /** Process id of the Temporal server. */
   pid: number;
   /** Where the server logs. */
@@ -53,16 +88,30 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/** The HTTP API or metrics port is taken by another program. Exit 2. */
+export class ServerPortInUseError extends UsageError {
+  constructor(readonly port: number, flag: '--http-port' | '--metrics-port') {
+    super(`${flag === '--http-port' ? 'HTTP API' : 'server metrics'} port ${port} is already in use: set ${flag}, or leave it out for a free port`);
+  }
+}
+
+/** The address every dev server port binds to: nothing else on the machine or network reaches it. */
+export const DEV_SERVER_IP = '127.0.0.1';
+/** Allowed HTTP API hosts when it is off: a space cannot occur in a Host header, so every request is refused. */
+const NO_HTTP_HOSTS = ['http api disabled by loopwright'];
 const MIN_RETENTION_MS = 30 * 86_400_000;
 const STOP_GRACE_MS = 10_000;
 
 /**
- * Starts `temporal server start-dev` on 127.0.0.1 with a SQLite file (WAL), every Loopwright
- * search attribute, no news feed and no server version check, logging to `logFile`. Resolves
- * once the server answers, its namespace has the retention and the search attributes are
- * registered. Throws {@link DevServerRunningError} when the lock names a live process,
- * {@link PortInUseError} when a port is taken, {@link DevServerStartError} (with the log tail)
- * when the server exits or does not answer within `startTimeoutMs`.
+ * Starts `temporal server start-dev` with a SQLite file (WAL), every Loopwright search attribute,
+ * no news feed and no server version check, logging to `logFile`. Every port it opens is on
+ * 127.0.0.1 and in {@link DevServer.ports}: gRPC, Web UI, HTTP API and metrics are chosen here,
+ * the internal service ports are read back from the server's config; the HTTP API refuses every
+ * request unless `httpApi`. Resolves once the server answers, its namespace has the retention
+ * and the search attributes are registered. Throws {@link DevServerRunningError} when the lock
+ * names a live process, {@link PortInUseError} or {@link ServerPortInUseError} when a port is
+ * taken, {@link DevServerStartError} (with the log tail) when the server exits or does not answer
+ * within `startTimeoutMs`.
  */
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
   const port = opts.port ?? 7233;
@@ -70,7 +119,8 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const namespace = opts.namespace ?? 'default';
   const retention = retentionFlag(opts.retention ?? '720h');
   const log = opts.log ?? (() => undefined);
-  const address = `127.0.0.1:${port}`;
+  const httpApi = opts.httpApi ?? false;
+  const address = `${DEV_SERVER_IP}:${port}`;
   const uiUrl = opts.headless ? undefined : `http://localhost:${uiPort}`;
   const dbFile = resolve(opts.dbFile);
   const logFile = resolve(opts.logFile ?? join(dirname(dbFile), `${basename(dbFile, extname(dbFile))}.log`));
@@ -83,6 +133,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   try {
     if (!(await isPortFree(port))) throw new PortInUseError(port, 'port');
     if (!opts.headless && !(await isPortFree(uiPort))) throw new PortInUseError(uiPort, 'UI port');
+    const taken = opts.headless ? [port] : [port, uiPort];
+    const httpPort = await chosenPort(opts.httpPort, '--http-port', taken);
+    const metricsPort = await chosenPort(opts.metricsPort, '--metrics-port', [...taken, httpPort]);
     const cli = opts.cli ?? (await findTemporalCli({ log }));
     mkdirSync(dirname(dbFile), { recursive: true });
     mkdirSync(dirname(logFile), { recursive: true });
@@ -90,7 +143,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     const fd = openSync(logFile, 'a');
     const logStart = statSync(logFile).size;
     writeSync(fd, `--- loopwright: starting the Temporal dev server on ${address} at ${lock.startedAt}\n`);
-    const args = devServerArgs({ dbFile, port, uiPort, headless: opts.headless, namespace });
+    const args = devServerArgs({ dbFile, port, uiPort, httpPort, metricsPort, httpApi, headless: opts.headless, namespace });
     log(`starting the Temporal dev server: ${cli} ${args.join(' ')}`);
     // The server needs none of this process's secrets (model keys and the like): an allow-list.
     const env: NodeJS.ProcessEnv = { TEMPORAL_VERSION_CHECK_DISABLED: '1' };
@@ -110,7 +163,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
 
     const target: OperatorTarget = { cli, address, namespace };
     await waitUntilReady(target, retention, opts.startTimeoutMs ?? 60_000, { exited, how: () => exitedHow, fail: failStart });
-    log(`Temporal dev server ready at ${address}${uiUrl ? `, UI ${uiUrl}` : ''} (pid ${pid}, log ${logFile})`);
+    const internal = internalPorts(readFileSync(logFile).subarray(logStart).toString('utf8'));
+    const ports: DevServerPorts = { grpc: port, ...(opts.headless ? {} : { ui: uiPort }), http: httpPort, metrics: metricsPort, internal };
+    const all = Object.entries({ gRPC: port, 'Web UI': ports.ui, 'HTTP API': httpPort, metrics: metricsPort, ...internal }).filter(([, p]) => p !== undefined);
+    log(`Temporal dev server ready at ${address}${uiUrl ? `, UI ${uiUrl}` : ''} (pid ${pid}, log ${logFile}); listening on ${DEV_SERVER_IP} only: ${all.map(([what, p]) => `${what} ${p}`).join(', ')}${httpApi ? '' : ' (the HTTP API refuses every request)'}`);
 
     const running = child;
     const killOnExit = () => running.kill('SIGTERM');
@@ -122,7 +178,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
         await terminate(running, exited);
         if (lockFile) releaseDevServerLock(lockFile, [pid, process.pid]);
       })());
-    return { address, uiUrl, pid, logFile, stop };
+    return { address, uiUrl, metricsUrl: `http://${DEV_SERVER_IP}:${metricsPort}/metrics`, ports, httpApi, pid, logFile, stop };
   } catch (err) {
     if (child) await terminate(child, exited);
     if (lockFile) releaseDevServerLock(lockFile, [process.pid, ...(child?.pid ? [child.pid] : [])]);
@@ -130,14 +186,34 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   }
 }
 
+/** What {@link devServerArgs} needs. */
+export interface DevServerArgsInput {
+  dbFile: string;
+  port: number;
+  uiPort: number;
+  httpPort: number;
+  metricsPort: number;
+  httpApi?: boolean;
+  headless?: boolean;
+  namespace: string;
+}
+
 /** The `temporal` arguments that start the dev server. */
-export function devServerArgs(o: { dbFile: string; port: number; uiPort: number; headless?: boolean; namespace: string }): string[] {
+export function devServerArgs(o: DevServerArgsInput): string[] {
+  const httpHosts = o.httpApi ? [`${DEV_SERVER_IP}:${o.httpPort}`, `localhost:${o.httpPort}`] : NO_HTTP_HOSTS;
   return [
     'server', 'start-dev',
     '--db-filename', o.dbFile,
-    '--ip', '127.0.0.1',
+    '--ip', DEV_SERVER_IP,
     '--port', String(o.port),
-    ...(o.headless ? ['--headless'] : ['--ui-port', String(o.uiPort), '--ui-disable-news-fetch']),
+    ...(o.headless ? ['--headless'] : ['--ui-ip', DEV_SERVER_IP, '--ui-port', String(o.uiPort), '--ui-disable-news-fetch']),
+    '--http-port', String(o.httpPort),
+    '--metrics-port', String(o.metricsPort),
+    // The HTTP API port cannot be closed (the CLI opens it whatever the flags); this makes it refuse
+    // every request (403) unless asked for, and then only requests addressed to 127.0.0.1 or localhost.
+    '--dynamic-config-value', `frontend.httpAllowedHosts=${JSON.stringify(httpHosts)}`,
+    // Prints the server config (to the log file) so the internal services' ports can be read back.
+    '--log-config',
     ...(o.namespace === 'default' ? [] : ['--namespace', o.namespace]),
     ...SEARCH_ATTRIBUTES.flatMap((attr) => ['--search-attribute', `${attr.name}=${attr.type}`]),
     '--sqlite-pragma', 'journal_mode=WAL',
@@ -154,6 +230,52 @@ export function retentionFlag(retention: string): string {
   if (ms === undefined) throw new UsageError(`retention ${retention} is not a duration: use hours or days, e.g. 720h or 30d`);
   if (ms < MIN_RETENTION_MS) throw new UsageError(`retention ${retention} is under 30 days: closed runs would lose their history; use at least 720h`);
   return ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${Math.ceil(ms / 1000)}s`;
+}
+
+/** One line per port, as `dev` and the start log print them. */
+export function describePorts(ports: DevServerPorts, httpApi: boolean): string[] {
+  const internal = Object.entries(ports.internal).map(([name, port]) => `${name} ${port}`).join(', ');
+  return [
+    `listening on ${DEV_SERVER_IP} only:`,
+    `  gRPC      ${ports.grpc}`,
+    ...(ports.ui === undefined ? [] : [`  Web UI    ${ports.ui}`]),
+    `  HTTP API  ${ports.http} (${httpApi ? `serves requests to ${DEV_SERVER_IP}:${ports.http} and localhost:${ports.http}; any web page you open can reach it` : 'refuses every request; --http-api turns it on'})`,
+    `  metrics   ${ports.metrics} (http://${DEV_SERVER_IP}:${ports.metrics}/metrics)`,
+    `  internal  ${internal || 'unknown (the server printed no config)'} (gRPC between the server's own services)`,
+  ];
+}
+
+/**
+ * The ports of the history, matching and worker services (and any membership or pprof port) from
+ * the config `temporal server start-dev --log-config` prints; the frontend's are chosen by flags.
+ */
+export function internalPorts(configText: string): Record<string, number> {
+  const ports: Record<string, number> = {};
+  const services = /^services:\n((?:[ \t]+.*\n?)*)/m.exec(configText)?.[1] ?? '';
+  for (const block of services.split(/^(?= {4}\S)/m)) {
+    const name = /^ {4}(\w+):/.exec(block)?.[1];
+    if (!name) continue;
+    for (const [, key, value] of block.matchAll(/^\s+(grpcPort|membershipPort|httpPort): (\d+)$/gm)) {
+      const n = Number(value);
+      if (n === 0 || (name === 'frontend' && key !== 'membershipPort')) continue;
+      ports[key === 'grpcPort' ? name : `${name} ${key === 'membershipPort' ? 'membership' : 'http'}`] = n;
+    }
+  }
+  const pprof = /^ {4}pprof:\n {8}port: (\d+)$/m.exec(configText)?.[1];
+  if (pprof && pprof !== '0') ports.pprof = Number(pprof);
+  return ports;
+}
+
+/** `wanted` when it is free (a usage error when not), else a free port not in `taken`. */
+async function chosenPort(wanted: number | undefined, flag: '--http-port' | '--metrics-port', taken: number[]): Promise<number> {
+  if (wanted) {
+    if (taken.includes(wanted) || !(await isPortFree(wanted))) throw new ServerPortInUseError(wanted, flag);
+    return wanted;
+  }
+  for (;;) {
+    const port = await freePort();
+    if (!taken.includes(port)) return port;
+  }
 }
 
 interface Liveness {

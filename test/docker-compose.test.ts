@@ -163,11 +163,25 @@ describe('docker-compose.yml services', () => {
     expect(publishes('temporal-ui', 8080)).toBe(true);
   });
 
+  it('publishes them on the host\'s loopback only unless LOOPWRIGHT_PUBLISH_IP says otherwise, and nothing else at all', () => {
+    const published = Object.entries(compose.services).flatMap(([name, s]) => (s.ports ?? []).map((p) => [name, p] as const));
+    expect(published.map(([name]) => name).sort()).toEqual(['temporal', 'temporal-ui']);
+    for (const [, p] of published) {
+      expect(typeof p).toBe('string');
+      expect(p).toMatch(/^\$\{LOOPWRIGHT_PUBLISH_IP:-127\.0\.0\.1\}:\d+:\d+$/);
+      expect(unsetDefault(p).split(':')[0]).toBe('127.0.0.1');
+    }
+  });
+
   it('temporal-ui is a pinned temporalio/ui pointed at temporal:7233, started once temporal is healthy', () => {
     expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:2\.\d+\.\d+$/);
     expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe('temporal:7233');
-    expect(env('temporal-ui').TEMPORAL_CORS_ORIGINS).toBeTruthy();
     expect(dependsOn('temporal-ui').temporal).toBe('service_healthy');
+  });
+
+  it('temporal-ui grants CORS to its own origin only (another origin could make credentialed calls and read the CSRF cookie)', () => {
+    expect(env('temporal-ui').TEMPORAL_CORS_ORIGINS.split(',')).toEqual(['http://localhost:8080']);
+    expect(env('temporal-ui').TEMPORAL_CORS_UNSAFE_ALLOW_ALL_ORIGINS).toBeUndefined();
   });
 
   it('worker is built from . with ./Dockerfile and runs node dist/workers/main.js', () => {
@@ -396,6 +410,42 @@ describe('deploy/temporal-setup.sh (run by sh against a fake temporal CLI)', () 
     expect(run.status).not.toBe(0);
     expect(run.calls.filter((c) => c.startsWith('operator search-attribute create'))).toHaveLength(3);
     expect(run.output).toMatch(/connection refused/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+describe('docker-compose.yml security notes (how production is protected)', () => {
+  const text = readFileSync(COMPOSE_FILE, 'utf8');
+  /** The lines of a service's block in the raw file, comments included. */
+  const block = (name: string) => {
+    const lines = text.split('\n');
+    const start = lines.findIndex((l) => l === `  ${name}:`);
+    const end = lines.findIndex((l, i) => i > start && /^ {2}\S/.test(l));
+    return lines.slice(start, end === -1 ? undefined : end).join('\n');
+  };
+  const commented = (name: string, key: string) => new RegExp(`^\\s+# ${key}: \\S`, 'm').test(block(name));
+
+  it('the header says what is unprotected as shipped and names mTLS, the authorizer and the claim mapper', () => {
+    const header = text.slice(0, text.indexOf('\nname:'));
+    expect(header).toMatch(/^# Security: /m);
+    for (const word of ['mTLS', 'TEMPORAL_AUTH_AUTHORIZER=default', 'TEMPORAL_AUTH_CLAIM_MAPPER=default', 'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH=true', 'LOOPWRIGHT_PUBLISH_IP']) {
+      expect(header).toContain(word);
+    }
+    expect(header).toMatch(/do not read TLS client\s+#?\s*certificates or an API key yet/);
+  });
+
+  it('shows, commented out, the temporal service\'s mTLS and authorizer settings, and none of them is on', () => {
+    for (const key of ['TEMPORAL_TLS_FRONTEND_CERT', 'TEMPORAL_TLS_FRONTEND_KEY', 'TEMPORAL_TLS_CLIENT1_CA_CERT', 'TEMPORAL_TLS_CLIENT2_CA_CERT', 'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH', 'TEMPORAL_AUTH_AUTHORIZER', 'TEMPORAL_AUTH_CLAIM_MAPPER', 'TEMPORAL_JWT_KEY_SOURCE1', 'USE_INTERNAL_FRONTEND']) {
+      expect({ key, commented: commented('temporal', key) }).toEqual({ key, commented: true });
+      expect(env('temporal')[key]).toBeUndefined();
+    }
+  });
+
+  it('shows the client side for the setup job, the Web UI and the worker (the worker\'s marked as not read yet)', () => {
+    for (const key of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_API_KEY']) expect(commented('temporal-setup', key)).toBe(true);
+    for (const key of ['TEMPORAL_TLS_CA', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_AUTH_ENABLED', 'TEMPORAL_DISABLE_WRITE_ACTIONS']) expect(commented('temporal-ui', key)).toBe(true);
+    for (const key of ['TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_API_KEY']) expect(commented('worker', key)).toBe(true);
+    expect(block('worker')).toMatch(/NOT READ YET/);
   });
 });
 

@@ -11,6 +11,12 @@ export interface StackOptions {
   env: Record<string, string | undefined>;
   port?: number;
   uiPort?: number;
+  /** The dev server's HTTP API port (default: a free port). */
+  httpPort?: number;
+  /** The dev server's own /metrics port (default: a free port). */
+  metricsPort?: number;
+  /** Let the dev server's HTTP API answer requests (default: it refuses every request). */
+  httpApi?: boolean;
   dbFile?: string;
   headless?: boolean;
   /** Where to serve Prometheus metrics (`host:port`); default 127.0.0.1:9464 when that port is free. */
@@ -45,6 +51,9 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
     dbFile: opts.dbFile ?? path.join(home, 'dev.db'),
     port: opts.port,
     uiPort: opts.uiPort,
+    httpPort: opts.httpPort,
+    metricsPort: opts.metricsPort,
+    httpApi: opts.httpApi,
     headless: opts.headless,
     namespace: config.namespace,
     lockFile: path.join(home, 'dev.lock'),

@@ -2,14 +2,18 @@ import { metricsAddress } from '../../common/config';
 import { UsageError } from '../../common/errors';
 import { sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
 import { findBubblewrap } from '../../server/bubblewrap';
+import { describePorts, type DevServerOptions } from '../../server/dev-server';
 import { sandboxNotice } from '../../workers/create-worker';
-import { startEmbeddedStack } from '../../workers/embedded-stack';
+import { startEmbeddedStack, type StackOptions } from '../../workers/embedded-stack';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
 export interface DevOptions {
   port?: string;
   uiPort?: string;
+  httpPort?: string;
+  metricsPort?: string;
+  httpApi?: boolean;
   db?: string;
   headless?: boolean;
   metrics?: string;
@@ -17,15 +21,29 @@ export interface DevOptions {
 
 /**
  * `dev`: the embedded default. Starts the Temporal dev server (SQLite under .loopwright/,
- * search attributes, 30-day retention, Web UI) and a worker; Ctrl-C stops both.
+ * search attributes, 30-day retention, Web UI) and a worker; Ctrl-C stops both. Prints every
+ * port the server listens on (all on 127.0.0.1); its HTTP API refuses requests unless --http-api.
  */
 export async function devCommand(opts: DevOptions, env: Record<string, string | undefined>, io: Output): Promise<number> {
   // Install bubblewrap where this process may (root with apt-get); if it cannot, the worker says what that means at start.
   if (sandboxConfigFromEnv(env).mode === 'bwrap') await findBubblewrap({ env, log: io.err }).catch(() => undefined);
-  const stack = await startEmbeddedStack({ env, port: numberOpt(opts.port), uiPort: numberOpt(opts.uiPort), dbFile: opts.db, headless: opts.headless, metrics: opts.metrics ? metricsAddress(opts.metrics, '--metrics') : undefined, log: io.err });
+  const stackOptions: StackOptions & Pick<DevServerOptions, 'httpPort' | 'metricsPort' | 'httpApi'> = {
+    env,
+    port: numberOpt(opts.port),
+    uiPort: numberOpt(opts.uiPort),
+    httpPort: numberOpt(opts.httpPort),
+    metricsPort: numberOpt(opts.metricsPort),
+    httpApi: opts.httpApi,
+    dbFile: opts.db,
+    headless: opts.headless,
+    metrics: opts.metrics ? metricsAddress(opts.metrics, '--metrics') : undefined,
+    log: io.err,
+  };
+  const stack = await startEmbeddedStack(stackOptions);
   io.out(`Temporal dev server: ${stack.address} (namespace ${stack.namespace})`);
   if (stack.uiUrl) io.out(`Web UI: ${stack.uiUrl}`);
-  if (stack.metricsUrl) io.out(`metrics: ${stack.metricsUrl}`);
+  describePorts(stack.server.ports, stack.server.httpApi).forEach((line) => io.out(line));
+  if (stack.metricsUrl) io.out(`worker metrics: ${stack.metricsUrl}`);
   io.out(`worker: task queue ${stack.taskQueue}`);
   io.err(sandboxNotice(stack.sandbox).line);
   io.err(modelEndpointNote(env));

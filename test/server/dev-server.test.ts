@@ -8,10 +8,13 @@ import { acquireDevServerLock, isPidAlive, readDevServerLock, releaseDevServerLo
 import {
   DevServerRunningError,
   DevServerStartError,
+  describePorts,
   devServerArgs,
   freePort,
+  internalPorts,
   PortInUseError,
   retentionFlag,
+  ServerPortInUseError,
   startDevServer,
 } from '../../server/dev-server';
 import { loopwrightHome, packageRoot } from '../../server/paths';
@@ -36,20 +39,41 @@ describe('loopwrightHome', () => {
 });
 
 describe('dev server arguments', () => {
+  const base = { dbFile: '/d/t.db', port: 7233, uiPort: 8233, httpPort: 7243, metricsPort: 7244, namespace: 'default' };
+  /** The value of every `--dynamic-config-value KEY=VALUE`, by key. */
+  const dynamicConfig = (args: string[]) =>
+    Object.fromEntries(args.flatMap((a, i) => (args[i - 1] === '--dynamic-config-value' ? [[a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]] : [])));
+
   it('register every search attribute, use SQLite WAL and turn off the version check and news feed', () => {
-    const args = devServerArgs({ dbFile: '/d/t.db', port: 7233, uiPort: 8233, namespace: 'default' }).join(' ');
+    const args = devServerArgs(base).join(' ');
     for (const attr of SEARCH_ATTRIBUTES) expect(args).toContain(`--search-attribute ${attr.name}=${attr.type}`);
-    expect(args).toContain('--db-filename /d/t.db --ip 127.0.0.1 --port 7233 --ui-port 8233 --ui-disable-news-fetch');
     expect(args).toContain('--sqlite-pragma journal_mode=WAL --sqlite-pragma synchronous=OFF');
     expect(args).toContain('--dynamic-config-value frontend.enableServerVersionCheck=false');
+    expect(args).toContain('--ui-disable-news-fetch');
     expect(args).not.toContain('--namespace');
   });
 
+  it('choose every port the CLI lets us choose and bind gRPC and the Web UI to 127.0.0.1', () => {
+    const args = devServerArgs(base).join(' ');
+    expect(args).toContain('--db-filename /d/t.db --ip 127.0.0.1 --port 7233 --ui-ip 127.0.0.1 --ui-port 8233');
+    expect(args).toContain('--http-port 7243 --metrics-port 7244');
+    expect(args).toContain('--log-config');
+  });
+
+  it('make the HTTP API refuse every Host by default, and allow only 127.0.0.1 and localhost on its port with httpApi', () => {
+    const off = JSON.parse(dynamicConfig(devServerArgs(base))['frontend.httpAllowedHosts']) as string[];
+    expect(off).toHaveLength(1);
+    expect(off[0]).toMatch(/ /); // a space: no valid Host header can equal it
+    expect(JSON.parse(dynamicConfig(devServerArgs({ ...base, httpApi: true }))['frontend.httpAllowedHosts'])).toEqual(['127.0.0.1:7243', 'localhost:7243']);
+  });
+
   it('drop the UI when headless and create a non-default namespace', () => {
-    const args = devServerArgs({ dbFile: 'x.db', port: 1, uiPort: 2, headless: true, namespace: 'loops' }).join(' ');
+    const args = devServerArgs({ ...base, headless: true, namespace: 'loops' }).join(' ');
     expect(args).toContain('--headless');
     expect(args).not.toContain('--ui-port');
+    expect(args).not.toContain('--ui-ip');
     expect(args).toContain('--namespace loops');
+    expect(args).toContain('--http-port 7243 --metrics-port 7244');
   });
 
   it('accept retention of 30 days or more and refuse less', () => {
@@ -58,6 +82,73 @@ describe('dev server arguments', () => {
     expect(() => retentionFlag('24h')).toThrow(UsageError);
     expect(() => retentionFlag('24h')).toThrow('retention 24h is under 30 days');
     expect(() => retentionFlag('forever')).toThrow('retention forever is not a duration');
+  });
+});
+
+/** The `services:` part of what `temporal server start-dev --log-config` 1.9.1 prints, shortened. */
+const CONFIG_PRINT = `global:
+    membership:
+        maxJoinDuration: 30s
+        broadcastAddress: 127.0.0.1
+    pprof:
+        port: PPROF
+        host: ""
+services:
+    frontend:
+        rpc:
+            grpcPort: 7233
+            membershipPort: 0
+            bindOnIP: 127.0.0.1
+            httpPort: 7243
+            httpAdditionalForwardedHeaders: []
+    history:
+        rpc:
+            grpcPort: 38419
+            membershipPort: 0
+            bindOnIP: 127.0.0.1
+            httpPort: 0
+    matching:
+        rpc:
+            grpcPort: 45299
+            membershipPort: MEMBERSHIP
+            bindOnIP: 127.0.0.1
+            httpPort: 0
+    worker:
+        rpc:
+            grpcPort: 36825
+            membershipPort: 0
+            bindOnIP: 127.0.0.1
+            httpPort: 0
+archival:
+    history:
+        state: disabled
+Temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)
+`;
+
+describe('dev server ports', () => {
+  it('reads the internal services\' gRPC ports from the printed config, leaving out the frontend\'s chosen ports', () => {
+    expect(internalPorts(CONFIG_PRINT.replace('PPROF', '0').replace('MEMBERSHIP', '0'))).toEqual({ history: 38419, matching: 45299, worker: 36825 });
+  });
+
+  it('also lists a membership or pprof port when the config has one', () => {
+    expect(internalPorts(CONFIG_PRINT.replace('PPROF', '7936').replace('MEMBERSHIP', '6935'))).toEqual({
+      history: 38419, matching: 45299, 'matching membership': 6935, worker: 36825, pprof: 7936,
+    });
+  });
+
+  it('finds nothing in output without a config', () => {
+    expect(internalPorts('Temporal CLI 1.9.1\nTemporal Server: localhost:7233\n')).toEqual({});
+  });
+
+  it('describes every port, and whether the HTTP API answers', () => {
+    const ports = { grpc: 7233, ui: 8233, http: 7243, metrics: 7244, internal: { history: 1, matching: 2, worker: 3 } };
+    const off = describePorts(ports, false).join('\n');
+    expect(off).toMatch(/^listening on 127\.0\.0\.1 only:/);
+    for (const text of ['gRPC      7233', 'Web UI    8233', 'HTTP API  7243 (refuses every request; --http-api turns it on)', 'metrics   7244 (http://127.0.0.1:7244/metrics)', 'history 1, matching 2, worker 3']) {
+      expect(off).toContain(text);
+    }
+    expect(describePorts({ ...ports, ui: undefined }, true).join('\n')).toMatch(/HTTP API {2}7243 \(serves requests to 127\.0\.0\.1:7243 and localhost:7243; any web page you open can reach it\)/);
+    expect(describePorts({ ...ports, ui: undefined }, true).join('\n')).not.toContain('Web UI');
   });
 });
 
@@ -107,6 +198,29 @@ describe('startDevServer failures (fake temporal)', () => {
     } finally {
       blocker.close();
     }
+  });
+
+  it.each([
+    ['httpPort', '--http-port', 'HTTP API'],
+    ['metricsPort', '--metrics-port', 'server metrics'],
+  ] as const)('says plainly that the %s is taken, names %s, and releases the lock', async (option, flag, what) => {
+    const taken = await freePort();
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(taken, '127.0.0.1', r));
+    const lockFile = join(root, 'dev.lock');
+    try {
+      const started = startDevServer({ cli: '/bin/false', dbFile: join(root, 't.db'), port: await freePort(), headless: true, lockFile, [option]: taken });
+      await expect(started).rejects.toThrow(ServerPortInUseError);
+      await expect(started).rejects.toThrow(`${what} port ${taken} is already in use: set ${flag}, or leave it out for a free port`);
+      expect(existsSync(lockFile)).toBe(false);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('refuses an HTTP API port that is the gRPC port', async () => {
+    const port = await freePort();
+    await expect(startDevServer({ cli: '/bin/false', dbFile: join(root, 't.db'), port, httpPort: port, headless: true })).rejects.toThrow(ServerPortInUseError);
   });
 
   it('rejects with the log tail when the server exits early', async () => {
