@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { redact, redactionFromEnv } from '../common/redact';
+import { escapeBlock, escapeLine } from '../common/terminal';
 import { testKey } from '../common/test-key';
 
 /** Input of `writeReport`. */
@@ -93,8 +94,13 @@ function isWithin(outer: string, inner: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
+/**
+ * The report's Markdown, inert when printed or `cat`: the title, run and effect stay on their
+ * lines (`escapeLine`), and the body keeps its Markdown with its control sequences escaped
+ * (`escapeBlock`).
+ */
 function render(input: WriteReportInput): string {
-  return [`# ${input.title}`, '', `- run: \`${input.workflowId}\``, `- effect: \`${input.key}\``, '', input.markdown.trim(), ''].join('\n');
+  return [`# ${escapeLine(input.title)}`, '', `- run: \`${escapeLine(input.workflowId)}\``, `- effect: \`${escapeLine(input.key)}\``, '', escapeBlock(input.markdown.trim()), ''].join('\n');
 }
 
 /** `index.md`: one line per report in the folder, sorted by file name, with its title and run. */
@@ -105,7 +111,8 @@ function renderIndex(dir: string): string {
     if (text === undefined) continue;
     const title = /^# (.*)$/m.exec(text)?.[1] ?? file;
     const run = /^- run: `(.*)`$/m.exec(text)?.[1];
-    lines.push(`- [${title}](${file})${run ? ` (run \`${run}\`)` : ''}`);
+    // Reports written before their titles were escaped may still hold control characters.
+    lines.push(`- [${escapeLine(title)}](${escapeLine(file)})${run ? ` (run \`${escapeLine(run)}\`)` : ''}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import { RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
 import { LoopState } from '../common/search-attributes';
+import { escapeLine, terminalJson } from '../common/terminal';
 import { RunAlreadyExistsError, type LoopwrightClient } from './loopwright-client';
 
 /** Letters, digits and `._:-/`, 1 to 200 characters: safe inside a workflow id and a URL. */
@@ -43,8 +44,9 @@ export function validateEventKey(key: unknown): string {
   if (typeof key !== 'string' || key.length === 0) throw new UsageError('missing event key: give a key of letters, digits and ._:-/ (at most 200 characters)');
   if (key.length > 200) throw new UsageError(`event key is ${key.length} characters long: at most 200 are allowed`);
   if (!EVENT_KEY.test(key)) {
-    const bad = [...new Set([...key].filter((c) => !/[A-Za-z0-9._:/-]/.test(c)))].map((c) => JSON.stringify(c)).join(' ');
-    throw new UsageError(`event key "${key}" has characters that are not allowed (${bad}): use letters, digits and ._:-/`);
+    // The key is quoted in the message: escaped, so a control character in it is shown, not run.
+    const bad = [...new Set([...key].filter((c) => !/[A-Za-z0-9._:/-]/.test(c)))].map((c) => terminalJson(c)).join(' ');
+    throw new UsageError(`event key "${escapeLine(key)}" has characters that are not allowed (${bad}): use letters, digits and ._:-/`);
   }
   return key;
 }

@@ -1,4 +1,6 @@
+import { byline } from '../common/decision';
 import type { RunRecord } from '../common/run-record';
+import { escapeBlock, escapeLine } from '../common/terminal';
 import type { RunSummary } from './types';
 
 /** Where commands write: stdout for results, stderr for progress, injectable for tests. */
@@ -19,51 +21,58 @@ function money(usd: number): string {
 /** One progress line: state, attempt, tokens, cost. */
 export function progressLine(r: RunRecord): string {
   const tokens = r.usage.total.inputTokens + r.usage.total.outputTokens;
-  return `  ${r.state.padEnd(15)} attempt ${r.attempt}/${r.budget.maxAttempts}  ${tokens} tokens  ${money(r.usage.total.costUsd)}`;
+  return `  ${escapeLine(r.state).padEnd(15)} attempt ${r.attempt}/${r.budget.maxAttempts}  ${tokens} tokens  ${money(r.usage.total.costUsd)}`;
 }
 
-/** A short human summary of a run record. */
+/**
+ * A short human summary of a run record. The run's data is untrusted: every line is escaped
+ * with `escapeLine` (so an id, a `by` or a reason with a newline stays on its line), the lines
+ * of the pending candidate and of the output with `escapeBlock` (tabs kept).
+ */
 export function summarize(r: RunRecord): string[] {
-  const lines = [`${r.workflowId}`, `  loop       ${r.loop} (v${r.specVersion}, ${r.autonomy})`, `  state      ${r.state}${r.stopReason ? ` (${r.stopReason})` : ''}${r.override ? ' — human override' : ''}`];
-  lines.push(`  attempts   ${r.attempts.length}/${r.budget.maxAttempts}`);
+  const lines: string[] = [];
+  const say = (...text: string[]) => lines.push(...text.map(escapeLine));
+  const block = (title: string, text: string) => lines.push(`  ${title}`, ...escapeBlock(text).split('\n').map((l) => `    ${l}`));
+  say(`${r.workflowId}`, `  loop       ${r.loop} (v${r.specVersion}, ${r.autonomy})`, `  state      ${r.state}${r.stopReason ? ` (${r.stopReason})` : ''}${r.override ? ' — human override' : ''}`);
+  say(`  attempts   ${r.attempts.length}/${r.budget.maxAttempts}`);
   const b = r.budget;
   const limits = [
     b.maxTokens === null ? null : `tokens ${b.used.tokens}/${b.maxTokens}`,
     b.maxCostUsd === null ? null : `cost ${money(b.used.costUsd)}/${money(b.maxCostUsd)}`,
     b.maxWallTimeMs === null ? null : `time ${Math.round(b.used.wallTimeMs / 1000)}s/${Math.round(b.maxWallTimeMs / 1000)}s`,
   ].filter((x): x is string => x !== null);
-  if (limits.length) lines.push(`  budget     ${limits.join(' · ')}`);
+  if (limits.length) say(`  budget     ${limits.join(' · ')}`);
   for (const e of b.extensions) {
     const what = [e.attempts && `+${e.attempts} attempts`, e.tokens && `+${e.tokens} tokens`, e.costUsd && `+${money(e.costUsd)}`, e.wallTime && `+${e.wallTime}`].filter(Boolean).join(', ');
-    lines.push(`  extended   ${what} by ${e.by}`);
+    say(`  extended   ${what} by ${e.by}`);
   }
   for (const a of r.attempts) {
-    lines.push(`    #${a.n} ${a.passed ? 'passed' : 'failed'}${a.reasons.length ? `: ${a.reasons.join(' | ')}` : ''}`);
+    say(`    #${a.n} ${a.passed ? 'passed' : 'failed'}${a.reasons.length ? `: ${a.reasons.join(' | ')}` : ''}`);
   }
-  lines.push(`  usage      ${r.usage.total.inputTokens} in / ${r.usage.total.outputTokens} out tokens, ${money(r.usage.total.costUsd)}`);
+  say(`  usage      ${r.usage.total.inputTokens} in / ${r.usage.total.outputTokens} out tokens, ${money(r.usage.total.costUsd)}`);
   if (r.escalation && r.state === 'awaiting_human') {
-    lines.push(`  waiting    for a human until ${r.escalation.deadline}: ${r.escalation.reason}`);
+    say(`  waiting    for a human until ${r.escalation.deadline}: ${r.escalation.reason}`);
     const verbs = r.escalation.kind === 'review' || r.escalation.kind === 'approval' ? 'approve|reject' : 'approve|reject|retry|budget';
-    lines.push(`             decide with: loopwright ${verbs} ${r.workflowId} --by NAME`);
-    if (r.pendingReview) lines.push('  candidate', ...r.pendingReview.candidate.split('\n').map((l) => `    ${l}`));
+    say(`             decide with: loopwright ${verbs} ${r.workflowId} --by NAME`);
+    if (r.pendingReview) block('candidate', r.pendingReview.candidate);
   }
-  if (r.decision) lines.push(`  decision   ${r.decision.kind} by ${r.decision.by}`);
+  if (r.decision) say(`  decision   ${r.decision.kind} by ${r.decision.by}${byline(r.decision)}`);
   for (const e of r.effects) {
     const what = e.kind === 'report' ? `report ${e.path ?? e.target}` : `${e.commit.slice(0, 12)} on ${e.target}`;
-    lines.push(`  effect     ${e.name}: ${what}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
+    say(`  effect     ${e.name}: ${what}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
   }
-  if (r.workspace?.branch) lines.push(`  branch     ${r.workspace.branch}`);
-  if (r.sandbox) lines.push(`  sandbox    ${r.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : r.sandbox}`);
-  if (r.error) lines.push(`  error      ${r.error}`);
-  if (r.output !== null) lines.push('  output', ...r.output.split('\n').map((l) => `    ${l}`));
+  if (r.workspace?.branch) say(`  branch     ${r.workspace.branch}`);
+  if (r.sandbox) say(`  sandbox    ${r.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : r.sandbox}`);
+  if (r.error) say(`  error      ${r.error}`);
+  if (r.output !== null) block('output', r.output);
   return lines;
 }
 
-/** A table of runs for `list`. */
+/** A table of runs for `list`; every cell escaped with `escapeLine` (an id with a newline stays in its row). */
 export function runTable(rows: RunSummary[]): string[] {
   if (rows.length === 0) return ['no runs match'];
   const header = ['ID', 'LOOP', 'STATE', 'ATTEMPT', 'COST', 'STARTED'];
-  const body = rows.map((r) => [r.workflowId, r.loop ?? '-', r.state ?? r.status.toLowerCase(), String(r.attempt ?? '-'), r.costUsd === null ? '-' : money(r.costUsd), r.startTime.replace('T', ' ').slice(0, 19)]);
+  const body = rows.map((r) => [r.workflowId, r.loop ?? '-', r.state ?? r.status.toLowerCase(), String(r.attempt ?? '-'), r.costUsd === null ? '-' : money(r.costUsd), r.startTime.replace('T', ' ').slice(0, 19)].map(escapeLine));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
   return [header, ...body].map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
 }

@@ -1,9 +1,11 @@
+import { byline } from '../common/decision';
 import { UsageError } from '../common/errors';
 import type { Autonomy } from '../common/loop-spec';
 import { redactDeep, type Redaction } from '../common/redact';
 import type { AttemptRecord, Escalation, RunRecord, RunState, SandboxName, StopReason, Verdict } from '../common/run-record';
 import type { TestEvidence, TestOutcome } from '../common/test-results';
 import type { Usage } from '../common/usage';
+import { escapeBlock, escapeLine, terminalJson } from '../common/terminal';
 import { money, oneLine } from './trace/render-trace';
 
 /**
@@ -34,7 +36,7 @@ export interface Review {
   workspace: { root: string; branch: string | null } | null;
   sandbox: SandboxName | null;
   /** The last decision applied, with who made it. */
-  decision: { kind: string; by: string; at: string } | null;
+  decision: { kind: string; by: string; at: string; verified?: boolean; fingerprint?: string } | null;
   attempt: ReviewAttempt;
   /** Every verdict of the attempt, in the order the checks ran. */
   checks: ReviewCheck[];
@@ -125,7 +127,7 @@ export function buildReview(record: RunRecord, attempt: ReviewTarget, diff: Revi
     budget: { tokens: b.maxTokens === null ? null : { used: b.used.tokens, max: b.maxTokens }, costUsd: b.maxCostUsd === null ? null : { used: b.used.costUsd, max: b.maxCostUsd } },
     workspace: record.workspace,
     sandbox: record.sandbox ?? null,
-    decision: record.decision && { kind: record.decision.kind, by: record.decision.by, at: record.decision.at },
+    decision: record.decision && { kind: record.decision.kind, by: record.decision.by, at: record.decision.at, verified: record.decision.verified === true, ...(record.decision.fingerprint ? { fingerprint: record.decision.fingerprint } : {}) },
     attempt: {
       n: attempt.n, passed: attempt.passed, awaitingReview: attempt.awaitingReview, reasons: attempt.reasons, candidate: attempt.candidate, commit: attempt.commit ?? null,
       usage: attempt.usage, turns: attempt.turns ?? null, toolCalls: attempt.toolCalls?.length ?? null, stopped: attempt.stopped ?? null,
@@ -142,27 +144,15 @@ function checkOf(v: Verdict): ReviewCheck {
   return { check: v.check, kind: v.kind, passed: v.passed, reason: v.reason, failedItems: v.failedItems, requiredCorrection: v.requiredCorrection, evidence: v.evidence ?? null, by: v.by ?? null, sandbox: v.sandbox ?? null };
 }
 
-/**
- * Characters that must not reach a terminal raw: C0 controls but tab and newline (ESC starts
- * every CSI/OSC sequence, CR rewrites the line), DEL, the C1 controls (U+009B is a one-byte CSI
- * to some terminals), the line and paragraph separators, and the bidirectional controls that
- * let text read differently from what it is (Trojan Source).
- */
-const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-const hex = (c: string, width: number) => c.charCodeAt(0).toString(16).padStart(width, '0');
-
-/** `text` with every unsafe character (see UNSAFE) shown as an escape: `\x1b`, `\r`, `\u202e`. */
-export function escapeTerminal(text: string): string {
-  return text.replace(UNSAFE, (c) => (c === '\r' ? '\\r' : c.charCodeAt(0) < 0x100 ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`));
-}
 
 /** The review as JSON that is safe to print on a terminal too: the same value, with C1, separator and bidi characters written as `\uXXXX`. */
 export function reviewJson(review: Review): string {
-  return JSON.stringify(review, null, 2).replace(UNSAFE, (c) => `\\u${hex(c, 4)}`);
+  return terminalJson(review, 2);
 }
 
 type Style = 'bold' | 'red' | 'green' | 'cyan';
-type Line = { text: string; style?: Style };
+/** A line of the review; `block` marks a line of a multi-line text (candidate, evidence, diff), which keeps its tabs. */
+type Line = { text: string; style?: Style; block?: boolean };
 const SGR: Record<Style, string> = { bold: '1', red: '31', green: '32', cyan: '36' };
 
 /** Evidence keeps its last lines: a command's summary and failure come at the end. */
@@ -171,18 +161,19 @@ export const EVIDENCE_LINES = 20;
 /**
  * The review as text: a header (state, why it waits, attempts, tokens and cost, branch), the
  * candidate, each check, the test results, the judge's reasons and the diff. Every line is
- * escaped ({@link escapeTerminal}) before any colour is added; colour (`color: true`) marks
+ * escaped before any colour is added (`escapeLine`, so a field cannot start a line of its own;
+ * the lines of a candidate, evidence or diff with `escapeBlock`, which keeps tabs); colour (`color: true`) marks
  * passes, failures and the diff (bold file headers, cyan hunks, red/green lines).
  */
 export function renderReview(r: Review, opts: { color?: boolean } = {}): string[] {
   const lines: Line[] = [{ text: r.workflowId, style: 'bold' }, ...header(r), ...candidate(r), ...checks(r), ...tests(r), ...judge(r), ...diff(r)];
-  return lines.map(({ text, style }) => {
-    const safe = escapeTerminal(text);
+  return lines.map(({ text, style, block }) => {
+    const safe = block ? escapeBlock(text) : escapeLine(text);
     return opts.color && style && safe ? `\x1b[${SGR[style]}m${safe}\x1b[0m` : safe;
   });
 }
 
-const indent = (text: string, pad: string): Line[] => text.split('\n').map((l) => ({ text: `${pad}${l}`.trimEnd() }));
+const indent = (text: string, pad: string): Line[] => text.split('\n').map((l) => ({ text: `${pad}${l}`.trimEnd(), block: true }));
 const mark = (passed: boolean) => (passed ? 'pass' : 'FAIL');
 const outcome = (passed: boolean): Style => (passed ? 'green' : 'red');
 
@@ -201,7 +192,7 @@ function header(r: Review): Line[] {
   if (limits.length) out.push({ text: `  budget     ${limits.join(' · ')}` });
   if (r.workspace?.branch) out.push({ text: `  branch     ${r.workspace.branch}${a.commit ? ` (attempt ${a.n}: ${a.commit.slice(0, 12)})` : ''}` });
   if (r.sandbox) out.push({ text: `  sandbox    ${r.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : r.sandbox}` });
-  if (r.decision) out.push({ text: `  decision   ${r.decision.kind} by ${r.decision.by} at ${r.decision.at}` });
+  if (r.decision) out.push({ text: `  decision   ${r.decision.kind} by ${r.decision.by}${byline(r.decision)} at ${r.decision.at}` });
   if (a.stopped) out.push({ text: `  stopped    ${oneLine(a.stopped.detail)}` });
   return out;
 }
@@ -270,7 +261,7 @@ function diff(r: Review): Line[] {
     if (text.startsWith('diff --git ')) inHunk = false;
     else if (text.startsWith('@@')) inHunk = true;
     const style: Style | undefined = !inHunk ? 'bold' : text.startsWith('@@') ? 'cyan' : text.startsWith('+') ? 'green' : text.startsWith('-') ? 'red' : undefined;
-    out.push({ text, style });
+    out.push({ text, style, block: true });
   }
   return out;
 }

@@ -1,6 +1,7 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, type ScheduleDescription, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
 import { parseDuration } from '../common/duration';
 import { ServerUnavailableError, UsageError } from '../common/errors';
+import { escapeLine, requireOneLine } from '../common/terminal';
 import { isUnavailable, runState } from './events';
 import { runPresentation, type LoopwrightClient } from './loopwright-client';
 
@@ -64,13 +65,15 @@ export function scheduleSpec(every: string | undefined, cron: string | undefined
  * action (spec, models, prices), so every run of the schedule runs the same plan. Runs get the
  * workflow id `<loop>/scheduled-<timestamp>`, the search attributes and summary of a direct run,
  * overlap `skip` unless asked and a one-minute catchup window. Returns the schedule's details.
+ * An id with a control character or a newline is a UsageError: it names every run it starts.
  */
 export async function createSchedule(client: LoopwrightClient, request: CreateScheduleRequest): Promise<ScheduleDetails> {
   const { spec, memo } = scheduleSpec(request.every, request.cron);
   const overlapName = (request.overlap ?? 'skip') as OverlapName;
   if (!Object.hasOwn(OVERLAP_POLICIES, overlapName)) throw new UsageError(`unknown overlap policy "${request.overlap}": use one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`);
   const scheduleId = request.id ?? (memo.every ? `${request.loop}-every-${memo.every}` : `${request.loop}-cron`);
-  if (scheduleId.trim() === '' || scheduleId.length > 200) throw new UsageError(`schedule id "${scheduleId}" must be 1 to 200 characters`);
+  if (scheduleId.trim() === '' || scheduleId.length > 200) throw new UsageError(`schedule id "${escapeLine(scheduleId)}" must be 1 to 200 characters`);
+  requireOneLine('schedule id', scheduleId);
   const plan = client.plan(request.loop, request.input, { kind: 'schedule', by: scheduleId });
   try {
     await client.temporal.schedule.create({

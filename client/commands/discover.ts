@@ -1,3 +1,4 @@
+import { escapeLine, terminalJson } from '../../common/terminal';
 import { discoveryResult, startDiscovery } from '../discovery';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
@@ -17,11 +18,12 @@ export async function discoverCommand(client: LoopwrightClient, loop: string, op
   if (!opts.json) io.out(workflowId);
   const result = await discoveryResult(client, workflowId);
   if (opts.json) {
-    io.out(JSON.stringify({ workflowId, ...result }, null, 2));
+    io.out(terminalJson({ workflowId, ...result }, 2));
     return 0;
   }
   io.out(`  found      ${result.items.length} failing tests`);
-  for (const id of result.started) io.out(`  started    ${id}`);
-  for (const s of result.skipped) io.out(`  skipped    ${s.workflowId} (${s.reason})`);
+  // Item keys and reasons come from the repository's test names and output: printed inert.
+  for (const id of result.started) io.out(escapeLine(`  started    ${id}`));
+  for (const s of result.skipped) io.out(escapeLine(`  skipped    ${s.workflowId} (${s.reason})`));
   return 0;
 }

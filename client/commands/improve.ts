@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { UsageError } from '../../common/errors';
+import { escapeBlock, escapeLine, terminalJson } from '../../common/terminal';
 import { diffHarness, harnessPrompt } from '../../common/improve/proposal';
 import type { HarnessVersion } from '../../common/improve/types';
 import type { ImprovementRecord } from '../../workflows/improve-workflow';
@@ -13,6 +14,7 @@ type ClientAction = (fn: (client: LoopwrightClient, ...args: any[]) => Promise<n
 /**
  * The improvement loop's commands: `improve`, `harness list|show|diff|rollback` and
  * `regression add|list`. See workflows/improve-workflow.ts and workflows/harness-workflow.ts.
+ * What runs, proposals and people wrote is printed inert (common/terminal.ts).
  */
 export function registerImproveCommands(program: Command, withClient: ClientAction, io: Output, env: Record<string, string | undefined>): void {
   program.command('improve <loop>').description('mine repeated failures, propose a harness change, evaluate it on the regression set, wait for review')
@@ -34,7 +36,7 @@ export function registerImproveCommands(program: Command, withClient: ClientActi
         return 0;
       }
       const record = await waitImprovement(client, workflowId);
-      if (opts.json) io.out(JSON.stringify(record, null, 2));
+      if (opts.json) io.out(terminalJson(record, 2));
       else improvementLines(record).forEach((l) => io.out(l));
       return 0;
     }));
@@ -43,16 +45,16 @@ export function registerImproveCommands(program: Command, withClient: ClientActi
   harness.command('list <loop>').description('every version, the current one marked *').option('--json', 'machine-readable output')
     .action(withClient(async (client, loop: string, opts: { json?: boolean }) => {
       const state = await harnessState(client.temporal, loop, client.config.taskQueue);
-      if (opts.json) io.out(JSON.stringify({ current: state.current, versions: state.versions.map(({ harness: _h, ...v }) => v), moves: state.moves }, null, 2));
-      else state.versions.forEach((v) => io.out(`${v.version === state.current ? '*' : ' '} v${v.version}  ${v.createdAt}  by ${v.by}  ${v.reason}${v.proposedBy ? `  (proposed by ${v.proposedBy})` : ''}`));
+      if (opts.json) io.out(terminalJson({ current: state.current, versions: state.versions.map(({ harness: _h, ...v }) => v), moves: state.moves }, 2));
+      else state.versions.forEach((v) => io.out(escapeLine(`${v.version === state.current ? '*' : ' '} v${v.version}  ${v.createdAt}  by ${v.by}  ${v.reason}${v.proposedBy ? `  (proposed by ${v.proposedBy})` : ''}`)));
       return 0;
     }));
   harness.command('show <loop> [version]').description('a version (default: the current one): the prompt the worker gets and the tool descriptions').option('--json', 'the harness as JSON')
     .action(withClient(async (client, loop: string, version: string | undefined, opts: { json?: boolean }) => {
       const state = await harnessState(client.temporal, loop, client.config.taskQueue);
       const v = pick(state.versions, version ?? String(state.current), loop);
-      if (opts.json) io.out(JSON.stringify(v, null, 2));
-      else [`${loop} harness v${v.version}${v.version === state.current ? ' (current)' : ''}, by ${v.by}: ${v.reason}`, '', harnessPrompt(v.harness), ...Object.entries(v.harness.toolDescriptions).map(([t, d]) => `\ntool ${t}: ${d}`)].forEach((l) => io.out(l));
+      if (opts.json) io.out(terminalJson(v, 2));
+      else [escapeLine(`${loop} harness v${v.version}${v.version === state.current ? ' (current)' : ''}, by ${v.by}: ${v.reason}`), '', harnessPrompt(v.harness), ...Object.entries(v.harness.toolDescriptions).map(([t, d]) => `\ntool ${t}: ${d}`)].forEach((l) => io.out(escapeBlock(l)));
       return 0;
     }));
   harness.command('diff <loop> [from] [to]').description('what changed between two versions (default: the one before the current, and the current)')
@@ -62,7 +64,7 @@ export function registerImproveCommands(program: Command, withClient: ClientActi
       const a = pick(state.versions, from ?? String(state.moves.at(-1)?.from ?? Math.max(1, b.version - 1)), loop);
       const lines = diffHarness(a.harness, b.harness);
       io.out(`${loop} harness v${a.version} → v${b.version}`);
-      (lines.length ? lines : ['(no difference)']).forEach((l) => io.out(l));
+      (lines.length ? lines : ['(no difference)']).forEach((l) => io.out(escapeBlock(l)));
       return 0;
     }));
   harness.command('rollback <loop>').description('make the version before the current one (or --to) current again; runs that start afterwards use it')
@@ -86,8 +88,8 @@ export function registerImproveCommands(program: Command, withClient: ClientActi
   regression.command('list <loop>').description('the regression set').option('--json', 'machine-readable output')
     .action(withClient(async (client, loop: string, opts: { json?: boolean }) => {
       const { regression: tasks } = await harnessState(client.temporal, loop, client.config.taskQueue);
-      if (opts.json) io.out(JSON.stringify(tasks, null, 2));
-      else tasks.forEach((t) => io.out(`${t.id}  expect ${t.expect}  from ${t.fromRun ?? '-'}  by ${t.by}  ${JSON.stringify(t.input).slice(0, 80)}`));
+      if (opts.json) io.out(terminalJson(tasks, 2));
+      else tasks.forEach((t) => io.out(escapeLine(`${t.id}  expect ${t.expect}  from ${t.fromRun ?? '-'}  by ${t.by}  ${JSON.stringify(t.input).slice(0, 80)}`)));
       return 0;
     }));
 }
@@ -105,7 +107,7 @@ function pick(versions: HarnessVersion[], text: string, loop: string): HarnessVe
   return v;
 }
 
-/** The improvement's outcome in a few lines. */
+/** The improvement's outcome in a few lines, each escaped (`escapeLine`). */
 export function improvementLines(r: ImprovementRecord): string[] {
   const lines = [r.workflowId, `  ${r.state}: ${r.reason}`];
   if (r.mined) lines.push(`  mined ${r.mined.considered} runs: ${r.mined.groups.length} repeated failure groups${r.group ? `; chose ${r.group.key} (${r.group.runs.length} runs)` : ''}`);
@@ -117,5 +119,5 @@ export function improvementLines(r: ImprovementRecord): string[] {
     lines.push(arm('current', e.current), arm('candidate', e.candidate), `  fixed: ${e.fixed.join(', ') || 'none'}; broken: ${e.broken.join(', ') || 'none'}`);
   }
   if (r.state === 'awaiting_review') lines.push(`  approve: loopwright approve ${r.workflowId} --by <name>   reject: loopwright reject ${r.workflowId} --by <name> --reason <why>`);
-  return lines;
+  return lines.map(escapeLine);
 }

@@ -1,4 +1,5 @@
 import { UsageError } from '../../common/errors';
+import { terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
 import { runTable, type Output } from '../output';
 
@@ -7,7 +8,7 @@ export async function listCommand(client: LoopwrightClient, opts: { state?: stri
   const limit = opts.limit === undefined ? 50 : Number(opts.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a whole number from 1, not "${opts.limit}"`);
   const rows = await client.list({ state: opts.state, loop: opts.loop, limit, needsAudit: opts.needsAudit });
-  if (opts.json) io.out(JSON.stringify(rows, null, 2));
+  if (opts.json) io.out(terminalJson(rows, 2));
   else runTable(rows).forEach((l) => io.out(l));
   return 0;
 }

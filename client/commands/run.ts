@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../common/errors';
+import { escapeLine, terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
 
@@ -36,12 +37,12 @@ export async function runCommand(
   const input = parseInputArg(opts.input);
   const { workflowId } = await client.run(loop, input, { id: opts.id, trigger: { kind: 'cli' } });
   if (!opts.wait) {
-    io.out(opts.json ? JSON.stringify({ workflowId }) : workflowId);
+    io.out(opts.json ? terminalJson({ workflowId }) : escapeLine(workflowId));
     return 0;
   }
-  if (!opts.json) io.out(workflowId);
+  if (!opts.json) io.out(escapeLine(workflowId));
   const record = await client.wait(workflowId, opts.json ? undefined : (r) => io.err(progressLine(r)), (e) => io.err(`  waiting: ${e.message}`));
-  if (opts.json) io.out(JSON.stringify(record, null, 2));
+  if (opts.json) io.out(terminalJson(record, 2));
   else summarize(record).slice(1).forEach((l) => io.out(l));
   return record.state === 'completed' ? 0 : 3;
 }

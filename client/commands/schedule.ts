@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { escapeLine, terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
 import { createSchedule, deleteSchedule, describeSchedule, listSchedules, OVERLAP_POLICIES, pauseSchedule, triggerSchedule, unpauseSchedule, type ScheduleDetails, type ScheduleView } from '../schedules';
@@ -8,7 +9,8 @@ type ClientAction = (fn: (client: LoopwrightClient, ...args: any[]) => Promise<n
 
 /**
  * `schedule create|list|describe|pause|unpause|trigger|delete`: Loopwright runs on Temporal
- * Schedules. Every subcommand prints the schedule id first and takes `--json`.
+ * Schedules. Every subcommand prints the schedule id first and takes `--json`. What a schedule
+ * holds (its id, note, runs) is printed inert (common/terminal.ts).
  */
 export function registerScheduleCommands(program: Command, withClient: ClientAction, io: Output): void {
   const schedule = program.command('schedule').description('run a loop on a timer (Temporal Schedules): create, list, describe, pause, unpause, trigger, delete');
@@ -19,21 +21,21 @@ export function registerScheduleCommands(program: Command, withClient: ClientAct
     .option('--json', 'machine-readable output')
     .action(withClient(async (client, loop: string, opts: { every?: string; cron?: string; input?: string; id?: string; overlap?: string; json?: boolean }) => {
       const details = await createSchedule(client, { loop, input: parseInputArg(opts.input), every: opts.every, cron: opts.cron, id: opts.id, overlap: opts.overlap });
-      if (opts.json) io.out(JSON.stringify(details, null, 2));
-      else [details.scheduleId, `  created: ${details.spec.text}, runs start as ${details.workflowIdPrefix}-<time> on task queue ${details.taskQueue}`, ...nextLines(details)].forEach((l) => io.out(l));
+      if (opts.json) io.out(terminalJson(details, 2));
+      else [details.scheduleId, `  created: ${details.spec.text}, runs start as ${details.workflowIdPrefix}-<time> on task queue ${details.taskQueue}`, ...nextLines(details)].forEach((l) => io.out(escapeLine(l)));
       return 0;
     }));
   schedule.command('list').description("Loopwright's schedules in the namespace").option('--json', 'machine-readable output')
     .action(withClient(async (client, opts: { json?: boolean }) => {
       const rows = await listSchedules(client);
-      if (opts.json) io.out(JSON.stringify(rows, null, 2));
+      if (opts.json) io.out(terminalJson(rows, 2));
       else scheduleTable(rows).forEach((l) => io.out(l));
       return 0;
     }));
   schedule.command('describe <id>').description('spec, paused state, next run times and recent runs').option('--json', 'machine-readable output')
     .action(withClient(async (client, id: string, opts: { json?: boolean }) => {
       const details = await describeSchedule(client, id);
-      if (opts.json) io.out(JSON.stringify(details, null, 2));
+      if (opts.json) io.out(terminalJson(details, 2));
       else describeLines(details).forEach((l) => io.out(l));
       return 0;
     }));
@@ -42,7 +44,7 @@ export function registerScheduleCommands(program: Command, withClient: ClientAct
     if (note) cmd.option('--note <text>', 'why (kept on the schedule)');
     cmd.action(withClient(async (client, id: string, opts: { note?: string; json?: boolean }) => {
       const [result, line] = await run(client, id, opts.note);
-      io.out(opts.json ? JSON.stringify({ scheduleId: id, ...result }) : `${id}\n  ${line}`);
+      io.out(opts.json ? terminalJson({ scheduleId: id, ...result }) : `${escapeLine(id)}\n  ${escapeLine(line)}`);
       return 0;
     }));
   };
@@ -59,7 +61,7 @@ function nextLines(d: ScheduleView): string[] {
   return d.nextRuns.length ? [`  next runs  ${d.nextRuns.slice(0, 3).join(', ')}`] : ['  next runs  none'];
 }
 
-/** The human form of `describe`. */
+/** The human form of `describe`, every line escaped (`escapeLine`). */
 export function describeLines(d: ScheduleDetails): string[] {
   const lines = [
     d.scheduleId,
@@ -71,13 +73,13 @@ export function describeLines(d: ScheduleDetails): string[] {
   ];
   if (d.recentRuns.length === 0) lines.push('  recent     none');
   else lines.push('  recent', ...d.recentRuns.map((r) => `    ${r.takenAt.replace('T', ' ').slice(0, 19)}  ${r.workflowId}  ${r.state ?? '?'}`));
-  return lines;
+  return lines.map(escapeLine);
 }
 
 function scheduleTable(rows: ScheduleView[]): string[] {
   if (rows.length === 0) return ['no schedules'];
   const header = ['ID', 'LOOP', 'SPEC', 'STATE', 'NEXT RUN'];
-  const body = rows.map((r) => [r.scheduleId, r.loop ?? '-', r.spec.text, r.paused ? 'paused' : 'active', r.nextRuns[0]?.replace('T', ' ').slice(0, 19) ?? '-']);
+  const body = rows.map((r) => [r.scheduleId, r.loop ?? '-', r.spec.text, r.paused ? 'paused' : 'active', r.nextRuns[0]?.replace('T', ' ').slice(0, 19) ?? '-'].map(escapeLine));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
   return [header, ...body].map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
 }

@@ -2,6 +2,7 @@ import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
 import { renderTraceMarkdown } from '../trace/render-markdown';
 import { UsageError } from '../../common/errors';
+import { terminalJson } from '../../common/terminal';
 import { buildTrace } from '../trace/build-trace';
 import { fetchHistories } from '../trace/fetch-histories';
 import { renderTrace } from '../trace/render-trace';
@@ -10,7 +11,8 @@ import { renderTrace } from '../trace/render-trace';
  * `trace <id> [--json | --markdown]`: the run's story rebuilt from its Temporal history (all runs of its
  * continue-as-new chain), so it works on running runs, ended ones and with no worker up.
  * Text is a timeline; `--json` prints the `Trace` (client/trace/types.ts); `--markdown` the report
- * `delivery.trace` writes (render-markdown.ts). Secrets are redacted.
+ * `delivery.trace` writes (render-markdown.ts). Secrets are redacted; every format is inert on a
+ * terminal (common/terminal.ts).
  * An unknown id is a RunNotFoundError (exit 2).
  */
 export async function traceCommand(client: LoopwrightClient, id: string, opts: { json?: boolean; markdown?: boolean }, io: Output): Promise<number> {
@@ -19,7 +21,7 @@ export async function traceCommand(client: LoopwrightClient, id: string, opts: {
     throw new UsageError(`${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) has a trace`);
   }
   const trace = buildTrace(await fetchHistories(client.temporal, id), { redaction: client.redaction });
-  if (opts.json) io.out(JSON.stringify(trace, null, 2));
+  if (opts.json) io.out(terminalJson(trace, 2));
   else if (opts.markdown) io.out(renderTraceMarkdown(trace).trimEnd());
   else renderTrace(trace).forEach((line) => io.out(line));
   return 0;

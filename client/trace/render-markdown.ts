@@ -1,4 +1,6 @@
+import { byline } from '../../common/decision';
 import { redactDeep } from '../../common/redact';
+import { escapeBlock } from '../../common/terminal';
 import { budgetLimits, decisionDetails, formatOffset, money, oneLine } from './render-trace';
 import type { Trace, TraceAttempt, TraceCheck, TraceDecision, TraceEffect, TraceEscalation, TraceModelCall, TraceToolCall } from './types';
 
@@ -11,7 +13,10 @@ export const BLOCK_CUT = 2000;
  * feedback), escalations and decisions, effects and the outcome; empty sections are left out.
  * Deterministic (same trace, same bytes: only the trace's own times are shown). Secrets are
  * redacted, table cells escaped, and every fenced block is fenced longer than any backtick run
- * in it, so no candidate's text can break out of its block.
+ * in it, so no candidate's text can break out of its block. The report is inert when printed or
+ * `cat`: every control, separator and bidi character but newline and tab is written as a
+ * visible escape (`escapeBlock`: `\x1b`, `\r`, `\u202e`), and single-line fields are kept to
+ * one line, so a field cannot start a line (a heading, a list item) of its own.
  */
 export function renderTraceMarkdown(input: Trace): string {
   const trace = redactDeep(input);
@@ -58,7 +63,7 @@ export function renderTraceMarkdown(input: Trace): string {
   } else {
     out.push('', '## Outcome', '', `Still running at ${formatOffset(lastOffset(trace))}: ${tokens} tokens, ${money(trace.usage.costUsd)} so far.`);
   }
-  return `${out.join('\n')}\n`;
+  return escapeBlock(`${out.join('\n')}\n`);
 }
 
 function attemptSection(a: TraceAttempt): string[] {
@@ -107,7 +112,7 @@ function escalationRow(e: TraceEscalation): string[] {
 
 function decisionRow(d: TraceDecision): string[] {
   const status = d.status === 'refused' ? `refused: ${inline(d.refusal ?? 'no reason given')}` : d.status === 'applied' ? (d.override ? 'applied — human override' : 'applied') : 'pending';
-  return [formatOffset(d.offsetMs), d.kind, d.by, decisionDetails(d).join(', '), status];
+  return [formatOffset(d.offsetMs), d.kind, `${d.by}${d.status === 'refused' ? '' : byline(d)}`, decisionDetails(d).join(', '), status];
 }
 
 function effectRow(e: TraceEffect): string[] {

@@ -1,6 +1,8 @@
+import { byline } from '../../common/decision';
 import type { Budget } from '../../common/loop-spec';
 import type { Trace, TraceCheck, TraceDecision, TraceEffect, TraceModelCall, TraceToolCall } from './types';
 import { redact } from '../../common/redact';
+import { escapeLine } from '../../common/terminal';
 
 /** Candidates, tasks and outputs are cut to this many characters in the text timeline. */
 export const TEXT_CUT = 300;
@@ -33,7 +35,9 @@ export function budgetLimits(b: Budget): string {
 /**
  * The trace as a timeline, one line per event with its time since the start: attempts with
  * their model calls, tool calls, verdicts and feedback; escalations, decisions, effects and
- * the ending. Long texts are cut to 300 characters; secrets are redacted.
+ * the ending. Long texts are cut to 300 characters; secrets are redacted; every line is made
+ * inert with `escapeLine` (the run's text cannot drive the terminal, and a field with a newline,
+ * such as a decision's `by`, cannot start a line of its own).
  */
 export function renderTrace(trace: Trace): string[] {
   const head = [
@@ -79,7 +83,7 @@ export function renderTrace(trace: Trace): string[] {
   }
   // Stable sort: events at the same moment keep the order they were added in.
   const body = rows.map((r, i) => ({ ...r, i })).sort((x, y) => x.ms - y.ms || x.i - y.i).map((r) => `  ${r.text}`);
-  return [...head, ...body].map((line) => redact(line));
+  return [...head, ...body].map((line) => escapeLine(redact(line)));
 }
 
 function modelLine(c: TraceModelCall): string {
@@ -127,7 +131,7 @@ export function decisionDetails(d: TraceDecision): string[] {
 function decisionLine(d: TraceDecision): string {
   const extras = decisionDetails(d);
   const status = d.status === 'refused' ? `  REFUSED: ${d.refusal ?? 'no reason given'}` : d.override ? '  (human override)' : '';
-  return `decision ${d.kind} by ${d.by}${extras.length ? `: ${extras.join(', ')}` : ''}${status}`;
+  return `decision ${d.kind} by ${d.by}${d.status === 'refused' ? '' : byline(d)}${extras.length ? `: ${extras.join(', ')}` : ''}${status}`;
 }
 
 function effectLine(e: TraceEffect): string {

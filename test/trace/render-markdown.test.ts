@@ -80,14 +80,14 @@ describe('renderTraceMarkdown', () => {
     const md = renderTraceMarkdown(traceOf('escalate'));
     const [escalations, decisions] = tableRows(section(md, '## Escalations and decisions'));
     expect(escalations[1]).toEqual(['+0.2s', 'budget', 'attempt budget exhausted: 1/1 attempts used', expect.stringMatching(/^2026-/), expect.stringMatching(/^decided at /)]);
-    expect(decisions.slice(1)).toEqual([['+0.4s', 'retry', 'ada', 'guidance "Name the crash.", +1 attempt', 'applied']]);
+    expect(decisions.slice(1)).toEqual([['+0.4s', 'retry', 'ada (unverified)', 'guidance "Name the crash.", +1 attempt', 'applied']]);
     expect(md).toContain('| **Attempts** | 2 of 2 (budget: 1 attempt, +1 granted by decisions) |');
     expect(md).toContain('- **Stop reason:** passed');
   });
 
   test('approve run: the approve by ada is shown as a human override in the decision, the summary and the outcome', () => {
     const md = renderTraceMarkdown(traceOf('approve'));
-    expect(md).toContain('| +0.4s | approve | ada | note "override" | applied — human override |');
+    expect(md).toContain('| +0.4s | approve | ada (unverified) | note "override" | applied — human override |');
     expect(md).toContain('| **Outcome** | completed (approved) — human override |');
     expect(section(md, '## Outcome')).toContain('- **Stop reason:** approved\n- **Human override:** a person accepted a candidate that did not pass its checks');
     expect(md).not.toContain('**Feedback to attempt');

@@ -31,7 +31,7 @@ describe('renderTrace', () => {
     const order = [
       at(/^ {4}check change policy \(diff\): FAIL no deleted tests, regression test/),
       at(/^ {2}awaiting_human \(approval\): attempt 2 passed every check: approve to apply commit \(git_commit\)$/),
-      at(/^ {2}decision approve by ada: note "ship it"$/),
+      at(/^ {2}decision approve by ada \(unverified\): note "ship it"$/),
       at(/^ {2}effect commit replay-effect\/commit\/1 → [0-9a-f]{12} on main$/),
       at(/^ {2}completed \(passed\)/),
     ];
@@ -62,9 +62,9 @@ describe('renderTrace', () => {
   test('escalate and approve runs: the wait, the decision with who made it, and the override at the end', () => {
     const escalate = untimed(renderTrace(traceOf('escalate')));
     expect(escalate).toContain('  awaiting_human (budget): attempt budget exhausted: 1/1 attempts used');
-    expect(escalate).toContain('  decision retry by ada: guidance "Name the crash.", +1 attempt');
+    expect(escalate).toContain('  decision retry by ada (unverified): guidance "Name the crash.", +1 attempt');
     const approve = untimed(renderTrace(traceOf('approve')));
-    expect(approve).toContain('  decision approve by ada: note "override"  (human override)');
+    expect(approve).toContain('  decision approve by ada (unverified): note "override"  (human override)');
     expect(approve).toContain('  completed (approved) — human override  517 tokens $0.0009');
   });
 

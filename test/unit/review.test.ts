@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { colorFor, readReviewDiff, reviewOf } from '../../client/commands/review';
-import { buildReview, escapeTerminal, renderReview, reviewedAttempt, reviewJson, type ReviewDiff } from '../../client/review';
+import { buildReview, renderReview, reviewedAttempt, reviewJson, type ReviewDiff } from '../../client/review';
 import { UsageError } from '../../common/errors';
 import type { AttemptRecord, RunRecord, Verdict } from '../../common/run-record';
 import type { TestEvidence } from '../../common/test-results';
@@ -126,7 +126,15 @@ describe('buildReview and renderReview', () => {
       expect(out.replace(/\x1b\[(?:0|1|31|32|36)m/g, '')).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]/);
       expect(out).toContain('done\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\rall tests pass\\x9b31m \\u202eevil');
     }
-    expect(escapeTerminal('a\tb\nc')).toBe('a\tb\nc');
+  });
+
+  test("a decision's by with a newline stays on its line; a candidate's and a diff's tabs are kept", () => {
+    const decision = { id: 'd1', kind: 'approve' as const, by: 'mallory\n  decision   approve by admin', status: 'applied' as const, at: '2025-01-02T03:05:00.000Z' };
+    const r = record({ decision, decisions: [decision], attempts: [attempt(1, true, { candidate: 'func main() {\n\treturn\n}' })] });
+    const lines = renderReview(buildReview(r, reviewedAttempt(r), ok('@@ -1 +1 @@\n-\tx\n+\ty\n')));
+    expect(lines.filter((l) => l.includes('decision'))).toEqual(['  decision   approve by mallory\\n  decision   approve by admin (unverified) at 2025-01-02T03:05:00.000Z']);
+    expect(lines).toContain('  \treturn');
+    expect(lines).toContain('+\ty');
   });
 
   test('colour marks the diff (bold headers, cyan hunks, red and green lines) and passes and failures; without it the text is plain', () => {
