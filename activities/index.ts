@@ -32,6 +32,8 @@ import type { Tool } from './tools/types';
 import { createFileBlobStore, type BlobStore } from './transcript/store';
 import { createSandbox, sandboxConfigFromEnv, SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
 import type { SandboxName } from '../common/run-record';
+import type { Trust } from '../common/trust';
+import { loadTrust, trustPathsFromEnv, type LoadTrustInput, type TrustPaths } from './trust';
 
 export interface ActivityDeps {
   anthropic: Anthropic;
@@ -43,6 +45,8 @@ export interface ActivityDeps {
   worktreesDir?: string;
   /** Where the discovery activities read models and prices (LOOPWRIGHT_*_MODEL, LOOPWRIGHT_PRICES); default process.env. */
   env?: Record<string, string | undefined>;
+  /** Where the worker's allowed signers and autonomy grants are (default: LOOPWRIGHT_ALLOWED_SIGNERS, LOOPWRIGHT_GRANTS, see activities/trust.ts). */
+  trust?: () => TrustPaths;
   /** Where commands the agent wrote or chose run (default: the sandbox LOOPWRIGHT_SANDBOX selects, see activities/sandbox). */
   sandbox?: Sandbox;
 }
@@ -175,6 +179,11 @@ export function createActivities(deps: ActivityDeps) {
      */
     async applyEffect(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
       return applyGitCommit(input);
+    },
+
+    /** What a run trusts, read from the worker's files as it starts: allowed signers, signed decisions, its autonomy grant. */
+    async loadTrust(input: LoadTrustInput): Promise<Trust> {
+      return loadTrust(deps.trust ?? (() => trustPathsFromEnv(deps.env ?? process.env)), input);
     },
 
     /** How many of a loop's runs wait for a human now (verification debt), from the visibility store. */

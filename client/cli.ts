@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
 import { LoopwrightError } from '../common/errors';
+import { escapeBlock } from '../common/terminal';
 import { BUILT_IN_LOOPS } from '../loops';
 import { cancelCommand } from './commands/cancel';
 import { decideCommand } from './commands/decide';
@@ -16,9 +17,10 @@ import { runCommand } from './commands/run';
 import { registerScheduleCommands } from './commands/schedule';
 import { registerImproveCommands } from './commands/improve';
 import { autonomyCommand } from './commands/autonomy';
+import { grantCommand } from './commands/grant';
 import { statusCommand } from './commands/status';
 import { traceCommand } from './commands/trace';
-import { webhooksCommand } from './commands/webhooks';
+import { webhookAuth, webhooksCommand } from './commands/webhooks';
 import { workerCommand } from './commands/worker';
 import { LoopwrightClient } from './loopwright-client';
 import { consoleOutput, type Output } from './output';
@@ -49,8 +51,11 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
 
   program.command('dev').description('start the Temporal dev server (SQLite, Web UI) and a worker; Ctrl-C stops both')
     .option('--port <n>', 'gRPC port', '7233').option('--ui-port <n>', 'Web UI port', '8233')
+    .option('--http-port <n>', "port of the server's HTTP API (default: a free port)")
+    .option('--http-api', 'let the HTTP API answer requests to 127.0.0.1 or localhost; any web page you open can then start and signal workflows through it (default: it refuses every request)')
+    .option('--metrics-port <n>', "port of the Temporal server's own /metrics (default: a free port)")
     .option('--db <file>', 'SQLite file (default .loopwright/dev.db)').option('--headless', 'no Web UI')
-    .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS, else 127.0.0.1:9464 when free)')
+    .option('--metrics <host:port>', "serve the worker's Prometheus metrics there (default LOOPWRIGHT_METRICS, else 127.0.0.1:9464 when free)")
     .action(action((opts) => devCommand(opts, env, io)));
   program.command('worker').description('run a worker on TEMPORAL_ADDRESS / LOOPWRIGHT_TASK_QUEUE')
     .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS; none when unset)')
@@ -79,7 +84,7 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .option('--json', 'the review as JSON').option('--attempt <n>', 'review this attempt (default: the one waiting for a human, else the last)').option('--no-diff', 'leave out the diff')
     .action(action(withClient((client, id: string, opts) => reviewCommand(client, id, opts, io, env))));
   const decision = (kind: 'approve' | 'reject' | 'retry' | 'extend' | 'audit', about: string, extra: (c: Command) => Command) =>
-    extra(program.command(`${kind === 'extend' ? 'budget' : kind} <id>`).description(about).requiredOption('--by <name>', 'who decides (recorded)').option('--json', 'machine-readable output'))
+    extra(program.command(`${kind === 'extend' ? 'budget' : kind} <id>`).description(about).requiredOption('--by <name>', 'who decides: recorded, and verified when the decision is signed (LOOPWRIGHT_SIGNING_KEY)').option('--json', 'machine-readable output'))
       .action(action(withClient((client, id: string, opts) => decideCommand(client, kind, id, opts, io))));
   decision('approve', 'accept the last candidate of a waiting run (recorded as a human override)', (c) => c.option('--note <text>', 'a note for the record'));
   decision('reject', 'end a waiting run as rejected', (c) => c.option('--reason <text>', 'why'));
@@ -99,9 +104,13 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .requiredOption('--key <key>', 'the event key: letters, digits and ._:-/ (at most 200)').option('--input <json>', 'the loop input: JSON, or @file')
     .option('--force', 'run a key whose run has closed again (same id)').option('--json', 'machine-readable output')
     .action(action(withClient((client, loop: string, opts) => eventCommand(client, loop, opts, io))));
-  program.command('webhooks').description('an HTTP receiver: POST /events/<loop> {key, input, force?} delivers an event; Ctrl-C stops')
-    .option('--port <n>', 'port', '8788').option('--host <host>', 'interface to bind (no authentication: keep it local)', '127.0.0.1')
-    .action(action(withClient((client, opts) => webhooksCommand(client, opts, io))));
+  program.command('webhooks').description('an HTTP receiver: POST /events/<loop> {key, input, force?}, signed with X-Hub-Signature-256 (HMAC-SHA256 of the body with LOOPWRIGHT_WEBHOOK_SECRET, as GitHub signs), delivers an event; Ctrl-C stops')
+    .option('--port <n>', 'port', '8788').option('--host <host>', 'interface to bind (every delivery\'s signature is verified; put TLS in front when it is not local)', '127.0.0.1')
+    .option('--insecure', 'without LOOPWRIGHT_WEBHOOK_SECRET: accept unsigned deliveries (local testing only)')
+    .action(action(async (opts) => {
+      const auth = webhookAuth(env, opts); // no secret and no --insecure is a usage error, before connecting
+      return withClient((client) => webhooksCommand(client, { ...opts, ...auth }, io))();
+    }));
   program.command('discover <loop>').description("find a loop's work items and start one run per item (ids <loop>/<repo>/<key>; existing ones are skipped)")
     .option('--input <json>', 'the discovery input: JSON, or @file').option('--wait', 'wait and print the runs started and the items skipped').option('--json', 'machine-readable output')
     .action(action(async (loop: string, opts) => {
@@ -114,6 +123,10 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .option('--level <level>', "count runs at this level (L1, L2, L3); default: the level of the loop's spec").option('--since <duration>', 'only runs that started within this duration, e.g. 30d')
     .option('--json', 'print the evidence as JSON')
     .action(action(withClient((client, loop: string, opts) => autonomyCommand(client, loop, { ...opts, taskQueue: client.config.taskQueue }, io))));
+  program.command('grant <loop>').description("an operator's signed grant of an autonomy level to a loop, once `autonomy <loop>` shows its promotion rule met (verified approvals only); workers honour it from LOOPWRIGHT_GRANTS")
+    .requiredOption('--level <level>', 'the level to grant: L3 (or L2 for loops that need a grant for it)').requiredOption('--by <name>', 'you: the principal your key is listed for in the allowed signers')
+    .option('--out <file>', 'where to write the grant (default <LOOPWRIGHT_GRANTS>/<loop>-<level>.json)').option('--json', 'print the grant as JSON')
+    .action(action(withClient((client, loop: string, opts) => grantCommand(client, loop, { ...opts, taskQueue: client.config.taskQueue }, io, env))));
   return program;
 }
 
@@ -130,11 +143,12 @@ export async function main(argv: string[], io: Output = consoleOutput, env: Reco
       if (err.code === 'commander.executeSubCommandAsync') return 1;
       return 2;
     }
+    // Messages may quote what was given (an id, a key) or the server's text: printed inert.
     if (err instanceof LoopwrightError) {
-      io.err(`error: ${err.message}`);
+      io.err(`error: ${escapeBlock(err.message)}`);
       return err.exitCode;
     }
-    io.err(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    io.err(`error: ${escapeBlock(err instanceof Error ? (err.stack ?? err.message) : String(err))}`);
     return 1;
   }
 }

@@ -1,18 +1,23 @@
-import { Client, Connection, ServiceError, WorkflowNotFoundError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, ServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
-import type { Decision, DecisionInput, DecisionRecord } from '../common/decision';
+import { DecisionSchema, decisionMessage, type AppliedDecision, type DecisionInput } from '../common/decision';
+import { zodIssues } from '../common/format';
+import { DECISION_NAMESPACE } from '../common/sshsig';
+import { signingKeyPath, signMessage } from './signing';
+import { levelNeedingGrant } from '../common/trust';
+import { BUILT_IN_LOOPS } from '../loops';
 import { DecisionRefusedError, LoopwrightError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
 import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
-import { decisionSignal, stateQuery } from '../workflows/messages';
+import { decisionUpdate, stateQuery } from '../workflows/messages';
 import { planRun } from './plan-run';
 import { readPrices } from './prices';
 import type { ModelPrice } from '../common/pricing';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
-import { newRunId } from './run-id';
+import { checkRunId, newRunId } from './run-id';
 import { currentHarness, type CurrentHarness } from './harness';
 import type { RunSummary } from './types';
 
@@ -28,6 +33,10 @@ export interface ClientOptions {
 export type DecisionRequest = DecisionInput extends infer D ? (D extends DecisionInput ? Omit<D, 'id'> & { id?: string } : never) : never;
 
 const POLL_MS = 250;
+/** How long `decide` waits for a worker to take a decision (a worker is polling: it may be busy with many). */
+const DECIDE_TIMEOUT_MS = 180_000;
+/** How long one sending of the decision waits before the record is read and it is sent again. */
+const DECIDE_ATTEMPT_MS = 30_000;
 
 /**
  * The typed client for Loopwright runs: start them, read their record, send decisions,
@@ -41,6 +50,8 @@ export class LoopwrightClient {
     readonly prices: Record<string, ModelPrice>,
     /** What this process redacts (its secret variables' values and LOOPWRIGHT_REDACT names). */
     readonly redaction: Redaction,
+    /** Where this process finds its signing key (LOOPWRIGHT_SIGNING_KEY, git's user.signingkey). */
+    private readonly env: Record<string, string | undefined>,
   ) {}
 
   /** Connects to Temporal; a server that does not answer is a ServerUnavailableError. */
@@ -53,16 +64,19 @@ export class LoopwrightClient {
     } catch (err) {
       throw new ServerUnavailableError(config.temporalAddress, { cause: err });
     }
-    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config, readPrices(opts.env ?? process.env), redactionFromEnv(opts.env ?? process.env));
+    const env = opts.env ?? process.env;
+    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config, readPrices(env), redactionFromEnv(env), env);
   }
 
   /**
    * Starts a run of `loop` and returns its id; invalid input is refused before it reaches the server.
    * `itemKey` sets the run's LoopItemKey (the key of the event or item it works on). An id already
    * used is a RunAlreadyExistsError; with `reuse`, an id whose earlier run has closed starts a new
-   * run (a running one is still refused).
+   * run (a running one is still refused). An id with a control character or a newline is a
+   * UsageError (see {@link checkRunId}).
    */
   async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger; itemKey?: string; reuse?: boolean } = {}): Promise<{ workflowId: string; runId: string }> {
+    if (opts.id !== undefined) checkRunId(opts.id);
     const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey, await currentHarness(this.temporal, this.config.taskQueue, loop));
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
@@ -74,10 +88,33 @@ export class LoopwrightClient {
         workflowIdConflictPolicy: 'FAIL',
         ...runPresentation(plan, this.redaction),
       });
+      if (needsGrant(plan)) await this.grantVerdict(workflowId);
       return { workflowId, runId: handle.firstExecutionRunId };
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw new RunAlreadyExistsError(workflowId);
       throw this.translate(err);
+    }
+  }
+
+  /**
+   * A run that asks for autonomy its loop does not have without a grant (L3; L2 with git effects
+   * where the loop needs a grant for it) is checked by the worker as it starts, against the
+   * operator's grants on the worker: wait for that verdict, so a refusal is one line (exit 2)
+   * here. With no worker answering within 15 s the run is left to be checked when one does.
+   */
+  private async grantVerdict(workflowId: string): Promise<void> {
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      let record: RunRecord;
+      try {
+        record = await this.status(workflowId);
+      } catch (err) {
+        if (err instanceof NoWorkerError) return;
+        throw err;
+      }
+      if (record.stopReason === 'not_granted') throw new NotGrantedError(workflowId, record.error ?? 'the autonomy it asked for is not granted');
+      if (record.trust || isTerminal(record.state)) return;
+      await sleep(POLL_MS);
     }
   }
 
@@ -136,28 +173,63 @@ export class LoopwrightClient {
   }
 
   /**
-   * Sends a human decision and confirms from the run's record that it was applied. A run that
-   * is not waiting for a decision refuses it (DecisionRefusedError) and is unharmed.
+   * Sends a human decision as the run's `decide` update and returns what the run applied. The
+   * decision is signed with this process's SSH key when one is configured (LOOPWRIGHT_SIGNING_KEY,
+   * else git's user.signingkey), over the decision and the run's id; unsigned, the run records
+   * it as unverified, or refuses it where signatures are required. A refusal (not its turn, a
+   * bad signature, not an approver, malformed) is a DecisionRefusedError with the run's reason,
+   * and the run is unharmed: a refused update never reaches its history.
    */
-  async decide(workflowId: string, request: DecisionRequest): Promise<DecisionRecord> {
-    const decision = { ...request, id: request.id ?? randomUUID() } as Decision;
+  async decide(workflowId: string, request: DecisionRequest): Promise<AppliedDecision> {
+    const parsed = DecisionSchema.safeParse({ ...request, id: request.id ?? randomUUID() });
+    if (!parsed.success) throw new UsageError(`invalid decision: ${zodIssues(parsed.error).join('; ')}`);
+    const key = signingKeyPath(this.env);
+    const decision = key ? { ...parsed.data, signature: signMessage(key, DECISION_NAMESPACE, decisionMessage(workflowId, parsed.data)) } : parsed.data;
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
     if (description.status.name !== 'RUNNING') {
       throw new DecisionRefusedError(workflowId, `the run has ended (${description.status.name.toLowerCase()})`);
     }
-    await handle.signal(decisionSignal, decision).catch((err: unknown) => {
-      throw this.translate(err, workflowId);
-    });
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
-      const record = await this.status(workflowId);
-      const entry = record.decisions.find((d) => d.id === decision.id);
-      if (entry?.status === 'refused') throw new DecisionRefusedError(workflowId, entry.reason ?? 'refused');
-      if (entry) return entry;
-      await sleep(POLL_MS);
+    // No worker, no answer: say so at once, and send nothing that could be applied later unseen.
+    if (!(await this.hasWorker(description.taskQueue))) {
+      throw new LoopwrightError(`no worker polls task queue ${description.taskQueue}, so run ${workflowId} cannot take a decision now: start one with \`npx loopwright worker\`, then decide again (nothing was sent)`);
     }
-    throw new LoopwrightError(`run ${workflowId} did not confirm decision ${decision.id} within 30 s: is a worker running?`);
+    // An update the server admitted but no worker accepted yet can be lost (the run's state was
+    // evicted from the server's cache, a workflow task timed out on a busy worker). Resending it
+    // with the same update id is safe: a run answers one update id once. So: try, and when there
+    // is no answer in time, look in the record, then send it again, until DECIDE_TIMEOUT_MS.
+    const deadline = Date.now() + DECIDE_TIMEOUT_MS;
+    for (;;) {
+      try {
+        const attempt = Math.min(deadline, Date.now() + DECIDE_ATTEMPT_MS);
+        return await this.connection.withDeadline(attempt, () => handle.executeUpdate(decisionUpdate, { args: [decision], updateId: decision.id }));
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) throw new DecisionRefusedError(workflowId, err.cause?.message ?? err.message);
+        const lost = err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === 5);
+        const late = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (isGrpcServiceError(err) && err.code === 4);
+        if (!lost && !late) throw this.translate(err, workflowId);
+        const now = await this.describe(handle);
+        const entry = (await this.status(workflowId).catch(() => undefined))?.decisions.find((d) => d.id === decision.id);
+        if (entry?.status === 'applied') return entry;
+        // The run ended meanwhile (another decision ended it).
+        if (now.status.name !== 'RUNNING') throw new DecisionRefusedError(workflowId, `the run has ended (${now.status.name.toLowerCase()})`);
+        if (Date.now() >= deadline) {
+          throw new LoopwrightError(
+            `run ${workflowId} did not answer decision ${decision.id} within ${DECIDE_TIMEOUT_MS / 1000} s (its workers are busy or gone): it is applied only if a worker takes it later; see \`loopwright status ${workflowId}\``,
+          );
+        }
+      }
+    }
+  }
+
+  /** True when some worker has polled the task queue for workflow tasks recently. */
+  private async hasWorker(taskQueue: string): Promise<boolean> {
+    try {
+      const { pollers } = await this.temporal.workflowService.describeTaskQueue({ namespace: this.config.namespace, taskQueue: { name: taskQueue }, taskQueueType: 1 });
+      return (pollers ?? []).length > 0;
+    } catch {
+      return true; // Cannot tell: let the update's own deadline answer.
+    }
   }
 
   /** Runs, newest first, filtered by state and loop through the search attributes. */
@@ -231,6 +303,19 @@ export class NoWorkerError extends LoopwrightError {
   constructor(workflowId: string, status: string, detail: string) {
     super(`run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`);
   }
+}
+
+/** A run refused at start: it asked for autonomy its loop is not granted on the worker. Exit 2. */
+export class NotGrantedError extends UsageError {
+  constructor(readonly workflowId: string, reason: string) {
+    super(`run ${workflowId} was refused: ${reason}`);
+  }
+}
+
+/** True when a run's autonomy needs an operator's grant (as the loop's definition on this side says). */
+function needsGrant(plan: LoopInput): boolean {
+  const commits = (plan.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit');
+  return levelNeedingGrant(plan.spec.autonomy, commits, BUILT_IN_LOOPS.get(plan.loop)?.ungrantedAutonomy ?? 'L2') !== null;
 }
 
 /** An id that a run already has (running, or closed and not reusable). Exit 2. */

@@ -20,6 +20,8 @@ export type PromotionRule = z.infer<typeof PromotionRuleSchema>;
  * - `approved_unchanged`: completed, stopReason `passed`, no override, an applied `approve` and
  *   no applied `retry` or `extend`: a person approved the verified change (L2) or the candidate
  *   under human review as it was, within the budgets the spec declared;
+ * - `unverified`: what would be `approved_unchanged` or `audited_ok`, but the approval or the
+ *   audit was not a signed, verified decision (anyone can claim a name): it never counts as evidence;
  * - `audited_ok`: `audit.verdict` is `ok` (L3 runs, audit samples): wins over `passed`;
  * - `passed`: completed, stopReason `passed`, no override, no applied retry, and none of the
  *   above: the checks passed with no approval involved (L1, L3), or approved after an applied
@@ -27,7 +29,7 @@ export type PromotionRule = z.infer<typeof PromotionRuleSchema>;
  * - `other`: anything else (blocked, budget_exhausted, failed, canceled).
  * Refused decisions never count.
  */
-export const OUTCOMES = ['approved_unchanged', 'passed', 'audited_ok', 'overridden', 'rejected', 'audited_bad', 'other'] as const;
+export const OUTCOMES = ['approved_unchanged', 'passed', 'audited_ok', 'overridden', 'rejected', 'audited_bad', 'unverified', 'other'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 /** The evidence for (or against) raising a loop's autonomy, from its closed runs at one level. */
@@ -48,14 +50,16 @@ export interface Evidence {
 
 /** The outcome of one closed run; see {@link OUTCOMES} for the rules. */
 export function classifyRun(record: RunRecord): Outcome {
-  const applied = (kind: string) => record.decisions.some((d) => d.kind === kind && d.status === 'applied');
+  const appliedOf = (kind: string) => record.decisions.filter((d) => d.kind === kind && d.status === 'applied');
+  const applied = (kind: string) => appliedOf(kind).length > 0;
+  const verified = (kind: string) => appliedOf(kind).some((d) => d.status === 'applied' && d.verified === true);
   const completed = record.state === 'completed';
   if (record.state === 'rejected') return 'rejected';
   if (record.audit?.verdict === 'bad') return 'audited_bad';
   if (completed && (record.override || applied('retry'))) return 'overridden';
   const passed = completed && record.stopReason === 'passed';
-  if (passed && applied('approve') && !applied('extend')) return 'approved_unchanged';
-  if (record.audit?.verdict === 'ok') return 'audited_ok';
+  if (passed && applied('approve') && !applied('extend')) return verified('approve') ? 'approved_unchanged' : 'unverified';
+  if (record.audit?.verdict === 'ok') return verified('audit') ? 'audited_ok' : 'unverified';
   if (passed) return 'passed';
   return 'other';
 }
@@ -101,7 +105,7 @@ export function promotionEvidence(records: RunRecord[], level: Autonomy, rule?: 
   const meets = streak >= rule.consecutive;
   const why = brokenBy ? `broken by run ${brokenBy.workflowId} ${brokenBy.outcome.replace('_', ' ')}` : `${rule.consecutive - streak} more needed`;
   const verdict = meets
-    ? `meets its rule: ${text} (streak ${streak}) — a person may raise autonomy to ${rule.to} in the loop's spec`
+    ? `meets its rule: ${text} (streak ${streak}) — an operator may grant ${rule.to} (loopwright grant)`
     : `does not meet its rule: ${text} (streak ${streak}, ${why})`;
   return { ...base, streak, brokenBy, rule, meets, verdict };
 }

@@ -1,5 +1,6 @@
 import type { ToolCallRecord } from './agent';
-import type { DecisionRecord } from './decision';
+import type { AppliedDecision, DecisionRecord } from './decision';
+import type { TrustRecord } from './trust';
 import type { Autonomy } from './loop-spec';
 import type { TestEvidence } from './test-results';
 import type { Usage } from './usage';
@@ -27,6 +28,7 @@ export function isTerminal(state: RunState): boolean {
  * - `approval_timeout`: an L2 run's verified change was not approved by the deadline (→ `blocked`);
  * - `effects`: applying the effects would pass `maxSideEffects` (→ `budget_exhausted`);
  * - `effect_error`: an effect could not be applied (a conflict) (→ `blocked`);
+ * - `not_granted`: the run asked for more autonomy than the worker's operator granted its loop (→ `blocked`, at start);
  * - `verification_debt`: too many of the loop's runs already wait for a human (→ `blocked`, at start);
  * - `canceled`; `error`: a fault in Loopwright itself (→ `failed`).
  */
@@ -45,6 +47,7 @@ export type StopReason =
   | 'effects'
   | 'effect_error'
   | 'verification_debt'
+  | 'not_granted'
   | 'canceled'
   | 'error';
 
@@ -122,6 +125,8 @@ export interface Escalation {
   since: string;
   deadline: string;
   timedOut: boolean;
+  /** Who may decide this wait (empty: anyone the signature rules allow); absent in runs from before approvers were enforced. */
+  approvers?: string[];
 }
 
 /** One effect, keyed `<workflow id>/<effect name>/<sequence>`. */
@@ -181,7 +186,7 @@ export interface RunRecord {
   pendingReview: { attempt: number; candidate: string; verdicts: Verdict[] } | null;
   budget: RunBudget;
   /** The last decision that was applied. */
-  decision: DecisionRecord | null;
+  decision: AppliedDecision | null;
   /** Every decision received, applied or refused, in order. */
   decisions: DecisionRecord[];
   stopReason: StopReason | null;
@@ -198,6 +203,8 @@ export interface RunRecord {
   harnessVersion?: number;
   /** A child run of an improvement's evaluation (see LoopInput.evaluation). */
   evaluation?: boolean;
+  /** What the run trusts (allowed signers, signed decisions, its autonomy grant), pinned at start; absent in runs from before. */
+  trust?: TrustRecord;
   /** Where the run's trace report was written (`delivery.trace`), or why it could not be. */
   traceReport?: { path: string | null; error: string | null };
   endedAt: string | null;

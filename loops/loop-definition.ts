@@ -28,6 +28,17 @@ export interface LoopDefinition<I = unknown> {
   harness: Harness;
   /** `defaults.harness` is the loop's current harness version: its prompt and tool descriptions go into `spec.agent`. */
   plan(input: I, defaults: { models: Models; harness: Harness }): LoopPlan;
+  /**
+   * The highest autonomy a run of this loop may have without an operator's grant (read on the
+   * worker; default L2, where every effect waits for a person's approval). L3 always needs a
+   * signed grant (`loopwright grant`).
+   */
+  ungrantedAutonomy?: 'L1' | 'L2';
+  /**
+   * Which decisions must be signed when the worker has an allowed-signers list: true: all of
+   * them; false: none (unsigned ones are recorded as unverified); default: approvals of effects.
+   */
+  requireSignedDecisions?: boolean;
 }
 
 /** The part of `spec.agent` a harness sets: the system prompt (with its knowledge) and the tool descriptions. */

@@ -11,6 +11,9 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createActivities } from '../activities';
+import { trustPathsFromEnv } from '../activities/trust';
+import { generateSigningKey } from '../client/signing';
+import { DECISION_NAMESPACE } from '../common/sshsig';
 import { createAnthropic } from '../activities/model';
 import { harnessStoreId } from '../client/harness';
 import { improveInput, regressionFromRun, waitImprovement } from '../client/improve';
@@ -131,6 +134,15 @@ const RECORDERS: Record<string, Recorder> = {
     await client.decide('replay-gate', { kind: 'approve', by: 'ada', note: 'ship it' });
     await client.temporal.workflow.getHandle('replay-gate').result();
   },
+  /** The fix-test demo on a worker with allowed signers: the trust pinned at start (patch trust), the approval a signed `decide` update. */
+  'replay-signed': async (client) => {
+    const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
+    await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id: 'replay-signed' });
+    await client.wait('replay-signed');
+    const applied = await client.decide('replay-signed', { kind: 'approve', by: 'ada', note: 'ship it' });
+    if (!applied.verified) throw new Error('replay-signed: the approval was not verified');
+    await client.temporal.workflow.getHandle('replay-signed').result();
+  },
   /** Three failing runs, two of them regression tasks, an improvement that is approved, and the harness store it published to. */
   'replay-improve': async (client) => {
     const sources: string[] = [];
@@ -179,11 +191,16 @@ async function main(): Promise<void> {
   try {
     installRuntime();
     const connection = await NativeConnection.connect({ address: server.address });
+    // The demo queue's worker trusts one key (ada's), which its client signs decisions with.
+    const ada = path.join(dir, 'ada_ed25519');
+    writeFileSync(path.join(dir, 'allowed_signers'), `ada namespaces="${DECISION_NAMESPACE}" ${generateSigningKey(ada, 'ada').publicKey}\n`);
+    const signing = { LOOPWRIGHT_ALLOWED_SIGNERS: path.join(dir, 'allowed_signers'), LOOPWRIGHT_GRANTS: path.join(dir, 'grants'), LOOPWRIGHT_SIGNING_KEY: ada };
     for (const [queue, url] of [['record', model.url], ['record-demo', demoModel.url]] as const) {
-      const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record' };
-      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env) }), ...workflowSource(process.env), ...WORKER_TUNING });
+      const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record', ...(queue === 'record-demo' ? signing : { LOOPWRIGHT_ALLOWED_SIGNERS: '', LOOPWRIGHT_SIGNING_KEY: '' }) };
+      const trust = () => trustPathsFromEnv(env);
+      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env), trust }), ...workflowSource(process.env), ...WORKER_TUNING });
       const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue } });
-      const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate';
+      const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate' || id === 'replay-signed';
       const mine = ids.filter((id) => demo(id) === (queue === 'record-demo'));
       await worker.runUntil(async () => {
         for (const id of mine) await RECORDERS[id](client);

@@ -37,4 +37,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE = bundlePath;
   process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
   process.env.LOOPWRIGHT_WORKTREES = path.join(dir, 'worktrees');
+  // Workers trust no allowed signers and no grants unless a test gives its own (never a developer's
+  // .loopwright/allowed_signers), and clients sign nothing unless a test names a key.
+  process.env.LOOPWRIGHT_ALLOWED_SIGNERS = '';
+  process.env.LOOPWRIGHT_GRANTS = path.join(dir, 'grants');
+  process.env.LOOPWRIGHT_SIGNING_KEY = '';
 }

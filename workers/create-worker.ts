@@ -1,5 +1,6 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { trustPathsFromEnv } from '../activities/trust';
 import { createAnthropic } from '../activities/model';
 import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
@@ -44,7 +45,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     await connection.close();
     throw err;
   });
-  const activities = createActivities({ anthropic: createAnthropic(opts.env), tools: opts.tools, sandbox });
+  const activities = createActivities({ anthropic: createAnthropic(opts.env), tools: opts.tools, sandbox, trust: () => trustPathsFromEnv(opts.env) });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,

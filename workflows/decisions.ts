@@ -1,25 +1,153 @@
-import { DecisionSchema, type Decision, type DecisionRecord } from '../common/decision';
+import { DecisionSchema, decisionMessage, MAX_DECISION_BYTES, UNPRINTABLE, type AppliedDecision, type Decision, type DecisionRecord, type RefusedDecision } from '../common/decision';
+import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import { zodIssues } from '../common/format';
 import type { RunRecord } from '../common/run-record';
+import { DECISION_NAMESPACE, parseAllowedSigners, verifySignature, type AllowedSigners } from '../common/sshsig';
+import type { Trust } from '../common/trust';
+import { decisionSignal, decisionUpdate } from './messages';
+
+/** Refused decisions a record keeps (the newest); older refusals are dropped, so no sender can grow it without bound. */
+export const MAX_REFUSED = 50;
+
+/** What a run needs to judge a decision now: whether it is its turn, who may make it, and whether it lets effects happen. */
+export interface DecisionContext {
+  /** Why the run would refuse this decision now (out of turn, nothing to approve), or null. */
+  refusal(d: Decision): string | null | undefined;
+  /** Who may make it; empty: anyone the signature rules allow. */
+  approvers(d: Decision): string[];
+  /** True when taking it lets the run apply effects (an approval of effects): signed by default. */
+  effects(d: Decision): boolean;
+}
+
+export type Judged = { ok: true; entry: AppliedDecision } | { ok: false; reason: string; summary: RefusedDecision; duplicate: boolean };
 
 /**
- * Records a decision signal in `decisions`: a malformed one is refused with its problems, the
- * same decision delivered again (same id) is ignored, and `refusal` says why a valid one is
- * refused (or undefined/null to take it). Returns the applied entry, else undefined.
+ * The gate every decision passes, whether it comes as the `decide` update (its validator and
+ * handler) or the `decision` signal. Pure and deterministic: the signature is checked here, in
+ * workflow code, against the allowed signers the run pinned when it started (`trust`), never a
+ * list from its input. In order: size, shape, a repeated id, the signature (required for
+ * approvals of effects, or for every decision when the loop says so, whenever the worker has an
+ * allowed-signers list), the approvers, and whether it is the decision's turn.
  */
-export function recordDecision(decisions: DecisionRecord[], raw: unknown, refusal: (d: Decision) => string | null | undefined): DecisionRecord | undefined {
-  const at = new Date().toISOString();
-  const parsed = DecisionSchema.safeParse(raw);
-  if (!parsed.success) {
-    decisions.push({ ...(raw as Decision), status: 'refused', reason: `malformed decision: ${zodIssues(parsed.error).join('; ')}`, at });
-    return undefined;
+export class DecisionGate {
+  private allowed: AllowedSigners | null | undefined;
+
+  constructor(
+    private readonly workflowId: string,
+    private readonly trust: () => Trust | null | undefined,
+  ) {}
+
+  judge(decisions: DecisionRecord[], raw: unknown, ctx: DecisionContext, now: number): Judged {
+    const at = new Date(now).toISOString();
+    const bytes = sizeOf(raw);
+    const refuse = (reason: string, d?: Partial<Record<string, unknown>>, duplicate = false): Judged => ({ ok: false, reason, duplicate, summary: summarize(d ?? asObject(raw), reason, at, bytes) });
+    if (bytes > MAX_DECISION_BYTES) return refuse(`the decision is ${bytes} bytes: at most ${MAX_DECISION_BYTES} are taken (keep notes short)`);
+    const parsed = DecisionSchema.safeParse(raw);
+    if (!parsed.success) return refuse(`malformed decision: ${zodIssues(parsed.error).join('; ')}`);
+    const decision = parsed.data;
+    if (decisions.some((d) => d.id === decision.id)) return refuse(`decision ${decision.id} was already received`, decision, true);
+
+    const trust = this.trust();
+    const allowed = this.signers(trust);
+    const mustSign = trust?.signedDecisions === 'all' || (trust?.signedDecisions === 'effects' && allowed !== null && ctx.effects(decision));
+    let verified = false;
+    let fingerprint: string | undefined;
+    // Without an allowed-signers list a signature proves nothing here: the decision is unverified.
+    if (decision.signature !== undefined && allowed) {
+      const v = verifySignature({ armored: decision.signature, message: decisionMessage(this.workflowId, decision), namespace: DECISION_NAMESPACE, principal: decision.by, allowed, now });
+      if (!v.ok) return refuse(`bad signature: ${v.reason}`, decision);
+      verified = true;
+      fingerprint = v.fingerprint;
+    } else if (mustSign) {
+      const what = trust?.signedDecisions === 'all' ? 'every decision' : 'an approval of effects';
+      return refuse(
+        allowed
+          ? `${what} must be signed: sign it with your SSH key (LOOPWRIGHT_SIGNING_KEY or git's user.signingkey) listed in the worker's allowed signers`
+          : `${what} must be signed, but the worker has no allowed signers (LOOPWRIGHT_ALLOWED_SIGNERS): configure them, then sign`,
+        decision,
+      );
+    }
+    const approvers = ctx.approvers(decision);
+    if (approvers.length && !approvers.includes(decision.by)) {
+      return refuse(`${decision.by}${verified ? '' : ' (unverified)'} may not make this decision: it is for ${approvers.join(', ')}`, decision);
+    }
+    const why = ctx.refusal(decision);
+    if (why) return refuse(why, decision);
+    const { signature: _signature, ...kept } = decision;
+    return { ok: true, entry: { ...(kept as Decision), status: 'applied', at, verified, ...(fingerprint ? { fingerprint } : {}) } };
   }
-  const decision = parsed.data;
-  if (decisions.some((d) => d.id === decision.id)) return undefined;
-  const why = refusal(decision);
-  const entry: DecisionRecord = why ? { ...decision, status: 'refused', reason: why, at } : { ...decision, status: 'applied', at };
-  decisions.push(entry);
-  return why ? undefined : entry;
+
+  /** The pinned allowed signers, parsed once (null when the worker has none). */
+  private signers(trust: Trust | null | undefined): AllowedSigners | null {
+    if (this.allowed === undefined && trust) this.allowed = trust.allowedSigners ? parseAllowedSigners(trust.allowedSigners.text) : null;
+    return this.allowed ?? null;
+  }
+}
+
+/**
+ * Takes decisions through the gate, as the `decide` update (refused in its validator, so a
+ * refused decision never reaches history, and answered with the applied entry) and as the
+ * `decision` signal (recorded, applied or as a bounded refusal). `take` applies an accepted one.
+ */
+export function handleDecisions(workflowId: string, trust: () => Trust | null | undefined, decisions: () => DecisionRecord[], ctx: DecisionContext, take: (entry: AppliedDecision) => void): void {
+  const gate = new DecisionGate(workflowId, trust);
+  const judge = (raw: unknown) => gate.judge(decisions(), raw, ctx, Date.now());
+  setHandler(decisionSignal, (raw) => {
+    const entry = recordJudged(decisions(), judge(raw));
+    if (entry) take(entry);
+  });
+  setHandler(
+    decisionUpdate,
+    (raw) => {
+      const judged = judge(raw);
+      if (!judged.ok) throw ApplicationFailure.nonRetryable(judged.reason, 'DecisionRefused');
+      recordJudged(decisions(), judged);
+      take(judged.entry);
+      return judged.entry;
+    },
+    {
+      validator: (raw) => {
+        const judged = judge(raw);
+        if (!judged.ok) throw new Error(judged.reason);
+      },
+    },
+  );
+}
+
+/** Adds a judged decision to the record: the applied entry, or the refusal's bounded summary (repeated ids are not recorded again). */
+export function recordJudged(decisions: DecisionRecord[], judged: Judged): AppliedDecision | undefined {
+  if (judged.ok) {
+    decisions.push(judged.entry);
+    return judged.entry;
+  }
+  if (judged.duplicate) return undefined;
+  const refused = decisions.filter((d) => d.status === 'refused');
+  if (refused.length >= MAX_REFUSED) decisions.splice(decisions.indexOf(refused[0]), 1);
+  decisions.push(judged.summary);
+  return undefined;
+}
+
+function asObject(raw: unknown): Partial<Record<string, unknown>> {
+  return raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+}
+
+function sizeOf(raw: unknown): number {
+  try {
+    return JSON.stringify(raw ?? null).length;
+  } catch {
+    return Number.MAX_SAFE_INTEGER;
+  }
+}
+
+/** A printable, bounded rendering of what a refused decision claimed. */
+function clip(value: unknown, max: number): string {
+  if (typeof value !== 'string') return '?';
+  const printable = [...value].map((ch) => (UNPRINTABLE.test(ch) ? '?' : ch)).join('');
+  return printable.length > max ? `${printable.slice(0, max)}…` : printable;
+}
+
+function summarize(d: Partial<Record<string, unknown>>, reason: string, at: string, bytes: number): RefusedDecision {
+  return { kind: clip(d.kind, 20), id: clip(d.id, 100), by: clip(d.by, 100), status: 'refused', reason: clip(reason, 1000), at, bytes };
 }
 
 /**

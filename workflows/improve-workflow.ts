@@ -1,6 +1,7 @@
-import { condition, executeChild, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { DecisionRecord } from '../common/decision';
-import { recordDecision } from './decisions';
+import { condition, executeChild, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { AppliedDecision, DecisionRecord } from '../common/decision';
+import { trustRecord, type Trust, type TrustRecord } from '../common/trust';
+import { handleDecisions } from './decisions';
 import { zodIssues } from '../common/format';
 import { summarizeEvaluation, heldOutTasks, type EvaluationSummary } from '../common/improve/evaluate';
 import { checkProposal } from '../common/improve/proposal';
@@ -10,7 +11,7 @@ import type { RunRecord } from '../common/run-record';
 import { addUsage, ZERO_USAGE, type Usage } from '../common/usage';
 import { acts, CHECK_CALL, MODEL_CALL, TOOL_CALL } from './activities';
 import { loopWorkflow } from './loop-workflow';
-import { decisionSignal, improveStateQuery } from './messages';
+import { improveStateQuery } from './messages';
 
 /** The input of an improvement run (`loopwright improve <loop>`). */
 export interface ImproveInput {
@@ -53,6 +54,8 @@ export interface ImprovementRecord {
   evaluation: EvaluationSummary | null;
   evalRuns: EvalRun[];
   decisions: DecisionRecord[];
+  /** The allowed signers the improvement pinned at start (approvals publish a harness: signed where the worker has a list). */
+  trust?: TrustRecord;
   /** The version the approval published. */
   published: number | null;
   usage: Usage;
@@ -78,7 +81,8 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
     proposal: null, refusal: null, candidate: null, changed: [], evaluation: null, evalRuns: [], decisions: [], published: null,
     usage: { ...ZERO_USAGE }, startedAt: new Date().toISOString(), endedAt: null,
   };
-  let pending: DecisionRecord | undefined;
+  let pending: AppliedDecision | undefined;
+  let trust: Trust | undefined;
   const to = (state: ImproveState, reason: string) => {
     Object.assign(record, { state, reason });
     setCurrentDetails(`**improve ${input.loop}**: ${state}\n\n${reason}`);
@@ -90,13 +94,19 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
   };
 
   setHandler(improveStateQuery, () => record);
-  setHandler(decisionSignal, (raw) => {
-    pending ??= recordDecision(record.decisions, raw, (d) =>
+  handleDecisions(record.workflowId, () => trust, () => record.decisions, {
+    refusal: (d) =>
       record.state !== 'awaiting_review' || pending
         ? `the improvement is ${record.state}, not waiting for a review`
         : d.kind !== 'approve' && d.kind !== 'reject' ? `${d.kind} does not apply to an improvement: approve or reject it` : undefined,
-    );
-  });
+    approvers: () => [],
+    // Approving publishes a new harness for every later run of the loop: an effect.
+    effects: (d) => d.kind === 'approve',
+  }, (entry) => (pending = entry));
+  if (patched('trust')) {
+    trust = await acts.loadTrust.executeWithOptions({ ...TOOL_CALL, summary: 'trust' }, [{ loop: input.loop, autonomy: 'L1', commits: false }]);
+    record.trust = trustRecord(trust);
+  }
 
   // Workflow time: the same on replay, and a schedule's runs each look back from when they fire.
   const sinceMs = Date.now() - input.windowMs;
@@ -174,3 +184,4 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
     return results;
   }
 }
+

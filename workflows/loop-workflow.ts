@@ -1,5 +1,6 @@
 import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../common/decision';
+import { trustRecord, type Trust } from '../common/trust';
 import { parseDuration } from '../common/duration';
 import type { LoopInput } from '../common/loop-input';
 import { runsCommands } from '../common/loop-spec';
@@ -12,9 +13,9 @@ import { acts, TOOL_CALL } from './activities';
 import { runAttempt, type AttemptProgress } from './attempt';
 import type { SessionSetup } from '../common/agent';
 import { attemptStop, describeStop, extendLimits, type BudgetUse } from './budget';
-import { recordDecision, refusalReason } from './decisions';
+import { handleDecisions, refusalReason } from './decisions';
 import { runDetails } from './details';
-import { decisionSignal, stateQuery } from './messages';
+import { stateQuery } from './messages';
 import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './run-record';
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
@@ -71,7 +72,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   /** Hands the run over to a fresh history (Temporal suggested it), carrying all of its state. */
   const handOver = async (session: SessionSetup | undefined, suspended?: ResumeState['inFlight']): Promise<never> => {
     await condition(allHandlersFinished);
-    const state: ResumeState = { record, feedback, limits, activeMs: clock.used(Date.now()), session: session ?? null, inFlight: suspended };
+    const state: ResumeState = { record, feedback, limits, activeMs: clock.used(Date.now()), session: session ?? null, inFlight: suspended, ...(trust ? { trust } : {}) };
     return continueAsNew<typeof loopWorkflow>({ ...input, resume: state });
   };
   const escalationMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
@@ -90,11 +91,17 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     record.budget.used.wallTimeMs = clock.used(Date.now());
     return record;
   });
-  setHandler(decisionSignal, (raw) => {
-    const entry = recordDecision(record.decisions, raw, (d) => refusalReason(record, d, pending !== undefined));
-    if (entry?.kind === 'audit') {
+  // What the run trusts (allowed signers, signed decisions, its autonomy grant), pinned at start.
+  let trust: Trust | undefined = resume?.trust;
+  handleDecisions(info.workflowId, () => trust, () => record.decisions, {
+    refusal: (d) => refusalReason(record, d, pending !== undefined),
+    approvers: (d) => (d.kind === 'audit' ? input.spec.escalation.approvers : (record.escalation?.approvers ?? input.spec.escalation.approvers)),
+    // An approval that lets effects happen: signed by default where the worker has allowed signers.
+    effects: (d) => d.kind === 'approve' && record.state === 'awaiting_human' && record.escalation?.kind === 'approval',
+  }, (entry) => {
+    if (entry.kind === 'audit') {
       record.audit = { ...record.audit!, reviewedBy: entry.by, verdict: entry.verdict, note: entry.note, at: entry.at };
-    } else if (entry) {
+    } else {
       pending = entry;
       record.decision = entry;
     }
@@ -122,11 +129,11 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     return record;
   };
   /** Waits in awaiting_human (the active clock paused) for one decision or the deadline. */
-  const escalate = async (kind: Escalation['kind'], stopReason: StopReason, reason: string): Promise<Decision | undefined> => {
+  const escalate = async (kind: Escalation['kind'], stopReason: StopReason, reason: string, approvers: string[] = input.spec.escalation.approvers): Promise<Decision | undefined> => {
     const now = Date.now();
     clock.pause(now);
     record.stopReason = stopReason;
-    record.escalation = { kind, stopReason, reason, since: new Date(now).toISOString(), deadline: new Date(now + escalationMs).toISOString(), timedOut: false };
+    record.escalation = { kind, stopReason, reason, since: new Date(now).toISOString(), deadline: new Date(now + escalationMs).toISOString(), timedOut: false, approvers };
     transition('awaiting_human');
     if (input.evaluation) {
       // An evaluation's child run asks nobody: the escalation is its verdict.
@@ -178,6 +185,14 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   transition('running');
 
   try {
+    if (!resume && !input.evaluation && patched('trust')) {
+      const loaded = await pinTrust();
+      if (!loaded) return finish('blocked', 'setup_error');
+      if (!loaded.autonomy.granted) {
+        record.error = loaded.autonomy.reason;
+        return finish('blocked', 'not_granted');
+      }
+    }
     if (await heldBack()) return finish('blocked', 'verification_debt');
     const session = resume ? (resume.session ?? undefined) : input.spec.agent.tools.length ? await setUpSession() : undefined;
     if (session === null) return finish('blocked', 'setup_error');
@@ -231,6 +246,25 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     if (isCancellation(err)) return finish('canceled', 'canceled');
     record.error = err instanceof Error ? err.message : String(err);
     return finish('failed', 'error');
+  }
+
+  /**
+   * Reads what the run trusts from the worker's files (allowed signers, which decisions must be
+   * signed, the autonomy grant) and pins it into the record; undefined, with the reason
+   * recorded, when a configured file cannot be read.
+   */
+  async function pinTrust(): Promise<Trust | undefined> {
+    try {
+      trust = await acts.loadTrust.executeWithOptions({ ...TOOL_CALL, summary: `trust (${input.spec.autonomy})` }, [
+        { loop: input.loop, autonomy: input.spec.autonomy, commits: (input.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit') },
+      ]);
+      record.trust = trustRecord(trust);
+      return trust;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      return undefined;
+    }
   }
 
   /** The agent's workspace and tools, once per run; null (with the reason recorded) when they cannot be had. */
@@ -306,7 +340,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     for (const check of humans) {
       record.pendingReview = { attempt: n, candidate: progress.candidate!, verdicts: [...progress.verdicts] };
       const who = check.approvers.length ? ` (${check.approvers.join(', ')})` : '';
-      const decision = await escalate('review', 'review_timeout', `attempt ${n} passed its automated checks and waits for review ${check.name}${who}${check.why ? `: ${check.why}` : ''}`);
+      const decision = await escalate('review', 'review_timeout', `attempt ${n} passed its automated checks and waits for review ${check.name}${who}${check.why ? `: ${check.why}` : ''}`, check.approvers);
       record.pendingReview = null;
       if (!decision) {
         metrics.verdicts(recordAttempt(record, { n, candidate: progress.candidate, usage: attemptUsage, verdicts: progress.verdicts }).verdicts);

@@ -1,11 +1,20 @@
-import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { Decision } from '../common/decision';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { AppliedDecision, Decision } from '../common/decision';
 import type { DiscoveryResult } from '../common/discovery';
 import type { RunRecord } from '../common/run-record';
 
 /**
- * A human decision for a run waiting in `awaiting_human`. Signals are fire-and-forget: the
- * sender finds its decision (by `id`) in `stateQuery().decisions`, applied or refused.
+ * A human decision for a run waiting in `awaiting_human`, as a Temporal Update: its validator
+ * refuses a malformed, oversized, unsigned (where signatures are required), unauthorised or
+ * out-of-turn decision before anything reaches the run's history, and the sender gets the
+ * applied decision (or the refusal's reason) as the result. What `loopwright approve` uses.
+ */
+export const decisionUpdate = defineUpdate<AppliedDecision, [Decision]>('decide');
+
+/**
+ * The same decision as a signal, kept for senders written before the update: fire-and-forget,
+ * the sender finds its decision (by `id`) in `stateQuery().decisions`, applied or refused (as a
+ * bounded summary).
  */
 export const decisionSignal = defineSignal<[Decision]>('decision');
 

@@ -1,6 +1,7 @@
 import type { SessionSetup, ToolCallRecord, ToolResultRef } from '../common/agent';
 import type { FeedbackEntry } from '../common/prompts';
 import type { RunRecord } from '../common/run-record';
+import type { Trust } from '../common/trust';
 import type { Usage } from '../common/usage';
 import type { BudgetLimits } from './budget';
 
@@ -25,4 +26,6 @@ export interface ResumeState {
   activeMs: number;
   session: SessionSetup | null;
   inFlight?: { n: number; attemptUsage: Usage; checkpoint: SessionCheckpoint };
+  /** What the run pinned at start (allowed signers and all): a run keeps trusting what it started with. */
+  trust?: Trust;
 }

@@ -1,4 +1,5 @@
 import { UsageError } from '../../common/errors';
+import { escapeLine, terminalJson } from '../../common/terminal';
 import { parseDuration } from '../../common/duration';
 import { AutonomySchema, type Autonomy } from '../../common/loop-spec';
 import { describeRule, OUTCOMES, promotionEvidence, type PromotionRule } from '../../common/promotion';
@@ -26,12 +27,8 @@ export interface AutonomyOptions {
   taskQueue?: string;
 }
 
-/**
- * `autonomy <loop> [--level L] [--since D] [--json]`: from the loop's closed runs at one level,
- * how many passed, were approved unchanged, overridden, rejected or audited, the current streak,
- * and whether the loop meets its declared promotion rule. It never changes a level.
- */
-export async function autonomyCommand(client: LoopwrightClient, loop: string, opts: AutonomyOptions, io: Output): Promise<number> {
+/** A loop's promotion evidence at one level (default: its spec's), from its closed runs (see common/promotion.ts). */
+export async function loopEvidence(client: LoopwrightClient, loop: string, opts: AutonomyOptions) {
   if (!BUILT_IN_LOOPS.has(loop)) throw new UsageError(`unknown loop "${loop}": known loops are ${[...BUILT_IN_LOOPS.keys()].join(', ')}`);
   const asked = parseLevel(opts.level);
   const spec = client.plan(loop, BUILT_IN_LOOPS.get(loop)!.example, { kind: 'client' }).spec;
@@ -63,8 +60,19 @@ export async function autonomyCommand(client: LoopwrightClient, loop: string, op
   const records = await readRecords(client, completed);
   const evidence = promotionEvidence(records, level, rule);
 
+  return { level, rule, evidence, skipped, capped };
+}
+
+/**
+ * `autonomy <loop> [--level L] [--since D] [--json]`: from the loop's closed runs at one level,
+ * how many passed, were approved unchanged, overridden, rejected or audited, the current streak,
+ * and whether the loop meets its declared promotion rule. It never changes a level (an
+ * operator grants one with `loopwright grant`).
+ */
+export async function autonomyCommand(client: LoopwrightClient, loop: string, opts: AutonomyOptions, io: Output): Promise<number> {
+  const { level, rule, evidence, skipped, capped } = await loopEvidence(client, loop, opts);
   if (opts.json) {
-    io.out(JSON.stringify({ loop, ...evidence, skipped, capped }, null, 2));
+    io.out(terminalJson({ loop, ...evidence, skipped, capped }, 2));
     return 0;
   }
   io.out(`${loop} at ${level}: ${evidence.runs} closed run${evidence.runs === 1 ? '' : 's'}${opts.since ? ` started in the last ${opts.since}` : ''}`);
@@ -75,7 +83,8 @@ export async function autonomyCommand(client: LoopwrightClient, loop: string, op
   if (noRecord.length) io.out(`  not counted: ${noRecord.join(', ')} (no run record)`);
   if (capped) io.out(`  only the newest ${MAX_RUNS} runs were read`);
   io.out(rule ? `rule: ${describeRule(rule, level)}, then ${rule.to}` : 'rule: none');
-  io.out(evidence.verdict);
+  // The verdict names the run that broke the streak: its id is the run's data.
+  io.out(escapeLine(evidence.verdict));
   return 0;
 }
 

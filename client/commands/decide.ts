@@ -3,6 +3,7 @@ import { isDuration } from '../../common/duration';
 import { UsageError } from '../../common/errors';
 import type { DecisionRequest, LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
+import { escapeLine } from '../../common/terminal';
 
 export interface DecideOptions {
   by?: string;
@@ -50,13 +51,18 @@ export function decisionRequest(kind: DecisionKind, opts: DecideOptions): Decisi
   return request;
 }
 
+/** How a decision's author was established: `verified (key SHA256:…)` or `unverified (not signed)`. */
+export function signedBy(entry: { verified?: boolean; fingerprint?: string }): string {
+  return entry.verified ? `verified (key ${entry.fingerprint})` : 'unverified (not signed: set LOOPWRIGHT_SIGNING_KEY to sign)';
+}
+
 /** `approve|reject|retry|budget <id> --by NAME ...`: sends the decision and confirms it was applied. */
 export async function decideCommand(client: LoopwrightClient, kind: DecisionKind, id: string, opts: DecideOptions, io: Output): Promise<number> {
   const entry = await client.decide(id, decisionRequest(kind, opts));
   if (opts.json) io.out(JSON.stringify(entry));
   else {
-    io.out(id);
-    io.out(`  ${kind === 'extend' ? 'budget extension' : kind} by ${entry.by}: applied`);
+    io.out(escapeLine(id));
+    io.out(`  ${kind === 'extend' ? 'budget extension' : kind} by ${escapeLine(entry.by)}: applied, ${signedBy(entry)}`);
   }
   return 0;
 }

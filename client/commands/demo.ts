@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -14,9 +14,14 @@ import { sandboxNotice } from '../../workers/create-worker';
 import { startEmbeddedStack } from '../../workers/embedded-stack';
 import { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
-import { escapeTerminal, renderReview } from '../review';
+import { renderReview } from '../review';
+import { escapeLine } from '../../common/terminal';
 import { colorFor, reviewOf } from './review';
 import { untilSignal } from './process';
+import { signedBy } from './decide';
+import { generateSigningKey, publicKeyOf } from '../signing';
+import { DECISION_NAMESPACE, GRANT_NAMESPACE, parseAllowedSigners, publicKeyLine } from '../../common/sshsig';
+import { loopwrightHome } from '../../server/paths';
 
 /** A link to a run's page in the Web UI. */
 export function runUrl(uiUrl: string, namespace: string, workflowId: string): string {
@@ -52,6 +57,8 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
   }
   // The agent's commands and the checks run in bubblewrap: install it first where this process may (root with apt-get).
   if (sandboxConfigFromEnv(env).mode === 'bwrap') await findBubblewrap({ env, log: io.err });
+  const signer = demoSigning(runEnv);
+  if (signer) io.out(signer.note);
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-demo-')), 'sample-math'));
   io.out(`Sample repository with a failing test: ${repo}`);
   const stack = await startEmbeddedStack({ env: runEnv, log: io.err });
@@ -65,16 +72,22 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
     const progress = (r: RunRecord) => io.out(progressLine(r));
     let record = await client.wait(workflowId, progress);
     if (record.state === 'awaiting_human' && record.escalation?.kind === 'approval') {
-      const safe = (line: string) => escapeTerminal(redact(line, client.redaction));
+      const safe = (line: string) => escapeLine(redact(line, client.redaction));
       for (const a of record.attempts) io.out(safe(`  attempt ${a.n}: ${a.passed ? 'passed' : `failed: ${a.reasons.join(' | ')}`}`));
       io.out(safe(`The fix is verified and waits for approval on branch ${record.workspace?.branch}. What you would approve (\`npx loopwright review ${workflowId}\`):`));
       io.out('');
       renderReview(await reviewOf(record, { redaction: client.redaction }), { color: colorFor(process.stdout, env) }).forEach((l) => io.out(l));
       io.out('');
       const yes = opts.yes || (process.stdin.isTTY ? await ask('Approve it and commit the fix to main? [y/N] ') : false);
-      if (yes) await client.decide(workflowId, { kind: 'approve', by: env.USER || 'demo' });
-      else if (!process.stdin.isTTY) io.out(`Approve it from another terminal: npx loopwright approve ${workflowId} --by YOU (or rerun with npm start -- --yes)`);
-      else await client.decide(workflowId, { kind: 'reject', by: env.USER || 'demo', reason: 'not approved in the demo' });
+      if (yes) {
+        const applied = await client.decide(workflowId, { kind: 'approve', by: signer?.principal ?? demoName(env) });
+        io.out(`Approved by ${escapeLine(applied.by)}: ${signedBy(applied)}`);
+      }
+      else if (!process.stdin.isTTY) {
+        const how = signer ? `LOOPWRIGHT_SIGNING_KEY=${runEnv.LOOPWRIGHT_SIGNING_KEY} npx loopwright approve ${workflowId} --by ${signer.principal}` : `npx loopwright approve ${workflowId} --by YOU`;
+        io.out(`Approve it from another terminal: ${how} (or rerun with npm start -- --yes)`);
+      }
+      else await client.decide(workflowId, { kind: 'reject', by: signer?.principal ?? demoName(env), reason: 'not approved in the demo' });
       record = await waitForEnd(client, workflowId);
     }
     summarize(record).forEach((l) => io.out(l));
@@ -93,6 +106,37 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
     await stack.stop();
     await model?.close();
   }
+}
+
+/** Who the demo's decisions are from: the user's login name, when it is a plain one. */
+function demoName(env: Record<string, string | undefined>): string {
+  return env.USER && /^[A-Za-z0-9._-]{1,64}$/.test(env.USER) ? env.USER : 'demo';
+}
+
+/**
+ * The demo's decisions are signed, as they would be in production: unless the user configured
+ * signing (LOOPWRIGHT_SIGNING_KEY or LOOPWRIGHT_ALLOWED_SIGNERS), a demo key in
+ * `<LOOPWRIGHT_HOME>/signing/demo_ed25519` (made once) and an allowed-signers file that trusts
+ * it for the user's name (`<LOOPWRIGHT_HOME>/allowed_signers`, made once; an existing one is
+ * used only when it already lists the key). Sets both in `runEnv` for the embedded worker and
+ * this client; undefined when the user's own settings apply.
+ */
+function demoSigning(runEnv: Record<string, string | undefined>): { principal: string; note: string } | undefined {
+  if (runEnv.LOOPWRIGHT_SIGNING_KEY?.trim() || runEnv.LOOPWRIGHT_ALLOWED_SIGNERS?.trim()) return undefined;
+  const home = loopwrightHome(runEnv as NodeJS.ProcessEnv);
+  const keyFile = path.join(home, 'signing', 'demo_ed25519');
+  const publicKey = publicKeyOf(keyFile) ?? generateSigningKey(keyFile, 'loopwright demo key').publicKey;
+  const allowed = path.join(home, 'allowed_signers');
+  const principal = demoName(runEnv);
+  if (!existsSync(allowed)) {
+    writeFileSync(allowed, `# Who may sign Loopwright decisions and grants (git's allowed_signers format).\n${principal} namespaces="${DECISION_NAMESPACE},${GRANT_NAMESPACE}" ${publicKey} loopwright demo key\n`);
+  }
+  const listed = parseAllowedSigners(readFileSync(allowed, 'utf8')).entries.find((e) => publicKeyLine(e.key) === publicKey);
+  if (!listed) return undefined;
+  runEnv.LOOPWRIGHT_SIGNING_KEY = keyFile;
+  runEnv.LOOPWRIGHT_ALLOWED_SIGNERS = allowed;
+  const as = listed.principals[0];
+  return { principal: as, note: `Decisions are signed: the demo signs as ${as} with ${keyFile}, which ${allowed} trusts (the worker checks every approval of effects against it).` };
 }
 
 async function waitForEnd(client: LoopwrightClient, workflowId: string): Promise<RunRecord> {

@@ -1,6 +1,7 @@
 import { metricsAddress, readConfig } from '../../common/config';
 import { createLoopwrightWorker, sandboxNotice } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
+import { trustNotice, trustPathsFromEnv } from '../../activities/trust';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
@@ -12,6 +13,7 @@ export async function workerCommand(opts: { metrics?: string }, env: Record<stri
   const { worker, connection, sandbox } = await createLoopwrightWorker({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, env });
   io.err(`worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}); Ctrl-C stops it`);
   io.err(sandboxNotice(sandbox).line);
+  io.err(trustNotice(trustPathsFromEnv(env)));
   io.err(modelEndpointNote(env));
   if (metrics) io.err(`metrics: http://${metrics}/metrics`);
   const running = worker.run();

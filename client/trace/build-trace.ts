@@ -208,14 +208,19 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       return;
     }
     const signal = event.workflowExecutionSignaledEventAttributes;
-    if (signal?.signalName === 'decision') {
-      const d = (decode<DecisionInput>(signal.input) ?? {}) as Partial<Record<string, unknown>>;
-      const str = (k: string) => (typeof d[k] === 'string' ? (d[k] as string) : null);
+    // A decision came as the `decision` signal, or as the `decide` update the run accepted
+    // (the update's validator keeps refused ones out of history).
+    const update = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input;
+    const sent = signal?.signalName === 'decision' ? signal.input : update?.name === 'decide' ? update.args : undefined;
+    if (sent !== undefined) {
+      const d = (decode<DecisionInput>(sent) ?? {}) as Partial<Record<string, unknown>>;
+      // What a sender wrote is shown bounded: a 300 KB note must not become a 300 KB trace.
+      const str = (k: string) => (typeof d[k] === 'string' ? clip(d[k] as string) : null);
       const num = (k: string) => (typeof d[k] === 'number' ? (d[k] as number) : null);
       trace.decisions.push({
         ...time(ms), kind: str('kind') ?? '?', id: str('id'), by: str('by') ?? '?', note: str('note'), reason: str('reason'), guidance: str('guidance'),
         attempts: num('attempts'), tokens: num('tokens'), costUsd: num('costUsd'), wallTime: str('wallTime'), verdict: (str('verdict') as 'ok' | 'bad' | null) ?? null,
-        status: null, refusal: null, override: false,
+        status: null, refusal: null, override: false, verified: typeof d.signature === 'string' ? null : false, fingerprint: null,
       });
       return;
     }
@@ -227,4 +232,9 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
   completeFromRecord(trace, record, turns, toolsById, time);
   if (!record) trace.usage = addUsage(...trace.attempts.flatMap((a) => [...a.modelCalls.map((c) => c.usage), ...a.checks.map((c) => c.usage)]).filter((u): u is Usage => u !== null));
   return redactDeep(trace, { names: [...(input.redact ?? []), ...(opts.redaction?.names ?? [])], values: opts.redaction?.values });
+}
+
+/** A sender's text, at most 2,000 characters. */
+function clip(text: string): string {
+  return text.length > 2000 ? `${text.slice(0, 2000)}… (${text.length} characters)` : text;
 }

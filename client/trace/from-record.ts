@@ -62,6 +62,11 @@ export function completeFromRecord(trace: Trace, record: RunRecord | undefined, 
     if (!entry) continue;
     d.status = entry.status;
     d.refusal = entry.status === 'refused' ? (entry.reason ?? null) : null;
+    if (entry.status === 'applied') {
+      d.verified = entry.verified === true;
+      d.fingerprint = entry.fingerprint ?? null;
+      d.by = entry.by;
+    }
     d.override = d.kind === 'approve' && entry.status === 'applied' && record!.override && record!.decision?.id === d.id;
   }
 

@@ -198,6 +198,13 @@ export interface TraceDecision extends TraceTime {
   verdict: 'ok' | 'bad' | null;
   /** What the run did with it; null when the run has no record yet (still running). */
   status: 'applied' | 'refused' | null;
+  /**
+   * True: signed, and verified against the worker's allowed signers (`by` is the verified
+   * principal, `fingerprint` its key); false: not signed, so `by` is only a claim (unverified);
+   * null: not known from the history alone (a signed decision the record does not show).
+   */
+  verified: boolean | null;
+  fingerprint: string | null;
   /** Why the run refused it. */
   refusal: string | null;
   /** True for the approve that accepted a candidate that had not passed its checks. */

@@ -18,6 +18,9 @@ test('the demo verifies the fix, applies it as one keyed commit, prints the Web 
   expect(out).toMatch(/Temporal dev server: 127\.0\.0\.1:7233, Web UI: http:\/\/localhost:8233/);
   expect(out).toContain('attempt 1: failed: the failing test, run as base wrote it, does not pass');
   expect(out).toContain('attempt 2: passed');
+  // The demo's approval is a signed decision, checked by the worker against the allowed signers it set up.
+  expect(out).toMatch(/Decisions are signed: the demo signs as \S+ with .*signing\/demo_ed25519, which .*allowed_signers trusts/);
+  expect(out).toMatch(/Approved by \S+: verified \(key SHA256:[A-Za-z0-9+/]{43}\)/);
   const id = /Started fix-test: (fix-test\/\S+)/.exec(out)![1];
   expect(out).toContain(`See the run in the Web UI: http://localhost:8233/namespaces/default/workflows/${encodeURIComponent(id)}`);
   const repo = /The fix is commit [0-9a-f]{12} on main in (\S+) /.exec(out)![1];

@@ -1,6 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { createActivities, type Activities } from '../../activities';
+import { trustPathsFromEnv } from '../../activities/trust';
 import type { Tool } from '../../activities/tools/types';
 import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
@@ -47,7 +48,7 @@ export async function testStack(
     connection,
     taskQueue,
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
-    activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv), tools })),
+    activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
     ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });
@@ -78,6 +79,9 @@ export function workerProcessEnv(name: string, modelUrl: string): Record<string,
     LOOPWRIGHT_WORKFLOW_BUNDLE: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE,
     LOOPWRIGHT_TRANSCRIPTS: process.env.LOOPWRIGHT_TRANSCRIPTS,
     LOOPWRIGHT_WORKTREES: process.env.LOOPWRIGHT_WORKTREES,
+    LOOPWRIGHT_ALLOWED_SIGNERS: process.env.LOOPWRIGHT_ALLOWED_SIGNERS,
+    LOOPWRIGHT_GRANTS: process.env.LOOPWRIGHT_GRANTS,
+    LOOPWRIGHT_SIGNING_KEY: process.env.LOOPWRIGHT_SIGNING_KEY,
   };
 }
 

@@ -152,7 +152,8 @@ test('a rejected candidate is recorded with who rejected it and why, and the cur
     await s.client.decide(id, { kind: 'reject', by: 'bob', reason: 'the prompt is getting long' });
     const done = await waitImprovementEnd(s, id);
     expect(done).toMatchObject({ state: 'rejected', reason: 'rejected by bob: the prompt is getting long', published: null });
-    expect(done.decisions.map((d) => [d.kind, d.by, d.status])).toEqual([['retry', 'bob', 'refused'], ['reject', 'bob', 'applied']]);
+    // The refused retry never reached the run (the update's validator refused it); the reject is recorded, unverified (unsigned).
+    expect(done.decisions.map((d) => [d.kind, d.by, d.status, d.status === 'applied' && d.verified])).toEqual([['reject', 'bob', 'applied', false]]);
     expect((await harnessState(s.client.temporal, 'evaluate-optimize', s.taskQueue)).versions).toHaveLength(1);
     expect((await finished(s, TASK)).harnessVersion).toBe(1);
   });

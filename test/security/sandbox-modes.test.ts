@@ -8,6 +8,7 @@ import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { runCli, startWorkerProcess, stopWorkerProcesses, type Background } from '../helpers/cli';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { workerProcessEnv } from '../helpers/temporal';
+import { operatorTrust } from '../helpers/trust';
 
 /**
  * Workers without the sandbox, as real `loopwright worker` processes: one that opted out
@@ -41,7 +42,7 @@ async function start(name: string, extra: Record<string, string>, rules: Paramet
 test('LOOPWRIGHT_SANDBOX=off: the worker warns at start, commands run, and the record and trace say sandbox none', async () => {
   const ws = path.join(dir, 'ws');
   mkdirSync(ws);
-  const { worker, env } = await start('sandbox-off', { LOOPWRIGHT_SANDBOX: 'off' }, [
+  const { worker, env } = await start('sandbox-off', { LOOPWRIGHT_SANDBOX: 'off', ...operatorTrust(['evaluate-optimize']).env }, [
     turnCalls(1, [['run_command', { command: `node -e "require('fs').writeFileSync('answer.txt', String(40 + 2)); console.log(40 + 2)"` }]]),
     turnAnswers(2, '42'),
   ]);

@@ -17,7 +17,9 @@ function run(id: string, over: Partial<RunRecord> = {}): RunRecord {
   };
 }
 const at = '2025-01-01T00:00:00.000Z';
-const approve = (status: 'applied' | 'refused' = 'applied'): DecisionRecord => ({ kind: 'approve', id: 'a', by: 'ada', status, at });
+const approve = (status: 'applied' | 'refused' = 'applied', verified = true): DecisionRecord =>
+  status === 'applied' ? { kind: 'approve', id: 'a', by: 'ada', status, at, verified } : { kind: 'approve', id: 'a', by: 'ada', status, at, reason: 'refused' };
+const auditOk: DecisionRecord = { kind: 'audit', id: 'u', by: 'ada', verdict: 'ok', status: 'applied', at, verified: true };
 const retry: DecisionRecord = { kind: 'retry', id: 'r', by: 'ada', guidance: 'use the helper', attempts: 1, status: 'applied', at };
 const extend: DecisionRecord = { kind: 'extend', id: 'e', by: 'ada', attempts: 2, status: 'applied', at };
 
@@ -50,8 +52,16 @@ describe('classifyRun', () => {
     expect(classifyRun(rejectedL2('a'))).toBe('rejected');
   });
 
+  test('an approval or audit that was not a verified (signed) decision is unverified: it never counts as evidence', () => {
+    expect(classifyRun(run('a', { autonomy: 'L2', decisions: [approve('applied', false)] }))).toBe('unverified');
+    expect(classifyRun(run('b', { autonomy: 'L3', decisions: [{ ...auditOk, verified: false } as DecisionRecord], audit: { needed: true, reason: 'L3 effects', verdict: 'ok', reviewedBy: 'ada' } }))).toBe('unverified');
+    const rule = { to: 'L3' as const, consecutive: 2, of: 'approved_unchanged' as const };
+    const evidence = promotionEvidence([run('c', { autonomy: 'L2', decisions: [approve()] }), run('d', { autonomy: 'L2', endedAt: '2025-02-01T00:00:00.000Z', decisions: [approve('applied', false)] })], 'L2', rule);
+    expect(evidence).toMatchObject({ meets: false, streak: 0, brokenBy: { workflowId: 'd', outcome: 'unverified' } });
+  });
+
   test('an audit verdict wins over passed; a bad audit wins over everything but a rejection', () => {
-    expect(classifyRun(run('a', { autonomy: 'L3', audit: { needed: true, reason: 'L3 effects', verdict: 'ok', reviewedBy: 'ada' } }))).toBe('audited_ok');
+    expect(classifyRun(run('a', { autonomy: 'L3', decisions: [auditOk], audit: { needed: true, reason: 'L3 effects', verdict: 'ok', reviewedBy: 'ada' } }))).toBe('audited_ok');
     expect(classifyRun(run('b', { autonomy: 'L3', audit: { needed: true, reason: 'L3 effects', verdict: 'bad', reviewedBy: 'ada' } }))).toBe('audited_bad');
     expect(classifyRun(run('c', { override: true, stopReason: 'approved', audit: { needed: true, reason: 'sample', verdict: 'bad' } }))).toBe('audited_bad');
   });
@@ -68,7 +78,7 @@ describe('promotionEvidence', () => {
     const records = [approvedL2('a'), approvedL2('b'), rejectedL2('c'), overriddenL2('d'), run('e'), run('f', { autonomy: 'L3' }), { ...approvedL2('g'), evaluation: true } as RunRecord];
     const evidence = promotionEvidence(records, 'L2');
     expect(evidence.runs).toBe(4);
-    expect(evidence.counts).toEqual({ approved_unchanged: 2, passed: 0, audited_ok: 0, overridden: 1, rejected: 1, audited_bad: 0, other: 0 });
+    expect(evidence.counts).toEqual({ approved_unchanged: 2, passed: 0, audited_ok: 0, overridden: 1, rejected: 1, audited_bad: 0, unverified: 0, other: 0 });
     expect(evidence.verdict).toBe('no promotion rule declared');
     expect(evidence).toMatchObject({ rule: null, meets: false, streak: 0 });
   });
@@ -78,7 +88,7 @@ describe('promotionEvidence', () => {
     const evidence = promotionEvidence(records, 'L2', rule());
     expect(evidence.streak).toBe(4);
     expect(evidence.meets).toBe(true);
-    expect(evidence.verdict).toBe("meets its rule: 3 consecutive L2 runs approved unchanged (streak 4) — a person may raise autonomy to L3 in the loop's spec");
+    expect(evidence.verdict).toBe("meets its rule: 3 consecutive L2 runs approved unchanged (streak 4) — an operator may grant L3 (loopwright grant)");
   });
 
   test('a rejection breaks the streak, and the verdict names the run', () => {
@@ -104,7 +114,7 @@ describe('promotionEvidence', () => {
   });
 
   test('for a rule of passed, approved and audited-ok runs qualify too; for audited_ok only audited-ok runs', () => {
-    const audited = (id: string) => run(id, { audit: { needed: true, reason: 'sample', verdict: 'ok' } });
+    const audited = (id: string) => run(id, { decisions: [auditOk], audit: { needed: true, reason: 'sample', verdict: 'ok' } });
     const records = [run('a'), run('b', { decisions: [approve()] }), audited('c')];
     expect(promotionEvidence(records, 'L1', rule({ to: 'L2', of: 'passed' }))).toMatchObject({ streak: 3, meets: true });
     const strict = promotionEvidence(records, 'L1', rule({ to: 'L2', of: 'audited_ok', consecutive: 1 }));

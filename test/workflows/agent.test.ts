@@ -7,6 +7,7 @@ import type { ModelServer } from '../../model-server/server';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays } from '../helpers/scripts';
 import { notesRepo } from '../helpers/notes-repo';
+import { operatorTrust } from '../helpers/trust';
 import { scriptedStacks, type TestStack } from '../helpers/temporal';
 
 /** Agent sessions with tools on a real dev server: the autonomy gate, confinement, L2 branches. */
@@ -95,7 +96,7 @@ describe('agent sessions', () => {
         return 'posted';
       },
     };
-    const { stack } = await setup.with(`external-${autonomy}`, [turnCalls(1, [['notify_team', { text: 'build is red' }]]), turnAnswers(2, 'told them'), judgeSays(1, true)], { tools: [notify as Tool] });
+    const { stack } = await setup.with(`external-${autonomy}`, [turnCalls(1, [['notify_team', { text: 'build is red' }]]), turnAnswers(2, 'told them'), judgeSays(1, true)], { tools: [notify as Tool], env: operatorTrust(['evaluate-optimize']).env });
     const record = await run(stack, { task: 'Tell the team.', rubric: ['r'], tools: ['notify_team'], workspace, autonomy });
     expect(record.state).toBe('completed');
     expect(record.attempts[0].toolCalls![0]).toMatchObject({ name: 'notify_team', allowed });

@@ -10,6 +10,7 @@ import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/samp
 import { parseModelScript } from '../../model-server/script';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { testAddress, scriptedStacks } from '../helpers/temporal';
+import { operatorTrust } from '../helpers/trust';
 
 /**
  * `loopwright autonomy` against the dev server: real runs on a task queue of the test's own
@@ -52,7 +53,7 @@ test('counts two L1 passes, one human override and one rejection of evaluate-opt
 
   const report = await evidence(s.client, 'evaluate-optimize', { level: 'L1', taskQueue: s.taskQueue, since: '1h' }, 4);
   expect(report).toMatchObject({ loop: 'evaluate-optimize', level: 'L1', runs: 4, rule: null, meets: false, verdict: 'no promotion rule declared', capped: false });
-  expect(report.counts).toEqual({ approved_unchanged: 0, passed: 2, audited_ok: 0, overridden: 1, rejected: 1, audited_bad: 0, other: 0 });
+  expect(report.counts).toEqual({ approved_unchanged: 0, passed: 2, audited_ok: 0, overridden: 1, rejected: 1, audited_bad: 0, unverified: 0, other: 0 });
 
   // The human table: one line per outcome, then the rule and the verdict.
   const table = async (opts: AutonomyOptions) => {
@@ -68,8 +69,9 @@ test('counts two L1 passes, one human override and one rejection of evaluate-opt
   expect((await table({ level: 'L2' }))[0]).toBe('evaluate-optimize at L2: 0 closed runs');
 });
 
-test('an approved fix-test run (L2, the default level of its spec) counts as approved unchanged', async () => {
-  const { stack } = await setup.with('autonomy-l2', parseModelScript(demoScript, 'demo'));
+test('an approved fix-test run (L2, the default level of its spec) counts as approved unchanged only when the approval was signed and verified', async () => {
+  // The test's client signs every decision with a key the worker's allowed signers trust.
+  const { stack } = await setup.with('autonomy-l2', parseModelScript(demoScript, 'demo'), { env: operatorTrust().env });
   const s = stack;
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-autonomy-')), 'repo'));
   const record = await s.run(async () => {
@@ -87,6 +89,22 @@ test('an approved fix-test run (L2, the default level of its spec) counts as app
   const report = await evidence(s.client, 'fix-test', { taskQueue: s.taskQueue }, 1);
   expect(report).toMatchObject({ level: 'L2', runs: 1 });
   expect(report.counts.approved_unchanged).toBe(1);
+  expect(record.decisions).toEqual([expect.objectContaining({ kind: 'approve', verified: true })]);
+});
+
+test('an unsigned approval (a worker without allowed signers) counts as unverified, never as approved unchanged', async () => {
+  const { stack } = await setup.with('autonomy-unsigned', parseModelScript(demoScript, 'demo'));
+  const s = stack;
+  const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-autonomy-')), 'repo'));
+  await s.run(async () => {
+    const { workflowId } = await s.client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
+    expect((await s.client.wait(workflowId)).escalation?.kind).toBe('approval');
+    expect(await s.client.decide(workflowId, { kind: 'approve', by: 'ada' })).toMatchObject({ verified: false });
+    await s.client.temporal.workflow.getHandle(workflowId).result();
+  });
+  const report = await evidence(s.client, 'fix-test', { taskQueue: s.taskQueue }, 1);
+  expect(report.counts).toMatchObject({ approved_unchanged: 0, unverified: 1 });
+  expect(report.streak).toBe(0);
 });
 
 test('an unknown loop or level is a usage error that names the known ones', async () => {

@@ -7,6 +7,7 @@ import { startWorkerProcess as startWorker, stopWorkerProcesses } from '../helpe
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays, script } from '../helpers/scripts';
 import { workerProcessEnv } from '../helpers/temporal';
+import { operatorTrust } from '../helpers/trust';
 
 /**
  * A worker process killed (SIGKILL) in the middle of an agent session, and another started:
@@ -34,7 +35,8 @@ test('kill -9 the worker mid-session: another worker resumes it without repeatin
     ),
     port: 0,
   });
-  const env = workerProcessEnv('crash', model.url);
+  // L3 needs an operator's grant on the worker.
+  const env = { ...workerProcessEnv('crash', model.url), ...operatorTrust(['evaluate-optimize']).env };
 
   const client = await LoopwrightClient.connect({ env });
   try {

@@ -7,6 +7,7 @@ import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/samp
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { testStack, type TestStack } from '../helpers/temporal';
+import { operatorTrust } from '../helpers/trust';
 
 /**
  * The fix-test loop (L2) on a real git repository with a real failing test, with the demo's
@@ -139,7 +140,7 @@ test('candidates that skip the failing test or edit outside the allowed paths ar
 
 test('at L3 the verified fix is committed at once, and the run waits in list --needs-audit for a person', async () => {
   model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
-  stack = await testStack('fix-test-l3', model.url);
+  stack = await testStack('fix-test-l3', model.url, operatorTrust(['fix-test']).env);
   const s = stack;
   const repo = sample();
   await s.run(async () => {

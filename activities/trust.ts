@@ -1,0 +1,116 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { Autonomy } from '../common/loop-spec';
+import { zodIssues } from '../common/format';
+import { GRANT_NAMESPACE, parseAllowedSigners, verifySignature } from '../common/sshsig';
+import { atLeast, grantMessage, levelNeedingGrant, SignedGrantSchema, type AutonomyGrant, type Trust } from '../common/trust';
+import { BUILT_IN_LOOPS } from '../loops';
+import { loopwrightHome } from '../server/paths';
+
+/**
+ * Where a worker finds what it trusts (files its operator controls; the sandbox never mounts
+ * them): `allowedSigners`, git's allowed_signers file of the people whose signed decisions
+ * and grants count, and `grantsDir`, the operators' signed autonomy grants.
+ */
+export interface TrustPaths {
+  /** null: none. */
+  allowedSigners: string | null;
+  /** True when the path was configured (LOOPWRIGHT_ALLOWED_SIGNERS), so a missing file is an error. */
+  explicit: boolean;
+  grantsDir: string;
+}
+
+/** The most an allowed-signers file may weigh (it is pinned into every run's history). */
+const MAX_ALLOWED_SIGNERS_BYTES = 64 * 1024;
+
+/**
+ * LOOPWRIGHT_ALLOWED_SIGNERS (a file; set it empty for none), else `<LOOPWRIGHT_HOME>/allowed_signers`
+ * when it exists; LOOPWRIGHT_GRANTS, else `<LOOPWRIGHT_HOME>/grants`.
+ */
+export function trustPathsFromEnv(env: Record<string, string | undefined>): TrustPaths {
+  const home = loopwrightHome(env as NodeJS.ProcessEnv);
+  const named = env.LOOPWRIGHT_ALLOWED_SIGNERS;
+  const fallback = path.join(home, 'allowed_signers');
+  return {
+    allowedSigners: named !== undefined ? named.trim() || null : existsSync(fallback) ? fallback : null,
+    explicit: named !== undefined && named.trim() !== '',
+    grantsDir: env.LOOPWRIGHT_GRANTS?.trim() || path.join(home, 'grants'),
+  };
+}
+
+export interface LoadTrustInput {
+  loop: string;
+  autonomy: Autonomy;
+  /** True when the run's delivery has git_commit effects. */
+  commits: boolean;
+}
+
+/** Reads the worker's trust for a run as it starts (see common/trust.ts). A configured file that cannot be read fails the run's set-up. */
+export function loadTrust(paths: () => TrustPaths, input: LoadTrustInput): Trust {
+  const p = paths();
+  const allowedSigners = readAllowedSigners(p);
+  const definition = BUILT_IN_LOOPS.get(input.loop);
+  const signedDecisions = definition?.requireSignedDecisions === true ? 'all' : definition?.requireSignedDecisions === false ? 'none' : 'effects';
+  return { allowedSigners, signedDecisions, autonomy: grantFor(input, definition?.ungrantedAutonomy ?? 'L2', allowedSigners?.text ?? null, p.grantsDir) };
+}
+
+function readAllowedSigners(p: TrustPaths): Trust['allowedSigners'] {
+  if (!p.allowedSigners) return null;
+  const file = path.resolve(p.allowedSigners);
+  if (!existsSync(file)) {
+    if (!p.explicit) return null;
+    throw ApplicationFailure.nonRetryable(`LOOPWRIGHT_ALLOWED_SIGNERS names ${file}, which does not exist: create it (git's allowed_signers format) or set the variable empty for none`, 'TrustError');
+  }
+  if (statSync(file).size > MAX_ALLOWED_SIGNERS_BYTES) throw ApplicationFailure.nonRetryable(`the allowed signers file ${file} is over ${MAX_ALLOWED_SIGNERS_BYTES / 1024} KB: keep one line per person`, 'TrustError');
+  const text = readFileSync(file, 'utf8');
+  return { path: file, sha256: createHash('sha256').update(text).digest('hex'), text, keys: parseAllowedSigners(text).entries.length };
+}
+
+/**
+ * Whether a run may use its autonomy: the loop's own allowance, else a grant file in
+ * `grantsDir` signed by a key the allowed signers let sign grants for its `by`.
+ */
+function grantFor(input: LoadTrustInput, ungranted: 'L1' | 'L2', allowedText: string | null, grantsDir: string): AutonomyGrant {
+  const needed = levelNeedingGrant(input.autonomy, input.commits, ungranted);
+  if (!needed) return { granted: true, level: input.autonomy, via: 'loop' };
+  const how = `an operator grants it with \`loopwright grant ${input.loop} --level ${needed} --by NAME\` once \`loopwright autonomy ${input.loop}\` shows its promotion rule met`;
+  if (!allowedText) return { granted: false, level: input.autonomy, reason: `loop ${input.loop} is not granted ${needed}: grants are signed, and this worker has no allowed signers (LOOPWRIGHT_ALLOWED_SIGNERS); then ${how}` };
+  const allowed = parseAllowedSigners(allowedText);
+  const problems: string[] = [];
+  const files = existsSync(grantsDir) ? readdirSync(grantsDir).filter((f) => f.endsWith('.json')).sort() : [];
+  for (const name of files) {
+    const file = path.join(grantsDir, name);
+    let parsed;
+    try {
+      parsed = SignedGrantSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      continue;
+    }
+    if (!parsed.success) {
+      problems.push(`${name}: ${zodIssues(parsed.error).join('; ')}`);
+      continue;
+    }
+    const { grant, signature } = parsed.data;
+    if (grant.loop !== input.loop || !atLeast(grant.level, needed)) continue;
+    const v = verifySignature({ armored: signature, message: grantMessage(grant), namespace: GRANT_NAMESPACE, principal: grant.by, allowed, now: Date.now() });
+    if (!v.ok) {
+      problems.push(`${name}: ${v.reason}`);
+      continue;
+    }
+    return { granted: true, level: input.autonomy, via: 'grant', by: grant.by, fingerprint: v.fingerprint, at: grant.at, file };
+  }
+  const seen = problems.length ? ` (grant files refused: ${problems.join('; ')})` : '';
+  return { granted: false, level: input.autonomy, reason: `loop ${input.loop} is not granted ${needed} on this worker (no valid grant in ${grantsDir})${seen}: ${how}` };
+}
+
+/** What a worker says at start about whose decisions it can verify. */
+export function trustNotice(paths: TrustPaths): string {
+  if (!paths.allowedSigners) return 'decisions: no allowed signers (LOOPWRIGHT_ALLOWED_SIGNERS): every decision is recorded as unverified, and L3 cannot be granted';
+  if (!existsSync(paths.allowedSigners)) return `decisions: LOOPWRIGHT_ALLOWED_SIGNERS names ${paths.allowedSigners}, which does not exist: runs will be blocked at start until it does`;
+  const parsed = parseAllowedSigners(readFileSync(paths.allowedSigners, 'utf8'));
+  const skipped = parsed.skipped.length ? `; ${parsed.skipped.length} line(s) skipped: ${parsed.skipped.map((x) => `line ${x.line}: ${x.reason}`).join('; ')}` : '';
+  return `decisions: verified against ${paths.allowedSigners} (${parsed.entries.length} key(s)); approvals of effects must be signed; grants are read from ${paths.grantsDir}${skipped}`;
+}
