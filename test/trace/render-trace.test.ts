@@ -5,7 +5,7 @@ import { buildTrace } from '../../client/trace/build-trace';
 import { formatOffset, renderTrace } from '../../client/trace/render-trace';
 import type { Trace } from '../../client/trace/types';
 
-function traceOf(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect'): Trace {
+function traceOf(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'signed'): Trace {
   return buildTrace([historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')))]);
 }
 
@@ -23,6 +23,14 @@ describe('renderTrace', () => {
       '  no decision by the deadline',
       '  budget_exhausted (attempts)  521 tokens $0.0009',
     ]);
+  });
+
+  test('signed run: the approval came as the decide update, and shows the verified principal and its key', () => {
+    const trace = traceOf('signed');
+    expect(trace.decisions).toEqual([expect.objectContaining({ kind: 'approve', by: 'ada', status: 'applied', verified: true, fingerprint: expect.stringMatching(/^SHA256:[A-Za-z0-9+/]{43}$/) })]);
+    const lines = untimed(renderTrace(trace));
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}decision approve by ada \(verified, key SHA256:[A-Za-z0-9+/]{43}\): note "ship it"$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}effect commit replay-signed\/commit\/1 → [0-9a-f]{12} on main$/));
   });
 
   test('effect run: the approval, who gave it, and the commit with its key, in that order', () => {
