@@ -1,3 +1,4 @@
+import type { TrustRecord } from '../common/trust';
 import { byline } from '../common/decision';
 import type { RunRecord } from '../common/run-record';
 import { escapeBlock, escapeLine } from '../common/terminal';
@@ -53,10 +54,11 @@ export function summarize(r: RunRecord): string[] {
   if (r.escalation && r.state === 'awaiting_human') {
     say(`  waiting    for a human until ${r.escalation.deadline}: ${r.escalation.reason}`);
     const verbs = r.escalation.kind === 'review' || r.escalation.kind === 'approval' ? 'approve|reject' : 'approve|reject|retry|budget';
-    say(`             decide with: loopwright ${verbs} ${r.workflowId} --by NAME`);
+    say(`             decide with: loopwright ${verbs} ${r.workflowId} --by NAME${r.trust?.allowedSigners ? ' (signed with LOOPWRIGHT_SIGNING_KEY)' : ''}`);
     if (r.pendingReview) block('candidate', r.pendingReview.candidate);
   }
   if (r.decision) say(`  decision   ${r.decision.kind} by ${r.decision.by}${byline(r.decision)}`);
+  if (r.trust) say(`  trust      ${trustLine(r.trust)}`);
   for (const e of r.effects) {
     const what = e.kind === 'report' ? `report ${e.path ?? e.target}` : `${e.commit.slice(0, 12)} on ${e.target}`;
     say(`  effect     ${e.name}: ${what}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
@@ -75,4 +77,13 @@ export function runTable(rows: RunSummary[]): string[] {
   const body = rows.map((r) => [r.workflowId, r.loop ?? '-', r.state ?? r.status.toLowerCase(), String(r.attempt ?? '-'), r.costUsd === null ? '-' : money(r.costUsd), r.startTime.replace('T', ' ').slice(0, 19)].map(escapeLine));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
   return [header, ...body].map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
+}
+
+/** What a run trusts, in one line: whose signatures it checks, and how its autonomy was granted. */
+function trustLine(t: TrustRecord): string {
+  const a = t.allowedSigners;
+  const signers = a ? `decisions verified against ${a.path} (sha256 ${a.sha256.slice(0, 12)}…, ${a.keys} key${a.keys === 1 ? '' : 's'})` : 'no allowed signers: decisions are unverified';
+  const g = t.autonomy;
+  const autonomy = !g.granted ? `not granted: ${g.reason}` : g.via === 'grant' ? `${g.level} granted by ${g.by} (key ${g.fingerprint})` : `${g.level} allowed by the loop's definition`;
+  return `${signers}; ${autonomy}`;
 }

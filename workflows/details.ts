@@ -1,3 +1,4 @@
+import { byline } from '../common/decision';
 import { isTerminal, type RunRecord } from '../common/run-record';
 
 /** Markdown shown as the run's current details in the Web UI: state, attempt, budget, last verdict. */
@@ -15,6 +16,7 @@ export function runDetails(record: RunRecord): string {
     ].join(' · '),
   ];
   if (last) lines.push(`last verdict: ${last.passed ? 'pass' : `fail: ${last.reasons.join('; ')}`}`);
+  if (record.decision) lines.push(`decision: ${record.decision.kind} by ${record.decision.by}${byline(record.decision)}`);
   if (record.state === 'awaiting_human' && record.escalation) lines.push(`waiting for a human until ${record.escalation.deadline}: ${record.escalation.reason}`);
   return lines.join('\n\n');
 }

@@ -12,6 +12,8 @@ import type { RunRecord } from '../../common/run-record';
 import { DECISION_NAMESPACE, GRANT_NAMESPACE } from '../../common/sshsig';
 import { grantMessage, type Grant } from '../../common/trust';
 import { LoopwrightClient, NotGrantedError } from '../../client/loopwright-client';
+import { summarize } from '../../client/output';
+import { grantCommand } from '../../client/commands/grant';
 import { generateSigningKey, signMessage } from '../../client/signing';
 import { decisionSignal, decisionUpdate } from '../../workflows/messages';
 import { script, workerSays } from '../helpers/scripts';
@@ -124,6 +126,10 @@ test('an approval of effects must be signed by an allowed key for the name it cl
   expect(record.decisions).toEqual([expect.objectContaining({ by: 'alice', status: 'applied', verified: true })]);
   const events = await historyEvents(s, record.workflowId);
   expect(events.filter((e) => e === 'workflowExecutionUpdateAcceptedEventAttributes')).toHaveLength(1);
+  // status shows the verified principal with its key, and what the run trusted.
+  const lines = summarize(record);
+  expect(lines).toContainEqual(expect.stringMatching(/^ {2}decision {3}approve by alice \(verified, key SHA256:[A-Za-z0-9+/]{43}\)$/));
+  expect(lines).toContainEqual(expect.stringMatching(/^ {2}trust {6}decisions verified against .*allowed_signers \(sha256 [0-9a-f]{12}…, 2 keys\); L2 allowed by the loop's definition$/));
 });
 
 test('where unsigned decisions are allowed they are recorded unverified; approvers are enforced; a signature for another run is refused', async () => {
@@ -154,6 +160,10 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
     const [ra, rb] = await Promise.all([until(s, a, (r) => r.state === 'completed'), until(s, b, (r) => r.state === 'completed')]);
     expect(ra.attempts[0].verdicts.find((v) => v.kind === 'human')).toMatchObject({ passed: true, by: 'alice' });
     expect(ra.decisions).toEqual([expect.objectContaining({ verified: false, by: 'alice' })]);
+    // The Web UI's current details say so too.
+    await s.client.temporal.workflow.getHandle(a).result();
+    const meta = await s.client.temporal.workflow.getHandle(a).query<{ currentDetails: string }>('__temporal_workflow_metadata');
+    expect(meta.currentDetails).toContain('decision: approve by alice (unverified)');
     expect(rb.decisions).toEqual([expect.objectContaining({ verified: true, fingerprint: alice.fingerprint })]);
   });
 });
@@ -209,6 +219,13 @@ test('L3 needs an operator\'s signed grant on the worker: without one the run is
     const { workflowId } = await s.client.run('fix-test', fixInput(repo, { autonomy: 'L3' }));
     const done = await until(s, workflowId, (r) => r.state === 'completed' || r.state === 'blocked');
     expect(done).toMatchObject({ state: 'completed', trust: { autonomy: { granted: true, via: 'grant', by: 'alice', fingerprint: alice.fingerprint } }, audit: { needed: true } });
+
+    // `loopwright grant` signs a grant only when the evidence (verified approvals only) meets the rule, and only with a key.
+    const io = { out: () => undefined, err: () => undefined };
+    const opts = { level: 'L3', by: 'alice', taskQueue: s.taskQueue, out: path.join(dir, 'granted.json') };
+    await expect(grantCommand(s.client, 'fix-test', opts, io, { LOOPWRIGHT_SIGNING_KEY: key('alice') })).rejects.toThrow(/does not meet its rule for L3 yet \(50 consecutive L2 runs approved unchanged: streak 0\)/);
+    await expect(grantCommand(s.client, 'fix-test', opts, io, { LOOPWRIGHT_SIGNING_KEY: '' })).rejects.toThrow(/grant needs your signing key/);
+    await expect(grantCommand(s.client, 'fix-test', { ...opts, level: 'L4' }, io, { LOOPWRIGHT_SIGNING_KEY: key('alice') })).rejects.toThrow(/--level must be L2 or L3/);
   });
 });
 
