@@ -2,7 +2,7 @@ import { DecisionSchema, decisionMessage, MAX_DECISION_BYTES, UNPRINTABLE, type 
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import { zodIssues } from '../common/format';
 import type { RunRecord } from '../common/run-record';
-import { DECISION_NAMESPACE, parseAllowedSigners, verifySignature, type AllowedSigners } from '../common/sshsig';
+import { DECISION_NAMESPACE, parseAllowedSigners, verifySignature, type AllowedSigners, type Verified } from '../common/sshsig';
 import type { Trust } from '../common/trust';
 import { decisionSignal, decisionUpdate } from './messages';
 
@@ -31,6 +31,7 @@ export type Judged = { ok: true; entry: AppliedDecision } | { ok: false; reason:
  */
 export class DecisionGate {
   private allowed: AllowedSigners | null | undefined;
+  private readonly verified = new Map<string, Verified>();
 
   constructor(
     private readonly workflowId: string,
@@ -54,7 +55,7 @@ export class DecisionGate {
     let fingerprint: string | undefined;
     // Without an allowed-signers list a signature proves nothing here: the decision is unverified.
     if (decision.signature !== undefined && allowed) {
-      const v = verifySignature({ armored: decision.signature, message: decisionMessage(this.workflowId, decision), namespace: DECISION_NAMESPACE, principal: decision.by, allowed, now });
+      const v = this.verify(decision, allowed, now);
       if (!v.ok) return refuse(`bad signature: ${v.reason}`, decision);
       verified = true;
       fingerprint = v.fingerprint;
@@ -75,6 +76,22 @@ export class DecisionGate {
     if (why) return refuse(why, decision);
     const { signature: _signature, ...kept } = decision;
     return { ok: true, entry: { ...(kept as Decision), status: 'applied', at, verified, ...(fingerprint ? { fingerprint } : {}) } };
+  }
+
+  /**
+   * Checks a decision's signature, once: an update's validator and its handler judge the same
+   * decision in one activation, and a verification costs milliseconds, so the last few results
+   * are kept (keyed by everything the result depends on).
+   */
+  private verify(decision: Decision, allowed: AllowedSigners, now: number): Verified {
+    const message = decisionMessage(this.workflowId, decision);
+    const key = `${decision.signature}\n${message}\n${Math.floor(now / 1000)}`;
+    const known = this.verified.get(key);
+    if (known) return known;
+    const v = verifySignature({ armored: decision.signature!, message, namespace: DECISION_NAMESPACE, principal: decision.by, allowed, now });
+    this.verified.set(key, v);
+    if (this.verified.size > 8) this.verified.delete(this.verified.keys().next().value!);
+    return v;
   }
 
   /** The pinned allowed signers, parsed once (null when the worker has none). */

@@ -103,6 +103,8 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
   const home = loopwrightHome(env);
   const masked = [
     home, env.LOOPWRIGHT_TRANSCRIPTS, env.LOOPWRIGHT_WORKTREES, env.HOME, homedir(), '/root', '/home',
+    // What the worker trusts (allowed signers, grants) and a signing key: never visible to agent commands.
+    env.LOOPWRIGHT_ALLOWED_SIGNERS, env.LOOPWRIGHT_GRANTS, env.LOOPWRIGHT_SIGNING_KEY,
     path.join(tmpdir(), 'loopwright'),
   ].filter((p): p is string => !!p && p.trim() !== '');
   const node = path.dirname(path.dirname(realOrSelf(process.execPath)));

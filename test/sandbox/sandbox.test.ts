@@ -98,6 +98,22 @@ describe('the bubblewrap sandbox', () => {
     expect(readFileSync(path.join(ro, 'tool.txt'), 'utf8')).toBe('tool');
   });
 
+  test('what the worker trusts (allowed signers, grants) and a signing key are masked, even inside the workspace or a read-only path', async () => {
+    const ro = path.join(dir, 'etc-loopwright');
+    mkdirSync(path.join(ro, 'grants'), { recursive: true });
+    const allowed = path.join(ro, 'allowed_signers');
+    writeFileSync(allowed, `ops ${CANARY}\n`);
+    writeFileSync(path.join(ro, 'grants', 'fix-test-L3.json'), CANARY);
+    const key = path.join(ws, 'signing_key');
+    writeFileSync(key, CANARY);
+    const env = { LOOPWRIGHT_ALLOWED_SIGNERS: allowed, LOOPWRIGHT_GRANTS: path.join(ro, 'grants'), LOOPWRIGHT_SIGNING_KEY: key };
+    const sandbox = createSandbox(config({ readOnly: [ro] }, env));
+    const run = await sh(sandbox, [`cat ${allowed}`, `cat ${ro}/grants/*`, `ls ${ro}/grants`, `cat ${key}`, `echo "ops evil" >> ${allowed}`, `echo x > ${ro}/grants/evil.json`].map((c) => `${c} 2>&1; echo "[$?]"`).join('; '));
+    expect(run.output).not.toContain(CANARY);
+    expect(readFileSync(allowed, 'utf8')).toBe(`ops ${CANARY}\n`);
+    expect(readdirSync(path.join(ro, 'grants'))).toEqual(['fix-test-L3.json']);
+  });
+
   test("the repository's .git is read-only: history can be read, nothing can be committed, moved or hooked", async () => {
     git(ws, 'init', '-q', '-b', 'main');
     writeFileSync(path.join(ws, 'a.txt'), 'a\n');
