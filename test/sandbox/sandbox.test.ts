@@ -225,7 +225,8 @@ test('extra readable and writable paths appear at the same path inside, and noth
     mkdirSync(path.join(extra, 'results'));
     mkdirSync(path.join(extra, 'hidden'));
     writeFileSync(path.join(extra, 'hidden', 'secret'), CANARY);
-    const run = await createSandbox(config()).run(['sh', '-c', `cat ${extra}/reporter.js; echo; echo out > ${extra}/results/r.json; echo "[$?]"; echo x > ${extra}/reporter.js; echo "[$?]"; cat ${extra}/hidden/secret; echo "[$?]"`], {
+    // One stream (exec 2>&1): the shell's own error messages stay in order with the echoes.
+    const run = await createSandbox(config()).run(['sh', '-c', `exec 2>&1; cat ${extra}/reporter.js; echo; echo out > ${extra}/results/r.json; echo "[$?]"; echo x > ${extra}/reporter.js; echo "[$?]"; cat ${extra}/hidden/secret; echo "[$?]"`], {
       workspace: ws, readable: [path.join(extra, 'reporter.js')], writable: [path.join(extra, 'results')], timeoutMs: 10_000, capChars: 1000,
     });
     expect(run.output).toMatch(/^reporter\n\[0\]\n.*\[[1-9]\d*\]\n.*\[[1-9]\d*\]\n$/s);
