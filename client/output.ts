@@ -1,5 +1,6 @@
 import type { TrustRecord } from '../common/trust';
 import { byline } from '../common/decision';
+import { redactDeep, type Redaction } from '../common/redact';
 import type { RunRecord } from '../common/run-record';
 import { escapeBlock, escapeLine } from '../common/terminal';
 import type { RunSummary } from './types';
@@ -26,11 +27,13 @@ export function progressLine(r: RunRecord): string {
 }
 
 /**
- * A short human summary of a run record. The run's data is untrusted: every line is escaped
+ * A short human summary of a run record, with every string redacted by `redaction` (the
+ * client's, see client/run-redaction.ts; the patterns alone when none is given). The run's data is untrusted: every line is escaped
  * with `escapeLine` (so an id, a `by` or a reason with a newline stays on its line), the lines
  * of the pending candidate and of the output with `escapeBlock` (tabs kept).
  */
-export function summarize(r: RunRecord): string[] {
+export function summarize(record: RunRecord, redaction: Redaction = {}): string[] {
+  const r = redactDeep(record, redaction);
   const lines: string[] = [];
   const say = (...text: string[]) => lines.push(...text.map(escapeLine));
   const block = (title: string, text: string) => lines.push(`  ${title}`, ...escapeBlock(text).split('\n').map((l) => `    ${l}`));
@@ -70,9 +73,10 @@ export function summarize(r: RunRecord): string[] {
   return lines;
 }
 
-/** A table of runs for `list`; every cell escaped with `escapeLine` (an id with a newline stays in its row). */
-export function runTable(rows: RunSummary[]): string[] {
-  if (rows.length === 0) return ['no runs match'];
+/** A table of runs for `list`; every cell redacted and escaped with `escapeLine` (an id with a newline stays in its row). */
+export function runTable(all: RunSummary[], redaction: Redaction = {}): string[] {
+  if (all.length === 0) return ['no runs match'];
+  const rows = redactDeep(all, redaction);
   const header = ['ID', 'LOOP', 'STATE', 'ATTEMPT', 'COST', 'STARTED'];
   const body = rows.map((r) => [r.workflowId, r.loop ?? '-', r.state ?? r.status.toLowerCase(), String(r.attempt ?? '-'), r.costUsd === null ? '-' : money(r.costUsd), r.startTime.replace('T', ' ').slice(0, 19)].map(escapeLine));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));

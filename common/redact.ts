@@ -1,36 +1,38 @@
 /**
- * Redaction: what must never show in a trace, a report, a search attribute or the Web UI's
- * summaries. Pure (no Node built-ins), so workflow code uses it too.
+ * Redaction: what must never show in `status`, `review`, `list`, a trace, a report, a search
+ * attribute, a metric's labels or the Web UI's summaries. Pure (no Node built-ins), so workflow
+ * code uses it too.
  *
  * Three kinds of secret are replaced with `[redacted]`:
  * - strings that look like credentials: `sk-ant-…`, `sk-…`, `ghp_…`, `github_pat_…`,
- *   `xox[abp]-…`, `AKIA…`, and the token after `Bearer`;
- * - the value assigned to a secret-looking name (`API_KEY=…`, `password: …`, `"token": "…"`):
- *   names ending in key, token, secret, password, passwd or credential, plus the configured names
- *   (`LOOPWRIGHT_REDACT=NAME,...`);
- * - the literal values of the process's secret variables (see {@link redactionFromEnv}), for
- *   a secret that shows up on its own.
+ *   `xox[abp]-…`, `AKIA…`, `glpat-…`, `npm_…`, JSON web tokens, private key blocks, the token
+ *   after `Bearer` (and `Basic`), the password in `scheme://user:password@host`;
+ * - the value assigned to a secret-looking name (`API_KEY=…`, `password: …`, `"token": "…"`,
+ *   `OPENAI_KEY=…`, `GH_PAT=…`), plus the configured names (`LOOPWRIGHT_REDACT=NAME,...`);
+ * - the literal values of the process's variables (see {@link redactionFromEnv}), for a secret
+ *   that shows up on its own.
+ *
+ * Before matching, the text is also read normalised (common/redact-decode.ts): without
+ * zero-width and invisible characters, with `%XX` decoded, with spaced-out characters joined
+ * (`g h p _ …`), with a known shape's pieces joined across spaces, dashes and line breaks
+ * (common/redact-shapes.ts), without whitespace (for literal values). Base64 (standard and
+ * url-safe) and hex runs of 16 characters or more are decoded, and a run whose decoded text
+ * holds a secret is redacted whole. What is found in a normalised view is redacted where it
+ * stands in the original text. The work is linear; a text over a megabyte is redacted a
+ * megabyte at a time (cut at line breaks), and decoding stops after {@link DECODE_BUDGET} characters.
  */
+import { decodeBase64, decodeHex, normalised, spacedOut, squeezed, toOriginal, type View } from './redact-decode';
+import { isSecretValue, literalSpans, rawSpans, type Prepared, type Span } from './redact-patterns';
+import { shapeSpans } from './redact-shapes';
+
+export { redactionFromEnv, redactNames, isSafeEnvName } from './redact-env';
+export { isSecretValue } from './redact-patterns';
 
 /** The placeholder a secret becomes. */
 export const REDACTED = '[redacted]';
 
 /** Environment variable names whose values are secrets (also kept from commands the model runs). */
 export const SECRET_NAME = /API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i;
-
-const SECRETS: RegExp[] = [
-  /\bsk-ant-[A-Za-z0-9_-]{8,}/g,
-  /\bsk-[A-Za-z0-9_-]{20,}/g,
-  /\bgh[pousr]_[A-Za-z0-9]{16,}/g,
-  /\bgithub_pat_[A-Za-z0-9_]{20,}/g,
-  /\bxox[abp]-[A-Za-z0-9-]{8,}/g,
-  /\bAKIA[0-9A-Z]{16}\b/g,
-];
-const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi;
-/** `name = value`, `name: value`, `"name": "value"`; the value is one token (quoted or not). */
-const ASSIGNMENT = /(["']?)\b([A-Za-z_][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)(["']?)([^\s"',;&]{4,})\4/g;
-/** A name whose value is a secret: it ends in one of these words (so `max_tokens: 100` is not). */
-const SECRET_KEY_NAME = /(?:^|[_.-])(?:api[_-]?key|apikey|access[_-]?key|private[_-]?key|token|secret|password|passwd|credentials?)$|^(?:api[_-]?key|apikey|token|secret|password|passwd|credentials?)$/i;
 
 /** What to redact beyond the built-in patterns. */
 export interface Redaction {
@@ -40,19 +42,149 @@ export interface Redaction {
   values?: string[];
 }
 
-const NOT_SECRET = /^(?:true|false|yes|no|on|off|enabled|disabled|none|null|undefined)$/i;
-const isSecretValue = (v: string) => v.length >= 8 && !NOT_SECRET.test(v);
+/** Characters decoded (base64, hex) per call at most: beyond, encoded runs are left as they are. */
+export const DECODE_BUDGET = 4_000_000;
+/** Texts longer than this are redacted in pieces of about this size. */
+const CHUNK = 1 << 20;
+const BASE64_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
+const HEX_RUN = /[0-9A-Fa-f]{32,}/g;
+
+const prepared = new WeakMap<Redaction, Prepared>();
+function prepare(r: Redaction): Prepared {
+  let p = prepared.get(r);
+  if (!p) {
+    const values = [...new Set(r.values ?? [])].filter(isSecretValue).sort((a, b) => b.length - a.length);
+    const squeezedValues = [...new Set(values.map((v) => v.replace(/\s+/g, '')))].filter(isSecretValue);
+    p = { names: new Set((r.names ?? []).map((n) => n.toLowerCase())), values, squeezed: squeezedValues };
+    prepared.set(r, p);
+  }
+  return p;
+}
 
 /** Replaces every secret in `text` with `[redacted]` (see the file comment). */
 export function redact(text: string, r: Redaction = {}): string {
-  const extra = new Set((r.names ?? []).map((n) => n.toLowerCase()));
+  if (typeof text !== 'string' || text.length === 0) return text;
+  const p = prepare(r);
+  const budget: Budget = { left: DECODE_BUDGET, seen: new Map() };
+  if (text.length <= CHUNK) return settle(text, p, budget);
+  let out = '';
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(text.length, at + CHUNK);
+    if (end < text.length) {
+      const cut = text.lastIndexOf('\n', end);
+      if (cut > at + CHUNK / 2) end = cut + 1;
+    }
+    const piece = text.slice(at, end);
+    out += settle(piece, p, budget);
+    at = end;
+  }
+  return out;
+}
+
+/** What decoding may still cost in one call, and what each encoded run held. */
+interface Budget {
+  left: number;
+  seen: Map<string, boolean>;
+}
+
+/**
+ * `text` redacted until nothing more is found (at most three rounds): a replacement can expose
+ * a secret that touched the one replaced (`<value>ghp_…` has no word boundary before `ghp_`).
+ */
+function settle(text: string, p: Prepared, budget: Budget): string {
   let out = text;
-  for (const value of [...new Set(r.values ?? [])].filter(isSecretValue).sort((a, b) => b.length - a.length)) out = out.split(value).join(REDACTED);
-  out = out.replace(BEARER, `$1${REDACTED}`);
-  for (const pattern of SECRETS) out = out.replace(pattern, REDACTED);
-  return out.replace(ASSIGNMENT, (whole, q: string, name: string, sep: string, vq: string, value: string) =>
-    value !== REDACTED && (SECRET_KEY_NAME.test(name) || extra.has(name.toLowerCase())) ? `${q}${name}${q}${sep}${vq}${REDACTED}${vq}` : whole,
-  );
+  for (let round = 0; round < 3; round++) {
+    const spans = secretSpans(out, p, 0, budget);
+    if (spans.length === 0) break;
+    out = replace(out, spans);
+  }
+  return out;
+}
+
+/** Every secret's span in `text`: as it stands, in its normalised views, and inside its encoded runs. */
+function secretSpans(text: string, p: Prepared, depth: number, budget: Budget): Span[] {
+  const spans: Span[] = [];
+  rawSpans(text, p, spans);
+  shapeSpans(text, spans);
+  const mapped = (view: View | null, found: Span[]) => view && found.forEach((s) => spans.push(toOriginal(view, s)));
+  const norm = normalised(text);
+  if (norm) mapped(norm, shapeSpans(norm.text, rawSpans(norm.text, p)));
+  const spaced = spacedOut(norm, text);
+  if (spaced) mapped(spaced, shapeSpans(spaced.text, rawSpans(spaced.text, p)));
+  if (p.squeezed.length) {
+    const flat = squeezed(norm, text);
+    if (flat) mapped(flat, literalSpans(flat.text, p.squeezed));
+  }
+  if (depth < 2) {
+    encodedSpans(text, p, depth, budget, spans);
+    if (norm) mapped(norm, encodedSpans(norm.text, p, depth, budget, []));
+  }
+  return spans;
+}
+
+/** Base64 and hex runs of `text` whose decoded text holds a secret (redacted whole). */
+function encodedSpans(text: string, p: Prepared, depth: number, budget: Budget, spans: Span[]): Span[] {
+  // Decoded text is searched when it reads as text; of the alignments tried, the first that does.
+  const holds = (run: string, decodings: Array<() => string | undefined>): boolean => {
+    const known = budget.seen.get(run);
+    if (known !== undefined) return known;
+    let found = false;
+    for (const decode of decodings) {
+      if (budget.left <= 0) break;
+      const decoded = decode();
+      budget.left -= run.length;
+      if (decoded === undefined || decoded.length === 0 || !readsAsText(decoded)) continue;
+      found = secretSpans(decoded, p, depth + 1, budget).length > 0;
+      break;
+    }
+    if (budget.seen.size < 10_000) budget.seen.set(run, found);
+    return found;
+  };
+  const base64 = (run: string, off: number) => () => {
+    let body = run.slice(off).replace(/=+$/, '');
+    if (body.length % 4 === 1) body = body.slice(0, -1);
+    return decodeBase64(body);
+  };
+  for (const m of text.matchAll(BASE64_RUN)) {
+    if (budget.left <= 0) return spans;
+    const run = m[0];
+    // The run may start before the encoded text does (`key:` + base64): each alignment is tried.
+    const tries = [0, 1, 2, 3].filter((off) => run.length - off >= 16).map((off) => base64(run, off));
+    if (holds(run, tries)) spans.push([m.index!, m.index! + run.length]);
+  }
+  for (const m of text.matchAll(HEX_RUN)) {
+    if (budget.left <= 0) return spans;
+    const run = m[0];
+    if (holds(`hex:${run}`, [0, 1].map((off) => () => decodeHex(run.slice(off, off + ((run.length - off) & ~1)))))) spans.push([m.index!, m.index! + run.length]);
+  }
+  return spans;
+}
+
+/** Whether decoded bytes read as text (mostly printable), so a run that was not base64 (an identifier, random bytes) is not searched. */
+function readsAsText(s: string): boolean {
+  let printable = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c >= 32 && c < 127) || c === 9 || c === 10 || c === 13 || c >= 160) printable++;
+  }
+  return printable >= s.length * 0.9;
+}
+
+/** `text` with the (merged) spans replaced by `[redacted]`. */
+function replace(text: string, spans: Span[]): string {
+  if (spans.length === 0) return text;
+  spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  let out = '';
+  let at = 0;
+  let i = 0;
+  while (i < spans.length) {
+    let [start, end] = spans[i++];
+    while (i < spans.length && spans[i][0] <= end) end = Math.max(end, spans[i++][1]);
+    if (start < at) start = at;
+    out += text.slice(at, start) + REDACTED;
+    at = end;
+  }
+  return out + text.slice(at);
 }
 
 /** A copy of a JSON-like value with every string redacted. */
@@ -63,20 +195,4 @@ export function redactDeep<T>(value: T, r: Redaction = {}): T {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactDeep(v as unknown, r)])) as T;
   }
   return value;
-}
-
-/** The names configured in LOOPWRIGHT_REDACT (comma- or space-separated). */
-export function redactNames(env: Record<string, string | undefined>): string[] {
-  return (env.LOOPWRIGHT_REDACT ?? '').split(/[\s,]+/).filter(Boolean);
-}
-
-/**
- * The redaction a process applies: the configured names, and the values of its secret
- * variables (names matching {@link SECRET_NAME} or configured), so a key that appears on its own
- * (in a candidate, a tool's output, a report) is still caught. The values never leave the process.
- */
-export function redactionFromEnv(env: Record<string, string | undefined>, names: string[] = []): Redaction {
-  const configured = new Set([...redactNames(env), ...names].map((n) => n.toLowerCase()));
-  const values = Object.entries(env).flatMap(([name, value]) => (value && (SECRET_NAME.test(name) || configured.has(name.toLowerCase())) ? [value] : []));
-  return { names: [...configured], values };
 }

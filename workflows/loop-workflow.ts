@@ -76,7 +76,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     return continueAsNew<typeof loopWorkflow>({ ...input, resume: state });
   };
   const escalationMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
-  const metrics = runMetrics(input.loop, input.spec.autonomy);
+  const metrics = runMetrics(input.loop, input.spec.autonomy, input.redact ?? []);
   /** What the run keeps out of search attributes and the Web UI (the worker's reports and traces also redact its secret values). */
   const secrets = { names: input.redact ?? [] };
 
@@ -141,7 +141,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       clock.resume(now);
       return undefined;
     }
-    const decided = await condition(() => pending !== undefined, escalationMs, { summary: `wait for a human: ${reason}`.slice(0, 200) });
+    const decided = await condition(() => pending !== undefined, escalationMs, { summary: redact(`wait for a human: ${reason}`, secrets).slice(0, 200) });
     if (!decided) record.escalation.timedOut = true;
     const decision = pending;
     pending = undefined;

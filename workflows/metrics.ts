@@ -1,4 +1,5 @@
 import { metricMeter } from '@temporalio/workflow';
+import { redact } from '../common/redact';
 import type { Escalation, RunRecord, Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
 
@@ -7,7 +8,10 @@ import type { Usage } from '../common/usage';
  * metric meter: the SDK drops them while a history is replayed, so each fact counts once even
  * when a worker restarts and replays the run. They reach the same `/metrics` endpoint as the
  * runtime's metrics when the worker runs with `--metrics <host:port>` (see workers/runtime.ts).
- * Names are listed in README ("Metrics"); every series carries the `loop` label.
+ * Names are listed in README ("Metrics"); every series carries the `loop` label. Labels hold
+ * the loop's and checks' names from its spec, the role, the autonomy, the state, the stop reason
+ * and kinds (fixed words); the names are redacted (patterns and the run's pinned names), so a
+ * spec cannot put a secret on a scraped series.
  */
 export const METRICS = {
   runs: 'loopwright_runs',
@@ -19,8 +23,14 @@ export const METRICS = {
 } as const;
 
 /** Metrics of one run of `loop`. */
-export function runMetrics(loop: string, autonomy: string) {
-  const tags = { loop };
+export function runMetrics(loop: string, autonomy: string, names: string[] = []) {
+  const labels = new Map<string, string>();
+  const label = (value: string): string => {
+    let safe = labels.get(value);
+    if (safe === undefined) labels.set(value, (safe = redact(value, { names })));
+    return safe;
+  };
+  const tags = { loop: label(loop) };
   const runs = metricMeter.createCounter(METRICS.runs, 'runs', 'Runs that reached a terminal state, by state and stop reason');
   const attempts = metricMeter.createHistogram(METRICS.attempts, 'int', 'attempts', 'Attempts a run used, recorded when it ends');
   const tokens = metricMeter.createCounter(METRICS.tokens, 'tokens', 'Model tokens charged to runs (input and output), by role');
@@ -34,7 +44,7 @@ export function runMetrics(loop: string, autonomy: string) {
       if (usage.costUsd > 0) cost.record(usage.costUsd, { ...tags, role });
     },
     verdicts(vs: Verdict[]): void {
-      for (const v of vs) checks.add(1, { ...tags, check: v.check, kind: v.kind, passed: String(v.passed) });
+      for (const v of vs) checks.add(1, { ...tags, check: label(v.check), kind: v.kind, passed: String(v.passed) });
     },
     waited(kind: Escalation['kind'], ms: number, decided: boolean): void {
       humanWait.record(ms / 1000, { ...tags, kind, outcome: decided ? 'decided' : 'timed_out' });

@@ -90,7 +90,7 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
       else await client.decide(workflowId, { kind: 'reject', by: signer?.principal ?? demoName(env), reason: 'not approved in the demo' });
       record = await waitForEnd(client, workflowId);
     }
-    summarize(record).forEach((l) => io.out(l));
+    summarize(record, client.redaction).forEach((l) => io.out(l));
     const effect = record.effects[0];
     if (effect) io.out(`The fix is commit ${effect.commit.slice(0, 12)} on ${effect.target} in ${repo} (git -C ${repo} log -1).`);
     if (stack.uiUrl) io.out(`See the run in the Web UI: ${runUrl(stack.uiUrl, stack.namespace, workflowId)}`);

@@ -6,6 +6,7 @@ import type { Redaction } from '../../common/redact';
 import type { RunRecord } from '../../common/run-record';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
+import { runRedaction } from '../run-redaction';
 import { buildReview, renderReview, reviewedAttempt, reviewJson, type Review, type ReviewDiff, type ReviewTarget } from '../review';
 
 export interface ReviewOptions {
@@ -31,7 +32,7 @@ export async function reviewCommand(client: LoopwrightClient, id: string, opts: 
   if ((await client.workflowType(id)) === 'improveWorkflow') {
     throw new UsageError(`${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) can be reviewed`);
   }
-  const review = await reviewOf(await client.status(id), { attempt: n, diff: opts.diff !== false, redaction: client.redaction });
+  const review = await reviewOf(await client.status(id), { attempt: n, diff: opts.diff !== false, redaction: await runRedaction(client, id) });
   if (opts.json) io.out(reviewJson(review));
   else renderReview(review, { color: colorFor(process.stdout, env) }).forEach((l) => io.out(l));
   return 0;

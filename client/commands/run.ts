@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../common/errors';
+import { redactDeep } from '../../common/redact';
 import { escapeLine, terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
@@ -42,7 +43,7 @@ export async function runCommand(
   }
   if (!opts.json) io.out(escapeLine(workflowId));
   const record = await client.wait(workflowId, opts.json ? undefined : (r) => io.err(progressLine(r)), (e) => io.err(`  waiting: ${e.message}`));
-  if (opts.json) io.out(terminalJson(record, 2));
-  else summarize(record).slice(1).forEach((l) => io.out(l));
+  if (opts.json) io.out(terminalJson(redactDeep(record, client.redaction), 2));
+  else summarize(record, client.redaction).slice(1).forEach((l) => io.out(l));
   return record.state === 'completed' ? 0 : 3;
 }
