@@ -34,16 +34,23 @@ import { createSandbox, sandboxConfigFromEnv, SandboxUnavailableError, type Sand
 import type { SandboxName } from '../common/run-record';
 import type { Trust } from '../common/trust';
 import { loadTrust, trustPathsFromEnv, type LoadTrustInput, type TrustPaths } from './trust';
+import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
 
 export interface ActivityDeps {
   anthropic: Anthropic;
-  /** Where transcripts live (default LOOPWRIGHT_TRANSCRIPTS or .loopwright/transcripts); shared by all workers. */
+  /** Where transcripts live (default LOOPWRIGHT_TRANSCRIPTS or .loopwright/transcripts, sealed with `keys`); shared by all workers. */
   store?: BlobStore;
+  /**
+   * The operator's key ring (default: the one LOOPWRIGHT_KEYS of `env` names; none when unset).
+   * The default transcript store and the reports written outside the workspace are sealed with it
+   * (see transcript/store.ts, report-file.ts).
+   */
+  keys?: KeyRing;
   /** The loop's own tools, next to the built-in ones. */
   tools?: Tool[];
   /** Where L2 runs get their git worktrees (default LOOPWRIGHT_WORKTREES or .loopwright/worktrees). */
   worktreesDir?: string;
-  /** Where the discovery activities read models and prices (LOOPWRIGHT_*_MODEL, LOOPWRIGHT_PRICES); default process.env. */
+  /** Where the activities read models and prices (LOOPWRIGHT_*_MODEL, LOOPWRIGHT_PRICES), the transcript folder and the key ring (LOOPWRIGHT_TRANSCRIPTS, LOOPWRIGHT_KEYS); default process.env. */
   env?: Record<string, string | undefined>;
   /** Where the worker's allowed signers and autonomy grants are (default: LOOPWRIGHT_ALLOWED_SIGNERS, LOOPWRIGHT_GRANTS, see activities/trust.ts). */
   trust?: () => TrustPaths;
@@ -101,7 +108,9 @@ function sandboxFailure(err: unknown): unknown {
  */
 export function createActivities(deps: ActivityDeps) {
   const callModel = createModelCaller({ anthropic: deps.anthropic });
-  const store = deps.store ?? createFileBlobStore(process.env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'));
+  const env = deps.env ?? process.env;
+  const keys = deps.keys ?? keyRingFromEnv(env);
+  const store = deps.store ?? createFileBlobStore(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'), { keys });
   const registry = createToolRegistry(deps.tools ?? []);
   const worktreesDir = deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
   const sandbox = deps.sandbox ?? createSandbox(sandboxConfigFromEnv(deps.env ?? process.env));
@@ -116,10 +125,11 @@ export function createActivities(deps: ActivityDeps) {
 
     /**
      * Writes a verified run's report and the reports index, exactly once per key (see reports.ts).
-     * Reports are the L1 delivery: the workflow applies them at every autonomy level.
+     * Reports are the L1 delivery: the workflow applies them at every autonomy level. With a key
+     * ring, a report folder outside the run's workspace holds them sealed (report-file.ts).
      */
     async writeReport(input: WriteReportInput): Promise<WriteReportResult> {
-      return writeReport(input);
+      return writeReport(input, keys);
     },
 
     /** Improvement loop (see improve.ts): mining, the store, the proposer, evaluation plans, publishing. */
@@ -133,9 +143,9 @@ export function createActivities(deps: ActivityDeps) {
     },
     publishApproved,
 
-    /** Writes the run's trace as a Markdown report as the run ends (see trace-report.ts). */
+    /** Writes the run's trace as a Markdown report as the run ends (see trace-report.ts); sealed like reports. */
     async writeTraceReport(input: TraceReportInput): Promise<{ path: string }> {
-      return writeTraceReport(Context.current().client, input);
+      return writeTraceReport(Context.current().client, input, keys);
     },
 
     /**

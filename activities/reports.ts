@@ -1,6 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
+import type { KeyRing } from '../crypto/keyring';
+import { isWithin, reportFile, reportRing, SEALED_SUFFIX, tryReadReportFile, writeReportFile } from './report-file';
 import { redact, redactionFromEnv } from '../common/redact';
 import { escapeBlock, escapeLine } from '../common/terminal';
 import { testKey } from '../common/test-key';
@@ -29,31 +31,7 @@ export interface WriteReportResult {
 
 const INDEX = 'index.md';
 
-/**
- * Writes a file through a temporary sibling and a rename, so a reader never sees half of it.
- * The sibling is created afresh (O_EXCL|O_NOFOLLOW), so a symlink planted in its place is not
- * followed; the rename replaces a symlink at `file` itself, never its target.
- */
-export function writeAtomic(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  rmSync(tmp, { force: true });
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-  try {
-    writeSync(fd, text);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-}
-
-/** The text of `file` when it is a regular file (never a FIFO, a device or a symlink), else undefined. */
-export function readRegular(file: string): string | undefined {
-  try {
-    return lstatSync(file).isFile() ? readFileSync(file, 'utf8') : undefined;
-  } catch {
-    return undefined;
-  }
-}
+export { readRegular, writeAtomic } from './report-file';
 
 /**
  * Makes the folder a run writes its reports or traces into. The workspace is the agent's (and
@@ -89,11 +67,6 @@ function lexists(p: string): boolean {
   }
 }
 
-function isWithin(outer: string, inner: string): boolean {
-  const rel = path.relative(outer, inner);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
 /**
  * The report's Markdown, inert when printed or `cat`: the title, run and effect stay on their
  * lines (`escapeLine`), and the body keeps its Markdown with its control sequences escaped
@@ -103,12 +76,21 @@ function render(input: WriteReportInput): string {
   return [`# ${escapeLine(input.title)}`, '', `- run: \`${escapeLine(input.workflowId)}\``, `- effect: \`${escapeLine(input.key)}\``, '', escapeBlock(input.markdown.trim()), ''].join('\n');
 }
 
-/** `index.md`: one line per report in the folder, sorted by file name, with its title and run. */
-function renderIndex(dir: string): string {
+/**
+ * `index.md`: one line per report in the folder, sorted by file name, with its title and run.
+ * A sealed report's title and run are read only for a sealed index (`ring`): a plaintext index
+ * lists it by file name, so it never shows what the report hides.
+ */
+function renderIndex(dir: string, ring: KeyRing | undefined): string {
   const lines = ['# Loopwright reports', ''];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.md') && f !== INDEX).sort()) {
-    const text = readRegular(path.join(dir, file));
-    if (text === undefined) continue;
+  const isReport = (f: string) => (f.endsWith('.md') || f.endsWith(`.md${SEALED_SUFFIX}`)) && f !== INDEX && f !== INDEX + SEALED_SUFFIX;
+  for (const file of readdirSync(dir).filter(isReport).sort()) {
+    const sealed = file.endsWith(SEALED_SUFFIX);
+    const text = sealed && !ring ? '' : tryReadReportFile(path.join(dir, file), ring);
+    if (text === undefined) {
+      if (sealed) lines.push(`- [${escapeLine(file)}](${escapeLine(file)}) (sealed; does not open with this key ring)`);
+      continue;
+    }
     const title = /^# (.*)$/m.exec(text)?.[1] ?? file;
     const run = /^- run: `(.*)`$/m.exec(text)?.[1];
     // Reports written before their titles were escaped may still hold control characters.
@@ -120,15 +102,18 @@ function renderIndex(dir: string): string {
 /**
  * Writes the report `<dir>/<item slug>.md` and rewrites `<dir>/index.md`. Idempotent: the
  * report's content depends only on its input (no timestamps), so a retry or a repeated run
- * writes the same bytes and reports `alreadyApplied` when they were already there.
+ * writes the same text and reports `alreadyApplied` when it was already there. With a key ring
+ * and a folder outside the workspace, both are sealed (`.md.enc`, see report-file.ts).
  */
-export function writeReport(input: WriteReportInput): WriteReportResult {
+export function writeReport(input: WriteReportInput, keys?: KeyRing): WriteReportResult {
   reportDir(input.dir, input.workspace);
-  const file = path.join(input.dir, `${testKey(input.item)}.md`);
+  const ring = reportRing(keys, input.dir, input.workspace);
+  const name = `${testKey(input.item)}.md`;
   const r = redactionFromEnv(process.env, input.redact);
   const text = render({ ...input, title: redact(input.title, r), markdown: redact(input.markdown, r) });
-  const alreadyApplied = readRegular(file) === text;
-  if (!alreadyApplied) writeAtomic(file, text);
-  writeAtomic(path.join(input.dir, INDEX), renderIndex(input.dir));
+  const file = reportFile(input.dir, name, ring);
+  const alreadyApplied = tryReadReportFile(file, ring) === text;
+  if (!alreadyApplied) writeReportFile(input.dir, name, text, ring);
+  writeReportFile(input.dir, INDEX, renderIndex(input.dir, ring), ring);
   return { path: file, alreadyApplied };
 }

@@ -7,7 +7,9 @@ import { redactionFromEnv } from '../common/redact';
 import type { RunRecord } from '../common/run-record';
 import { testKey } from '../common/test-key';
 import { loopwrightHome } from '../server/paths';
-import { reportDir, writeAtomic } from './reports';
+import type { KeyRing } from '../crypto/keyring';
+import { reportRing, writeReportFile } from './report-file';
+import { reportDir } from './reports';
 
 /** Input of `writeTraceReport`. */
 export interface TraceReportInput {
@@ -23,12 +25,13 @@ export interface TraceReportInput {
 /**
  * Writes `<dir>/<workflow id slug>.md`: the run's trace (`loopwright trace`) as Markdown, rebuilt
  * from its Temporal history (every run of its continue-as-new chain) and the record it ends
- * with. Secrets are redacted. Idempotent: a retry rewrites the same story.
+ * with. Secrets are redacted. Idempotent: a retry rewrites the same story. With a key ring and
+ * a folder outside the workspace (the default `<LOOPWRIGHT_HOME>/traces` among them) the file
+ * is sealed, `<slug>.md.enc` (see report-file.ts): `loopwright report <file>` prints it.
  */
-export async function writeTraceReport(client: Client, input: TraceReportInput): Promise<{ path: string }> {
+export async function writeTraceReport(client: Client, input: TraceReportInput, keys?: KeyRing): Promise<{ path: string }> {
   const trace = buildTrace(await fetchHistories(client, input.workflowId), { ending: input.record, redaction: redactionFromEnv(process.env) });
   const dir = reportDir(input.dir ?? path.join(loopwrightHome(), 'traces'), input.workspace);
-  const file = path.join(dir, `${testKey(input.workflowId)}.md`);
-  writeAtomic(file, renderTraceMarkdown(trace));
+  const file = writeReportFile(dir, `${testKey(input.workflowId)}.md`, renderTraceMarkdown(trace), reportRing(keys, dir, input.workspace));
   return { path: file };
 }

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { KeyMissingError, type KeyRing } from '../../crypto/keyring';
+import { isSealed, openFile, sealFile, SealedFormatError, SealedOpenError } from '../sealed-file';
 import { canonicalJson, REF_PREFIX, refHex, sha256Hex } from './canonical-json';
-import { BlobCorruptError, BlobNotFoundError, BlobRefError } from './errors';
+import { BlobCorruptError, BlobKeyMissingError, BlobNotFoundError, BlobRefError, BlobUnreadableError } from './errors';
 import { LruCache } from './lru-cache';
 
 /**
@@ -27,6 +29,25 @@ export interface BlobCacheOptions {
   cacheChars?: number;
 }
 
+/** Options of {@link createFileBlobStore}. */
+export interface FileBlobStoreOptions extends BlobCacheOptions {
+  /**
+   * The operator's key ring (LOOPWRIGHT_KEYS). With one, blobs are written sealed with its
+   * current key; without, in clear, as before. Blobs of both kinds are read either way
+   * (a sealed one needs its key).
+   */
+  keys?: KeyRing;
+}
+
+/** What readVerified found on disk. */
+interface OnDisk {
+  json: string;
+  sealed: boolean;
+}
+
+/** A sealed blob whose key this process lacks: present, but neither verified nor rewritten. */
+const UNVERIFIED: OnDisk = { json: '', sealed: true };
+
 /**
  * A {@link BlobStore} in a directory, one file per blob at `<dir>/<first 2 hex>/<hex>.json`
  * holding the value's canonical JSON. Every worker that runs transcript activities must see the
@@ -39,14 +60,22 @@ export interface BlobCacheOptions {
  *   blob a {@link BlobNotFoundError} that names the ref and the directory.
  * - An LRU cache (see {@link BlobCacheOptions}) keeps recent blobs' JSON, so reading a transcript
  *   every turn does not touch the disk; each `get` still parses, so callers own what they get.
+ * - With a key ring (`options.keys`) the file holds the JSON sealed (activities/sealed-file.ts:
+ *   a `lwsealed:1:<key id>` header, then AES-256-GCM bound to the ref), not the JSON. The ref
+ *   and the file's name stay the SHA-256 of the plaintext JSON, so dedupe, refs in history and
+ *   the layout are unchanged, and `get` verifies that hash after opening. Binding the ref means a
+ *   sealed blob copied over another's name does not open. Plaintext blobs (written without a
+ *   ring) stay readable, and `put` of one rewrites it sealed. A sealed blob whose key the ring
+ *   lacks is a {@link BlobKeyMissingError} (a KeyMissingError naming the key id).
  */
-export function createFileBlobStore(dir: string, options: BlobCacheOptions = {}): BlobStore {
+export function createFileBlobStore(dir: string, options: FileBlobStoreOptions = {}): BlobStore {
   const root = path.resolve(dir);
+  const keys = options.keys;
   const cache = new LruCache<string>(options.cacheEntries ?? 2000, options.cacheChars ?? 64_000_000, (s) => s.length);
   const fileOf = (hex: string): string => path.join(root, hex.slice(0, 2), `${hex}.json`);
 
-  /** The blob's JSON if its file exists and hashes to `hex`; undefined if absent; throws if corrupt. */
-  async function readVerified(ref: string, hex: string): Promise<string | undefined> {
+  /** The blob's JSON if its file exists and (once opened) hashes to `hex`; undefined if absent; throws if corrupt. */
+  async function readVerified(ref: string, hex: string): Promise<OnDisk | undefined> {
     const file = fileOf(hex);
     let raw: Buffer;
     try {
@@ -55,19 +84,31 @@ export function createFileBlobStore(dir: string, options: BlobCacheOptions = {})
       if (isNotFound(err)) return undefined;
       throw err;
     }
-    const actual = sha256Hex(raw);
+    const sealed = isSealed(raw);
+    const plain = sealed ? openBlob(ref, file, raw) : raw;
+    const actual = sha256Hex(plain);
     if (actual !== hex) throw new BlobCorruptError(ref, file, REF_PREFIX + actual);
-    return raw.toString('utf8');
+    return { json: plain.toString('utf8'), sealed };
   }
 
-  async function writeAtomically(hex: string, json: string): Promise<void> {
+  function openBlob(ref: string, file: string, raw: Buffer): Buffer {
+    try {
+      return openFile(keys, raw, ref, file);
+    } catch (err) {
+      if (err instanceof KeyMissingError) throw new BlobKeyMissingError(ref, file, err);
+      if (err instanceof SealedOpenError || err instanceof SealedFormatError) throw new BlobUnreadableError(ref, file, err.message);
+      throw err;
+    }
+  }
+
+  async function writeAtomically(hex: string, data: string | Buffer): Promise<void> {
     const file = fileOf(hex);
     await mkdir(path.dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     try {
       const handle = await open(tmp, 'wx');
       try {
-        await handle.writeFile(json, 'utf8');
+        await handle.writeFile(data);
         // Synced before the rename: a crash must not leave a named but empty blob behind.
         await handle.sync();
       } finally {
@@ -86,10 +127,13 @@ export function createFileBlobStore(dir: string, options: BlobCacheOptions = {})
       const hex = sha256Hex(json);
       const ref = REF_PREFIX + hex;
       const onDisk = await readVerified(ref, hex).catch((err: unknown) => {
-        if (err instanceof BlobCorruptError) return undefined; // rewritten below: put repairs it
+        if (err instanceof BlobCorruptError || err instanceof BlobUnreadableError) return undefined; // rewritten below: put repairs it
+        // Sealed under a key this process lacks: another worker's ring may hold it, so it stays.
+        if (err instanceof BlobKeyMissingError) return UNVERIFIED;
         throw err;
       });
-      if (onDisk === undefined) await writeAtomically(hex, json);
+      // A plaintext blob from before the ring was configured is rewritten sealed.
+      if (onDisk === undefined || (keys && !onDisk.sealed)) await writeAtomically(hex, keys ? sealFile(keys, json, ref) : json);
       cache.set(ref, json);
       return ref;
     },
@@ -99,7 +143,7 @@ export function createFileBlobStore(dir: string, options: BlobCacheOptions = {})
       if (hex === undefined) throw new BlobRefError(ref);
       let json = cache.get(ref);
       if (json === undefined) {
-        json = await readVerified(ref, hex);
+        json = (await readVerified(ref, hex))?.json;
         if (json === undefined) throw new BlobNotFoundError(ref, root);
         cache.set(ref, json);
       }
