@@ -37,6 +37,8 @@ export interface DevServerOptions {
   httpApi?: boolean;
   /** No Web UI. */
   headless?: boolean;
+  /** A codec server the Web UI decodes payloads through (`--ui-codec-endpoint`), e.g. `http://127.0.0.1:8234`. */
+  codecEndpoint?: string;
   /** Namespace to create and configure (default `default`). */
   namespace?: string;
   /** How long closed runs are kept, at least 30 days (default `720h`). */
@@ -80,6 +82,8 @@ export interface DevServer {
   ports: DevServerPorts;
   /** Whether its HTTP API answers requests (see {@link DevServerOptions.httpApi}). */
   httpApi: boolean;
+  /** The codec server its Web UI decodes payloads through, when one was given. */
+  codecEndpoint?: string;
   /** Process id of the Temporal server. */
   pid: number;
   /** Where the server logs. */
@@ -143,7 +147,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     const fd = openSync(logFile, 'a');
     const logStart = statSync(logFile).size;
     writeSync(fd, `--- loopwright: starting the Temporal dev server on ${address} at ${lock.startedAt}\n`);
-    const args = devServerArgs({ dbFile, port, uiPort, httpPort, metricsPort, httpApi, headless: opts.headless, namespace });
+    const args = devServerArgs({ dbFile, port, uiPort, httpPort, metricsPort, httpApi, headless: opts.headless, namespace, codecEndpoint: opts.codecEndpoint });
     log(`starting the Temporal dev server: ${cli} ${args.join(' ')}`);
     // The server needs none of this process's secrets (model keys and the like): an allow-list.
     const env: NodeJS.ProcessEnv = { TEMPORAL_VERSION_CHECK_DISABLED: '1' };
@@ -178,7 +182,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
         await terminate(running, exited);
         if (lockFile) releaseDevServerLock(lockFile, [pid, process.pid]);
       })());
-    return { address, uiUrl, metricsUrl: `http://${DEV_SERVER_IP}:${metricsPort}/metrics`, ports, httpApi, pid, logFile, stop };
+    return { address, uiUrl, metricsUrl: `http://${DEV_SERVER_IP}:${metricsPort}/metrics`, ports, httpApi, ...(opts.codecEndpoint && !opts.headless ? { codecEndpoint: opts.codecEndpoint } : {}), pid, logFile, stop };
   } catch (err) {
     if (child) await terminate(child, exited);
     if (lockFile) releaseDevServerLock(lockFile, [process.pid, ...(child?.pid ? [child.pid] : [])]);
@@ -196,6 +200,8 @@ export interface DevServerArgsInput {
   httpApi?: boolean;
   headless?: boolean;
   namespace: string;
+  /** Passed as `--ui-codec-endpoint` (not when headless). */
+  codecEndpoint?: string;
 }
 
 /** The `temporal` arguments that start the dev server. */
@@ -207,6 +213,8 @@ export function devServerArgs(o: DevServerArgsInput): string[] {
     '--ip', DEV_SERVER_IP,
     '--port', String(o.port),
     ...(o.headless ? ['--headless'] : ['--ui-ip', DEV_SERVER_IP, '--ui-port', String(o.uiPort), '--ui-disable-news-fetch']),
+    // The browser, not the server, calls the codec server: the UI page hands it this endpoint.
+    ...(o.codecEndpoint && !o.headless ? ['--ui-codec-endpoint', o.codecEndpoint] : []),
     '--http-port', String(o.httpPort),
     '--metrics-port', String(o.metricsPort),
     // The HTTP API port cannot be closed (the CLI opens it whatever the flags); this makes it refuse

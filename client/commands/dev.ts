@@ -17,12 +17,14 @@ export interface DevOptions {
   db?: string;
   headless?: boolean;
   metrics?: string;
+  codecPort?: string;
 }
 
 /**
  * `dev`: the embedded default. Starts the Temporal dev server (SQLite under .loopwright/,
  * search attributes, 30-day retention, Web UI) and a worker; Ctrl-C stops both. Prints every
  * port the server listens on (all on 127.0.0.1); its HTTP API refuses requests unless --http-api.
+ * With a key ring (LOOPWRIGHT_KEYS) it also starts the codec server the Web UI decodes through.
  */
 export async function devCommand(opts: DevOptions, env: Record<string, string | undefined>, io: Output): Promise<number> {
   // Install bubblewrap where this process may (root with apt-get); if it cannot, the worker says what that means at start.
@@ -37,12 +39,14 @@ export async function devCommand(opts: DevOptions, env: Record<string, string | 
     dbFile: opts.db,
     headless: opts.headless,
     metrics: opts.metrics ? metricsAddress(opts.metrics, '--metrics') : undefined,
+    codecPort: numberOpt(opts.codecPort),
     log: io.err,
   };
   const stack = await startEmbeddedStack(stackOptions);
   io.out(`Temporal dev server: ${stack.address} (namespace ${stack.namespace})`);
   if (stack.uiUrl) io.out(`Web UI: ${stack.uiUrl}`);
   describePorts(stack.server.ports, stack.server.httpApi).forEach((line) => io.out(line));
+  io.out(codecLine(stack.codec?.url, stack.server.codecEndpoint !== undefined));
   if (stack.metricsUrl) io.out(`worker metrics: ${stack.metricsUrl}`);
   io.out(`worker: task queue ${stack.taskQueue}`);
   io.err(sandboxNotice(stack.sandbox).line);
@@ -53,6 +57,13 @@ export async function devCommand(opts: DevOptions, env: Record<string, string | 
   await stack.stop();
   io.err('stopped.');
   return 0;
+}
+
+/** The ports line for the codec server: where it is and what uses it, or why there is none. */
+export function codecLine(url: string | undefined, uiUsesIt: boolean): string {
+  if (!url) return '  codec     none (LOOPWRIGHT_KEYS is not set: payloads are stored in clear)';
+  const port = new URL(url).port;
+  return `  codec     ${port} (${url}: ${uiUsesIt ? 'the Web UI decodes payloads through it; ' : ''}temporal workflow show --codec-endpoint ${url})`;
 }
 
 export function numberOpt(value: string | undefined): number | undefined {

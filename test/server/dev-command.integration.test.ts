@@ -35,8 +35,8 @@ function printedPorts(): Record<string, number[]> {
   const block = /^listening on 127\.0\.0\.1 only:\n((?: {2}.*\n)+)/m.exec(printed)?.[1] ?? '';
   return Object.fromEntries(
     block.trimEnd().split('\n').map((line) => {
-      const [, name, rest] = /^ {2}(gRPC|Web UI|HTTP API|metrics|internal)\s+(.*)$/.exec(line) ?? [];
-      // Only numbers before the first "(" (the note may contain a URL with the port again).
+      const [, name, rest] = /^ {2}(gRPC|Web UI|HTTP API|metrics|internal|codec)\s+(.*)$/.exec(line) ?? [undefined, `unknown line: ${line}`, ''];
+      // Only numbers before the first "(" (the note may contain a URL with the port again); `codec none` has none.
       return [name, [...rest.split('(')[0].matchAll(/\d+/g)].map((m) => Number(m[0]))];
     }),
   );
@@ -44,7 +44,10 @@ function printedPorts(): Record<string, number[]> {
 
 it('prints the gRPC, Web UI, HTTP API, metrics and internal ports, with the HTTP API refusing requests', () => {
   const ports = printedPorts();
-  expect(Object.keys(ports).sort()).toEqual(['HTTP API', 'Web UI', 'gRPC', 'internal', 'metrics']);
+  expect(Object.keys(ports).sort()).toEqual(['HTTP API', 'Web UI', 'codec', 'gRPC', 'internal', 'metrics']);
+  // No key ring here: no codec server, and dev says why.
+  expect(ports.codec).toEqual([]);
+  expect(printed).toContain('codec     none (LOOPWRIGHT_KEYS is not set: payloads are stored in clear)');
   expect(ports.internal).toHaveLength(3);
   expect(printed).toMatch(/HTTP API {2}\d+ \(refuses every request; --http-api turns it on\)/);
   expect(printed).toMatch(/Web UI: http:\/\/localhost:\d+/);
