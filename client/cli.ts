@@ -9,13 +9,16 @@ import { discoverCommand } from './commands/discover';
 import { discoverySchemaOf } from './discovery';
 import { eventCommand } from './commands/event';
 import { demoCommand } from './commands/demo';
+import { codecServerCommand } from './commands/codec-server';
 import { devCommand } from './commands/dev';
 import { listCommand } from './commands/list';
 import { modelServerCommand } from './commands/model-server';
 import { reviewCommand } from './commands/review';
+import { reportCommand } from './commands/report';
 import { runCommand } from './commands/run';
 import { registerScheduleCommands } from './commands/schedule';
 import { registerImproveCommands } from './commands/improve';
+import { registerKeysCommands } from './commands/keys';
 import { autonomyCommand } from './commands/autonomy';
 import { grantCommand } from './commands/grant';
 import { statusCommand } from './commands/status';
@@ -56,7 +59,13 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .option('--metrics-port <n>', "port of the Temporal server's own /metrics (default: a free port)")
     .option('--db <file>', 'SQLite file (default .loopwright/dev.db)').option('--headless', 'no Web UI')
     .option('--metrics <host:port>', "serve the worker's Prometheus metrics there (default LOOPWRIGHT_METRICS, else 127.0.0.1:9464 when free)")
+    .option('--codec-port <n>', 'port of the codec server the Web UI decodes payloads through, started when LOOPWRIGHT_KEYS is set (default: a free port)')
     .action(action((opts) => devCommand(opts, env, io)));
+  program.command('codec-server').description("Temporal's codec server (POST /encode, /decode) with the LOOPWRIGHT_KEYS key ring, so the Web UI and `temporal --codec-endpoint` show decoded payloads; Ctrl-C stops")
+    .option('--port <n>', 'port (0: a free one)', '8234').option('--host <ip>', 'address to bind; beyond localhost it needs a token', '127.0.0.1')
+    .option('--allow-origin <url>', 'a Web UI origin browsers may call it from, repeatable (default http://localhost:8233 and http://127.0.0.1:8233)', (v: string, all: string[] = []) => [...all, v])
+    .option('--token <token>', 'bearer token every request must carry (default LOOPWRIGHT_CODEC_TOKEN); required beyond localhost')
+    .action(action((opts) => codecServerCommand(opts, env, io)));
   program.command('worker').description('run a worker on TEMPORAL_ADDRESS / LOOPWRIGHT_TASK_QUEUE')
     .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS; none when unset)')
     .action(action((opts) => workerCommand(opts, env, io)));
@@ -80,6 +89,8 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('trace <id>').description("a run's story from its Temporal history: attempts, calls, verdicts, decisions, effects").option('--json', 'the trace as JSON')
     .option('--markdown', 'the trace as a Markdown report (what delivery.trace writes)')
     .action(action(withClient((client, id: string, opts) => traceCommand(client, id, opts, io))));
+  program.command('report <file>').description('print a report or trace report the worker wrote; a sealed one (.md.enc) is opened with LOOPWRIGHT_KEYS')
+    .action(action((file: string) => reportCommand(file, env, io)));
   program.command('review <id>').description("what to look at before you approve: the diff, each check's verdict and evidence, the test results, the judge's reasons, cost and attempts")
     .option('--json', 'the review as JSON').option('--attempt <n>', 'review this attempt (default: the one waiting for a human, else the last)').option('--no-diff', 'leave out the diff')
     .action(action(withClient((client, id: string, opts) => reviewCommand(client, id, opts, io, env))));
@@ -119,6 +130,7 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     }));
   registerScheduleCommands(program, (fn) => action(withClient(fn)), io);
   registerImproveCommands(program, (fn) => action(withClient(fn)), io, env);
+  registerKeysCommands(program, action, io, env);
   program.command('autonomy <loop>').description("evidence for raising a loop's autonomy: its closed runs at one level, the current streak, and whether it meets its promotion rule (never changes the level)")
     .option('--level <level>', "count runs at this level (L1, L2, L3); default: the level of the loop's spec").option('--since <duration>', 'only runs that started within this duration, e.g. 30d')
     .option('--json', 'print the evidence as JSON')

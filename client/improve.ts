@@ -10,6 +10,7 @@ import type { LoopwrightClient } from './loopwright-client';
 import { pinPrices } from './prices';
 import { newRunId } from './run-id';
 import { decode } from './trace/history';
+import { decodeHistory } from '../crypto/decode-history';
 
 /** Options of `loopwright improve` (strings as the CLI gives them). */
 export interface ImproveOptions {
@@ -93,9 +94,10 @@ export async function waitImprovement(client: LoopwrightClient, workflowId: stri
 /** `regression add`: the user's input of run `runId` becomes a regression task of `loop`. */
 export async function regressionFromRun(client: LoopwrightClient, req: { loop: string; runId: string; expect: 'pass' | 'fail'; by: string }): Promise<string> {
   getLoop(req.loop);
-  const history = await client.temporal.workflow.getHandle(req.runId).fetchHistory().catch(() => {
+  const fetched = await client.temporal.workflow.getHandle(req.runId).fetchHistory().catch(() => {
     throw new UsageError(`no run with id ${req.runId}: check the id with \`loopwright list\``);
   });
+  const history = await decodeHistory(fetched, client.temporal.options.loadedDataConverter.payloadCodecs);
   const start = decode<LoopInput>(history.events?.[0]?.workflowExecutionStartedEventAttributes?.input);
   if (!start?.loop || start.input === undefined) throw new UsageError(`${req.runId} is not a loop run: give the id of a run of ${req.loop}`);
   if (start.loop !== req.loop) throw new UsageError(`${req.runId} is a run of ${start.loop}, not ${req.loop}`);

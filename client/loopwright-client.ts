@@ -16,6 +16,8 @@ import { decisionUpdate, stateQuery } from '../workflows/messages';
 import { planRun } from './plan-run';
 import { readPrices } from './prices';
 import type { ModelPrice } from '../common/pricing';
+import { clientDataConverter } from '../crypto/codec';
+import { keyRingFromEnv } from '../crypto/keyring';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
 import { checkRunId, newRunId } from './run-id';
 import { currentHarness, type CurrentHarness } from './harness';
@@ -54,18 +56,24 @@ export class LoopwrightClient {
     private readonly env: Record<string, string | undefined>,
   ) {}
 
-  /** Connects to Temporal; a server that does not answer is a ServerUnavailableError. */
+  /**
+   * Connects to Temporal; a server that does not answer is a ServerUnavailableError. With a key
+   * ring (LOOPWRIGHT_KEYS in `env`) every payload and failure message it sends or reads goes
+   * through the encryption codec.
+   */
   static async connect(opts: ClientOptions = {}): Promise<LoopwrightClient> {
     const base = readConfig(opts.env ?? process.env);
     const config = { ...base, temporalAddress: opts.address ?? base.temporalAddress, namespace: opts.namespace ?? base.namespace, taskQueue: opts.taskQueue ?? base.taskQueue };
+    const env = opts.env ?? process.env;
+    // With a key ring (LOOPWRIGHT_KEYS), payloads and failure messages are encrypted; a bad ring is a ConfigError before anything connects.
+    const dataConverter = clientDataConverter(keyRingFromEnv(env));
     let connection: Connection;
     try {
       connection = await Connection.connect({ address: config.temporalAddress, connectTimeout: '5s' });
     } catch (err) {
       throw new ServerUnavailableError(config.temporalAddress, { cause: err });
     }
-    const env = opts.env ?? process.env;
-    return new LoopwrightClient(new Client({ connection, namespace: config.namespace }), connection, config, readPrices(env), redactionFromEnv(env), env);
+    return new LoopwrightClient(new Client({ connection, namespace: config.namespace, dataConverter }), connection, config, readPrices(env), redactionFromEnv(env), env);
   }
 
   /**

@@ -199,7 +199,8 @@ async function main(): Promise<void> {
       const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record', ...(queue === 'record-demo' ? signing : { LOOPWRIGHT_ALLOWED_SIGNERS: '', LOOPWRIGHT_SIGNING_KEY: '' }) };
       const trust = () => trustPathsFromEnv(env);
       const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env), trust }), ...workflowSource(process.env), ...WORKER_TUNING });
-      const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue } });
+      // Recorded unencrypted, whatever the shell's LOOPWRIGHT_KEYS: the replay test reads them without keys.
+      const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue, LOOPWRIGHT_KEYS: '' } });
       const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate' || id === 'replay-signed';
       const mine = ids.filter((id) => demo(id) === (queue === 'record-demo'));
       await worker.runUntil(async () => {

@@ -2,6 +2,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { FAILURE_CONVERTER_PATH } from '../crypto/codec';
 import { freePort, startDevServer, type DevServer } from '../server/dev-server';
 import { findBubblewrap } from '../server/bubblewrap';
 import { findTemporalCli } from '../server/temporal-binary';
@@ -20,21 +21,27 @@ export default async function globalSetup(): Promise<void> {
   if (!/^(off|none)$/i.test(process.env.LOOPWRIGHT_SANDBOX ?? '')) await findBubblewrap({ log });
   const cli = await findTemporalCli({ log });
   const [port, uiPort] = await Promise.all([freePort(), freePort()]);
-  const [server, bundle] = await Promise.all([
+  const logger = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
+  // Two bundles, as `npm run build` writes: plain, and with the encoding failure converter for
+  // workers with a key ring (test/crypto).
+  const [server, bundle, encryptedBundle] = await Promise.all([
     startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') }),
-    bundleWorkflowCode({
-      workflowsPath: require.resolve('../workflows'),
-      logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
-    }),
+    bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger }),
+    bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), failureConverterPath: FAILURE_CONVERTER_PATH, logger }),
   ]);
   const bundlePath = path.join(dir, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
+  const encryptedBundlePath = path.join(dir, 'workflow-bundle-encrypted.js');
+  writeFileSync(encryptedBundlePath, encryptedBundle.code);
   (globalThis as { __loopwrightServer?: DevServer }).__loopwrightServer = server;
   process.env.LOOPWRIGHT_TEST_DIR = dir;
   process.env.LOOPWRIGHT_TEST_ADDRESS = server.address;
   if (server.uiUrl) process.env.LOOPWRIGHT_TEST_UI_URL = server.uiUrl;
   process.env.LOOPWRIGHT_TEMPORAL_CLI = cli;
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE = bundlePath;
+  process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED = encryptedBundlePath;
+  // Runs are unencrypted unless a test gives its own ring (test/crypto): never a developer's LOOPWRIGHT_KEYS.
+  process.env.LOOPWRIGHT_KEYS = '';
   process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
   process.env.LOOPWRIGHT_WORKTREES = path.join(dir, 'worktrees');
   // Workers trust no allowed signers and no grants unless a test gives its own (never a developer's

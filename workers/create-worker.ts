@@ -7,6 +7,8 @@ import type { Tool } from '../activities/tools/types';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
 import { checkSearchAttributes } from './check-search-attributes';
 import { workflowSource } from './workflow-bundle';
+import { clientDataConverter } from '../crypto/codec';
+import { keyRingFromEnv } from '../crypto/keyring';
 
 export interface WorkerOptions {
   address: string;
@@ -31,9 +33,14 @@ export const WORKER_TUNING = {
  * for agent commands is probed first (a real bubblewrap run) and its status returned, so the
  * caller can say at start what this worker will do with runs that run commands
  * (see {@link sandboxNotice}). A bad LOOPWRIGHT_SANDBOX is a ConfigError before anything connects.
+ * With a key ring (LOOPWRIGHT_KEYS) the worker encrypts every payload and failure message it
+ * writes (its activities' client, `Context.current().client`, inherits the data converter) and
+ * loads the workflow bundle built with the encoding failure converter.
  */
 export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection; sandbox: SandboxStatus }> {
   const sandbox = createSandbox(sandboxConfigFromEnv(opts.env));
+  // A bad LOOPWRIGHT_KEYS is a ConfigError before anything connects, too.
+  const dataConverter = clientDataConverter(keyRingFromEnv(opts.env));
   const status = await sandbox.status();
   let connection: NativeConnection;
   try {
@@ -52,7 +59,8 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     taskQueue: opts.taskQueue,
     activities,
     ...WORKER_TUNING,
-    ...workflowSource(opts.env),
+    ...(dataConverter ? { dataConverter } : {}),
+    ...workflowSource(opts.env, dataConverter !== undefined),
   });
   return { worker, connection, sandbox: status };
 }

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { RunNotFoundError } from '../../common/errors';
+import { decodeHistory } from '../../crypto/decode-history';
 import type { History } from './history';
 
 /** A chain longer than this is cut (oldest runs dropped) rather than fetched forever. */
@@ -9,7 +10,8 @@ const MAX_RUNS = 1000;
  * The histories of a run's continue-as-new chain, oldest first: the latest run of the id,
  * then each run it continued from (the start event names the run before it). Following the
  * chain (rather than listing by id) needs no visibility store, and leaves out earlier, closed
- * runs that reused the same id. An unknown id is a RunNotFoundError; runs of the chain already
+ * runs that reused the same id. Payloads are decoded with the client's codecs (encrypted runs
+ * read as they ran; a missing key is a KeyMissingError). An unknown id is a RunNotFoundError; runs of the chain already
  * past the namespace's retention are left out.
  */
 export async function fetchHistories(client: Client, workflowId: string): Promise<History[]> {
@@ -25,7 +27,8 @@ export async function fetchHistories(client: Client, workflowId: string): Promis
       break; // older runs of the chain are past the namespace's retention
 
     }
-    chain.unshift(history);
+    // Payloads as the run saw them: the client's codec decrypts them (a key not in the ring throws).
+    chain.unshift(await decodeHistory(history, client.options.loadedDataConverter.payloadCodecs));
     runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
   } while (runId && chain.length < MAX_RUNS);
   return chain;

@@ -5,6 +5,8 @@ import { trustPathsFromEnv } from '../../activities/trust';
 import type { Tool } from '../../activities/tools/types';
 import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
+import { clientDataConverter } from '../../crypto/codec';
+import { keyRingFromEnv } from '../../crypto/keyring';
 import { installRuntime } from '../../workers/runtime';
 import { WORKER_TUNING } from '../../workers/create-worker';
 import type { ModelRule, ModelScript } from '../../model-server/script';
@@ -32,7 +34,10 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
-/** A worker (real bundle, real activities pointed at `modelUrl`) and a client on one task queue. */
+/**
+ * A worker (real bundle, real activities pointed at `modelUrl`) and a client on one task queue;
+ * both encrypt with the ring `env.LOOPWRIGHT_KEYS` names (none by default).
+ */
 export async function testStack(
   name: string,
   modelUrl: string,
@@ -43,11 +48,14 @@ export async function testStack(
   installRuntime();
   const taskQueue = uniqueQueue(name);
   const connection = await NativeConnection.connect({ address: testAddress() });
-  const fullEnv = { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'test-key', ...env };
+  // The key ring: the test's own LOOPWRIGHT_KEYS, else global-setup's (empty: no encryption).
+  const fullEnv = { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'test-key', LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS ?? '', ...env };
+  const dataConverter = clientDataConverter(keyRingFromEnv(fullEnv));
   const worker = await Worker.create({
     connection,
     taskQueue,
-    workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
+    workflowBundle: { codePath: (dataConverter ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)! },
+    ...(dataConverter ? { dataConverter } : {}),
     activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
     ...WORKER_TUNING,
   });
@@ -77,6 +85,8 @@ export function workerProcessEnv(name: string, modelUrl: string): Record<string,
     ANTHROPIC_BASE_URL: modelUrl,
     ANTHROPIC_API_KEY: 'test',
     LOOPWRIGHT_WORKFLOW_BUNDLE: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE,
+    LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED,
+    LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS,
     LOOPWRIGHT_TRANSCRIPTS: process.env.LOOPWRIGHT_TRANSCRIPTS,
     LOOPWRIGHT_WORKTREES: process.env.LOOPWRIGHT_WORKTREES,
     LOOPWRIGHT_ALLOWED_SIGNERS: process.env.LOOPWRIGHT_ALLOWED_SIGNERS,

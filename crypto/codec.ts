@@ -1,0 +1,59 @@
+import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { open, seal, type KeyRing } from './keyring';
+
+/** The module of the failure converter an encrypting worker's workflow bundle is built with (`failureConverterPath`). */
+export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
+
+/** Payloads at least this large are gzipped before they are encrypted. */
+const COMPRESS_FROM = 1024;
+
+export const ENCODING = 'binary/encrypted';
+const te = new TextEncoder();
+const td = new TextDecoder();
+
+/**
+ * Temporal's payload codec for Loopwright: every payload becomes `binary/encrypted` with the
+ * key id in its metadata (`encryption-key-id`) and, when it was large, `compressed: gzip`; the
+ * data is the whole original payload (metadata and data, protobuf-free JSON) sealed with
+ * AES-256-GCM. Decoding uses whichever key the payload names, so runs started before a key
+ * rotation stay readable; payloads that are not encrypted (runs from before encryption) pass
+ * through unchanged.
+ */
+export class EncryptionCodec implements PayloadCodec {
+  constructor(private readonly ring: KeyRing) {}
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((p) => {
+      const plain = te.encode(JSON.stringify({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')])), data: Buffer.from(p.data ?? new Uint8Array()).toString('base64') }));
+      const compressed = plain.length >= COMPRESS_FROM;
+      const { keyId, sealed } = seal(this.ring, compressed ? gzipSync(plain) : plain);
+      return {
+        metadata: { encoding: te.encode(ENCODING), 'encryption-key-id': te.encode(keyId), ...(compressed ? { compressed: te.encode('gzip') } : {}) },
+        data: sealed,
+      };
+    });
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((p) => {
+      if (td.decode(p.metadata?.encoding ?? new Uint8Array()) !== ENCODING) return p;
+      const keyId = td.decode(p.metadata?.['encryption-key-id'] ?? new Uint8Array());
+      let plain = open(this.ring, keyId, p.data ?? new Uint8Array());
+      if (td.decode(p.metadata?.compressed ?? new Uint8Array()) === 'gzip') plain = gunzipSync(plain);
+      const inner = JSON.parse(td.decode(plain)) as { metadata: Record<string, string>; data: string };
+      return { metadata: Object.fromEntries(Object.entries(inner.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])), data: Buffer.from(inner.data, 'base64') };
+    });
+  }
+}
+
+/**
+ * The client side of the data converter every Loopwright client uses: with a key ring, the
+ * encryption codec, and failure messages and stack traces encoded too (`encodeCommonAttributes`);
+ * without one, Temporal's defaults (payloads in clear).
+ */
+export function clientDataConverter(ring: KeyRing | undefined): DataConverter | undefined {
+  if (!ring) return undefined;
+  return { payloadCodecs: [new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH };
+}
+
