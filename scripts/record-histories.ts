@@ -119,29 +119,13 @@ const RECORDERS: Record<string, Recorder> = {
     await client.temporal.workflow.getHandle('replay-sandbox').result();
   },
   /** The L2 fix-test demo: a cheating attempt refused by the change policy, a real fix, approval by ada, one git commit. */
-  'replay-effect': async (client) => {
-    const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
-    await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id: 'replay-effect' });
-    await client.wait('replay-effect');
-    await client.decide('replay-effect', { kind: 'approve', by: 'ada', note: 'ship it' });
-    await client.temporal.workflow.getHandle('replay-effect').result();
-  },
+  'replay-effect': async (client) => void (await approvedDemo(client, 'replay-effect')),
   /** The fix-test demo under the gate: the tests check on clean checkouts, the change policy, the code-review judge reading the diff; approved, one commit. */
-  'replay-gate': async (client) => {
-    const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
-    await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id: 'replay-gate' });
-    await client.wait('replay-gate');
-    await client.decide('replay-gate', { kind: 'approve', by: 'ada', note: 'ship it' });
-    await client.temporal.workflow.getHandle('replay-gate').result();
-  },
+  'replay-gate': async (client) => void (await approvedDemo(client, 'replay-gate')),
   /** The fix-test demo on a worker with allowed signers: the trust pinned at start (patch trust), the approval a signed `decide` update. */
   'replay-signed': async (client) => {
-    const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
-    await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id: 'replay-signed' });
-    await client.wait('replay-signed');
-    const applied = await client.decide('replay-signed', { kind: 'approve', by: 'ada', note: 'ship it' });
+    const applied = await approvedDemo(client, 'replay-signed');
     if (!applied.verified) throw new Error('replay-signed: the approval was not verified');
-    await client.temporal.workflow.getHandle('replay-signed').result();
   },
   /** Three failing runs, two of them regression tasks, an improvement that is approved, and the harness store it published to. */
   'replay-improve': async (client) => {
@@ -160,6 +144,16 @@ const RECORDERS: Record<string, Recorder> = {
     await client.temporal.workflow.getHandle('replay-improve').result();
   },
 };
+
+/** The fix-test demo on a fresh sample repository as run `id`, approved by ada once it waits; returns the applied approval. */
+async function approvedDemo(client: LoopwrightClient, id: string) {
+  const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
+  await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id });
+  await client.wait(id);
+  const applied = await client.decide(id, { kind: 'approve', by: 'ada', note: 'ship it' });
+  await client.temporal.workflow.getHandle(id).result();
+  return applied;
+}
 
 /** Histories recorded along with another: the harness store the improvement published to. */
 const ALSO: Record<string, (client: LoopwrightClient) => string> = {
