@@ -16,8 +16,14 @@ export interface View {
 
 /** Zero-width and invisible characters: soft hyphen, joiners, marks, bidi controls, word joiner, BOM, fillers, variation selectors. */
 export const INVISIBLE = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u3164\uFE00-\uFE0F\uFEFF\uFFA0]/;
-const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'g');
-const PERCENT = /%[0-9A-Fa-f]{2}/;
+/** Escapes {@link normalised} decodes: `%XX`, `&#…;`, `&name;`, `\xHH`, `\uHHHH`. */
+const ESCAPE = /%[0-9A-Fa-f]{2}|&#|&[A-Za-z]{2,8};|\\[xu]/;
+/** Whether {@link normalised} would read `t` differently (each test native and linear; NFKD covers marks and compatibility forms). */
+function needsView(t: string): boolean {
+  if (ESCAPE.test(t)) return true;
+  if (!/[^\x00-\x7f]/.test(t)) return false;
+  return INVISIBLE.test(t) || LOOKALIKE.test(t) || t.normalize('NFKD') !== t;
+}
 
 /** Maps a span of `view` back to the original text. */
 export function toOriginal(view: View, [s, e]: Span): Span {
@@ -31,14 +37,24 @@ function hex(c: number): number {
   return -1;
 }
 
-/** A view builder over `src` (whose own map, if any, is composed in). */
+/** A view builder over `src` (whose own map, if any, is composed in); it grows as needed (a ligature folds to two letters). */
 function builder(n: number, src: View | null) {
-  const codes = new Uint16Array(n);
-  const from = new Int32Array(n);
-  const to = new Int32Array(n);
+  let codes = new Uint16Array(n + 16);
+  let from = new Int32Array(n + 16);
+  let to = new Int32Array(n + 16);
   let len = 0;
   return {
     push(code: number, start: number, end: number) {
+      if (len === codes.length) {
+        const grow = <T extends Uint16Array | Int32Array>(a: T): T => {
+          const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+          b.set(a);
+          return b;
+        };
+        codes = grow(codes);
+        from = grow(from);
+        to = grow(to);
+      }
       codes[len] = code;
       from[len] = src ? src.from[start] : start;
       to[len] = src ? src.to[end - 1] : end;
@@ -52,24 +68,109 @@ function builder(n: number, src: View | null) {
   };
 }
 
-/** `text` without invisible characters and with `%XX` decoded (twice, for `%25XX`); null when nothing changes. */
+/** HTML's named character references that can spell a secret's characters. */
+const ENTITIES: Record<string, string> = {
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", sol: '/', bsol: '\\', colon: ':', semi: ';', comma: ',', period: '.',
+  equals: '=', plus: '+', minus: '-', hyphen: '-', dash: '-', lowbar: '_', num: '#', percnt: '%', excl: '!', quest: '?',
+  commat: '@', dollar: '$', ast: '*', lpar: '(', rpar: ')', tilde: '~', grave: '`', nbsp: ' ', Tab: '\t', NewLine: '\n',
+};
+
+/**
+ * Cyrillic and Greek letters that look like Latin ones, folded to the Latin letter of the same case
+ * (NFKD already folds fullwidth, circled and mathematical letters).
+ */
+const LOOKALIKES: Record<string, string> = Object.fromEntries(
+  [
+    ['a', 'аα'], ['A', 'АΑ'], ['B', 'ВΒ'], ['c', 'сϲ'], ['C', 'СϹ'], ['d', 'ԁ'], ['e', 'еє'], ['E', 'ЕΕ'], ['H', 'НΗ'],
+    ['i', 'іι'], ['I', 'ІΙӀ'], ['j', 'ј'], ['J', 'Ј'], ['k', 'κ'], ['K', 'КΚ'], ['M', 'МΜ'], ['N', 'Ν'], ['o', 'оο'], ['O', 'ОΟ'],
+    ['p', 'рρ'], ['P', 'РΡ'], ['s', 'ѕ'], ['S', 'Ѕ'], ['T', 'ТΤ'], ['x', 'хχ'], ['X', 'ХΧ'], ['y', 'у'], ['Y', 'ҮΥ'], ['Z', 'Ζ'],
+  ].flatMap(([latin, alikes]) => [...alikes].map((c) => [c, latin])),
+);
+
+const LOOKALIKE = new RegExp(`[${Object.keys(LOOKALIKES).join('')}]`);
+
+const folds = new Map<number, string>();
+/**
+ * What a character outside ASCII reads as: `''` for an invisible character or a combining mark,
+ * its ASCII compatibility form (NFKD without marks: fullwidth `ｇ`, `𝐠`, `é`), its Latin look-alike,
+ * or itself.
+ */
+function fold(cp: number): string {
+  let out = folds.get(cp);
+  if (out === undefined) {
+    const ch = String.fromCodePoint(cp);
+    if (INVISIBLE.test(ch) || /^\p{M}$/u.test(ch)) out = '';
+    else {
+      const plain = ch.normalize('NFKD').replace(/\p{M}/gu, '');
+      out = plain.length > 0 && plain.length <= 4 && /^[\x20-\x7e]+$/.test(plain) ? plain : (LOOKALIKES[ch] ?? ch);
+    }
+    if (folds.size < 65_536) folds.set(cp, out);
+  }
+  return out;
+}
+
+/**
+ * `text` as a reader (or a decoder) would take it: invisible characters and combining marks
+ * dropped, compatibility forms and Latin look-alikes folded to ASCII, and escapes decoded: `%XX`,
+ * HTML's `&#NN;`, `&#xHH;` and named references, `\xHH`, `\uHHHH` and `\u{H…}`. Three passes, for
+ * escapes of escapes (`%25XX`, `&amp;#…`). Null when nothing changes.
+ */
 export function normalised(text: string): View | null {
   let view: View | null = null;
-  for (let pass = 0; pass < 2; pass++) {
+  for (let pass = 0; pass < 3; pass++) {
     const t = view ? view.text : text;
-    if (!(pass === 0 && INVISIBLE.test(t)) && !PERCENT.test(t)) break;
-    INVISIBLE_ALL.lastIndex = 0;
+    if (!needsView(t)) break;
     const b = builder(t.length, view);
+    const push = (s: string, start: number, end: number) => {
+      for (let k = 0; k < s.length; k++) b.push(s.charCodeAt(k), start, end);
+    };
+    let changed = false;
     for (let i = 0; i < t.length; i++) {
       const c = t.charCodeAt(i);
-      if (c === 37 && i + 2 < t.length && hex(t.charCodeAt(i + 1)) >= 0 && hex(t.charCodeAt(i + 2)) >= 0) {
-        b.push(hex(t.charCodeAt(i + 1)) * 16 + hex(t.charCodeAt(i + 2)), i, i + 3);
-        i += 2;
-      } else if (c < 0xad || !INVISIBLE.test(t[i])) b.push(c, i, i + 1);
+      const escaped = c === 37 || c === 38 || c === 92 ? unescapeAt(t, i) : undefined;
+      if (escaped) {
+        push(escaped.text, i, i + escaped.length);
+        i += escaped.length - 1;
+        changed = true;
+      } else if (c < 0x80) b.push(c, i, i + 1);
+      else {
+        const cp = t.codePointAt(i)!;
+        const width = cp > 0xffff ? 2 : 1;
+        const folded = fold(cp);
+        if (folded.length === width && folded.codePointAt(0) === cp) push(folded, i, i + width);
+        else {
+          changed = true;
+          push(folded, i, i + width);
+        }
+        i += width - 1;
+      }
     }
+    if (!changed) break;
     view = b.view();
   }
   return view;
+}
+
+/** The escape at `t[i]` (`%`, `&` or `\\`): the text it stands for and how many characters it takes; undefined if there is none. */
+function unescapeAt(t: string, i: number): { text: string; length: number } | undefined {
+  const c = t.charCodeAt(i);
+  if (c === 37) {
+    const hi = hex(t.charCodeAt(i + 1));
+    const lo = hex(t.charCodeAt(i + 2));
+    return hi >= 0 && lo >= 0 ? { text: String.fromCharCode(hi * 16 + lo), length: 3 } : undefined;
+  }
+  if (c === 38) {
+    const m = /^&(?:#([0-9]{1,7})|#[xX]([0-9A-Fa-f]{1,6})|([A-Za-z]{2,8}));/.exec(t.slice(i, i + 11));
+    if (!m) return undefined;
+    if (m[3]) return ENTITIES[m[3]] !== undefined ? { text: ENTITIES[m[3]], length: m[0].length } : undefined;
+    return codePoint(m[1] ? parseInt(m[1], 10) : parseInt(m[2], 16), m[0].length);
+  }
+  const m = /^\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|u\{([0-9A-Fa-f]{1,6})\})/.exec(t.slice(i, i + 10));
+  return m ? codePoint(parseInt(m[1] ?? m[2] ?? m[3], 16), m[0].length) : undefined;
+}
+
+function codePoint(cp: number, length: number): { text: string; length: number } | undefined {
+  return cp > 0 && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) ? { text: String.fromCodePoint(cp), length } : undefined;
 }
 
 /** A quick test for a run of at least 8 single characters that {@link spacedOut} would join (bounded, so linear). */
@@ -129,6 +230,21 @@ export function squeezed(src: View | null, text: string): View | null {
   for (let i = 0; i < t.length; i++) {
     const c = t.charCodeAt(i);
     if (!(c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x2028 || c === 0x2029)) b.push(c, i, i + 1);
+  }
+  return b.view();
+}
+
+/** `src` with only its ASCII letters and digits (a secret split by punctuation, dashes or spaces), for literal values only. Null when nothing is dropped. */
+export function alnumOnly(src: View | null, text: string, values: string[]): View | null {
+  const t = src ? src.text : text;
+  if (!/[^A-Za-z0-9]/.test(t)) return null;
+  // The mapped view is built only when a value is there (a native pass finds out first).
+  const bare = t.replace(/[^A-Za-z0-9]+/g, '');
+  if (!values.some((v) => bare.includes(v))) return null;
+  const b = builder(t.length, src);
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)) b.push(c, i, i + 1);
   }
   return b.view();
 }

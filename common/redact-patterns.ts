@@ -80,6 +80,8 @@ export interface Prepared {
   values: string[];
   /** The same values without whitespace (for text whose lines were joined). */
   squeezed: string[];
+  /** The same values as letters and digits only, when 10 or more remain (for a value split by punctuation). */
+  alnum: string[];
 }
 
 /** The spans of every secret in `text` as it stands: shapes, auth schemes, URL credentials, assignments, literal values. */

@@ -21,7 +21,7 @@
  * stands in the original text. The work is linear; a text over a megabyte is redacted a
  * megabyte at a time (cut at line breaks), and decoding stops after {@link DECODE_BUDGET} characters.
  */
-import { decodeBase64, decodeHex, normalised, spacedOut, squeezed, toOriginal, type View } from './redact-decode';
+import { alnumOnly, decodeBase64, decodeHex, normalised, spacedOut, squeezed, toOriginal, type View } from './redact-decode';
 import { isSecretValue, literalSpans, rawSpans, type Prepared, type Span } from './redact-patterns';
 import { shapeSpans } from './redact-shapes';
 
@@ -30,6 +30,25 @@ export { isSecretValue } from './redact-patterns';
 
 /** The placeholder a secret becomes. */
 export const REDACTED = '[redacted]';
+
+/**
+ * Marks a string that workflow code shows in the Web UI (activity and timer summaries, current
+ * details, a child run's summary). Workflow code cannot see the worker's environment, so it
+ * redacts patterns and the run's pinned names; the worker's payload codec (crypto/display-codec.ts)
+ * then redacts a marked string with the worker's own secret values as it leaves the worker, and
+ * drops the mark. Two invisible characters, so a string that never meets that codec reads the same.
+ */
+export const DISPLAY_MARK = '\u2064\u2063';
+
+/** `text` redacted (patterns, `r`) and marked for the worker's redaction of its own secrets (see {@link DISPLAY_MARK}). */
+export function forDisplay(text: string, r: Redaction = {}): string {
+  return DISPLAY_MARK + redact(text, r);
+}
+
+/** `text` without a {@link DISPLAY_MARK} at its start. */
+export function unmarked(text: string): string {
+  return text.startsWith(DISPLAY_MARK) ? text.slice(DISPLAY_MARK.length) : text;
+}
 
 /** Environment variable names whose values are secrets (also kept from commands the model runs). */
 export const SECRET_NAME = /API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/i;
@@ -55,7 +74,8 @@ function prepare(r: Redaction): Prepared {
   if (!p) {
     const values = [...new Set(r.values ?? [])].filter(isSecretValue).sort((a, b) => b.length - a.length);
     const squeezedValues = [...new Set(values.map((v) => v.replace(/\s+/g, '')))].filter(isSecretValue);
-    p = { names: new Set((r.names ?? []).map((n) => n.toLowerCase())), values, squeezed: squeezedValues };
+    const alnum = [...new Set(values.map((v) => v.replace(/[^A-Za-z0-9]/g, '')))].filter((v) => v.length >= 10);
+    p = { names: new Set((r.names ?? []).map((n) => n.toLowerCase())), values, squeezed: squeezedValues, alnum };
     prepared.set(r, p);
   }
   return p;
@@ -115,6 +135,10 @@ function secretSpans(text: string, p: Prepared, depth: number, budget: Budget): 
     const flat = squeezed(norm, text);
     if (flat) mapped(flat, literalSpans(flat.text, p.squeezed));
   }
+  if (p.alnum.length) {
+    const bare = alnumOnly(norm, text, p.alnum);
+    if (bare) mapped(bare, literalSpans(bare.text, p.alnum));
+  }
   if (depth < 2) {
     encodedSpans(text, p, depth, budget, spans);
     if (norm) mapped(norm, encodedSpans(norm.text, p, depth, budget, []));
@@ -124,18 +148,18 @@ function secretSpans(text: string, p: Prepared, depth: number, budget: Budget): 
 
 /** Base64 and hex runs of `text` whose decoded text holds a secret (redacted whole). */
 function encodedSpans(text: string, p: Prepared, depth: number, budget: Budget, spans: Span[]): Span[] {
-  // Decoded text is searched when it reads as text; of the alignments tried, the first that does.
+  // Decoded text is searched when it reads as text, at every alignment tried (a misaligned
+  // decoding can read as text too, so the first that does is not enough).
   const holds = (run: string, decodings: Array<() => string | undefined>): boolean => {
     const known = budget.seen.get(run);
     if (known !== undefined) return known;
     let found = false;
     for (const decode of decodings) {
-      if (budget.left <= 0) break;
+      if (budget.left <= 0 || found) break;
       const decoded = decode();
       budget.left -= run.length;
       if (decoded === undefined || decoded.length === 0 || !readsAsText(decoded)) continue;
       found = secretSpans(decoded, p, depth + 1, budget).length > 0;
-      break;
     }
     if (budget.seen.size < 10_000) budget.seen.set(run, found);
     return found;

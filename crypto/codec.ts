@@ -1,5 +1,7 @@
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import type { Redaction } from '../common/redact';
+import { DisplayRedactionCodec } from './display-codec';
 import { open, seal, type KeyRing } from './keyring';
 
 /** The module of the failure converter an encrypting worker's workflow bundle is built with (`failureConverterPath`). */
@@ -57,3 +59,14 @@ export function clientDataConverter(ring: KeyRing | undefined): DataConverter | 
   return { payloadCodecs: [new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH };
 }
 
+
+/**
+ * The data converter every Loopwright worker uses: first the display codec (strings workflow code
+ * marked for the Web UI are redacted with the worker's own `redaction`, see crypto/display-codec.ts),
+ * then, with a key ring, the encryption codec and the encoding failure converter (the worker must
+ * then load the workflow bundle built with it, see workers/workflow-bundle.ts).
+ */
+export function workerDataConverter(ring: KeyRing | undefined, redaction: Redaction): DataConverter {
+  const display = new DisplayRedactionCodec(redaction);
+  return ring ? { payloadCodecs: [display, new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH } : { payloadCodecs: [display] };
+}

@@ -9,7 +9,7 @@ export function defaultKeysPath(env: Record<string, string | undefined>): string
   return path.join(loopwrightHome(env), 'keys');
 }
 
-/** The ring the `keys` commands work on: LOOPWRIGHT_KEYS, else `<LOOPWRIGHT_HOME>/keys`. */
+/** The ring the `keys` commands work on: LOOPWRIGHT_KEYS, else `<LOOPWRIGHT_HOME>/keys` (which every client and worker reads when LOOPWRIGHT_KEYS is unset). */
 export function keysLocation(env: Record<string, string | undefined>): string {
   return env.LOOPWRIGHT_KEYS?.trim() || defaultKeysPath(env);
 }

@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, LoopwrightError } from '../common/errors';
+import { loopwrightHome } from '../server/paths';
 
 /**
  * The operator's key ring: AES-256 keys by id, one of them current. Payloads, transcripts and
@@ -9,7 +10,8 @@ import { ConfigError, LoopwrightError } from '../common/errors';
  * and carry its id, so any key of the ring decrypts what it once encrypted: keys rotate by
  * adding a new current key and keeping the old ones.
  *
- * `LOOPWRIGHT_KEYS` names where the ring is, never the run's input:
+ * `LOOPWRIGHT_KEYS` names where the ring is, never the run's input (unset: `<LOOPWRIGHT_HOME>/keys`
+ * when that exists, as `keys init` and the demo make it; set empty: no ring, no encryption):
  * - a file of `id=base64key` lines (`#` comments; an optional `current=id` line, else the last
  *   key is current), or
  * - a directory of `<id>.key` files holding the base64 key (an optional `current` file holding
@@ -26,12 +28,21 @@ export interface KeyRing {
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** The ring `LOOPWRIGHT_KEYS` names; undefined when it is unset or empty (no encryption). A bad ring is a ConfigError. */
+/**
+ * The ring `LOOPWRIGHT_KEYS` names, else (unset) `<LOOPWRIGHT_HOME>/keys` when it exists; undefined
+ * when it is set empty or there is none (no encryption). A bad ring is a ConfigError.
+ */
 export function keyRingFromEnv(env: Record<string, string | undefined>): KeyRing | undefined {
-  const where = env.LOOPWRIGHT_KEYS?.trim();
+  const where = env.LOOPWRIGHT_KEYS === undefined ? defaultRing(env) : env.LOOPWRIGHT_KEYS.trim();
   if (!where) return undefined;
   if (!existsSync(where)) throw new ConfigError(`LOOPWRIGHT_KEYS names ${where}, which does not exist: create it with \`loopwright keys init\`, or unset it`);
   return statSync(where).isDirectory() ? readDir(where) : parseKeyFile(readFileSync(where, 'utf8'), where);
+}
+
+/** `<LOOPWRIGHT_HOME>/keys` when it exists. */
+function defaultRing(env: Record<string, string | undefined>): string | undefined {
+  const file = path.join(loopwrightHome(env), 'keys');
+  return existsSync(file) ? file : undefined;
 }
 
 /** Parses a key file (`id=base64key` lines, optional `current=id`). */

@@ -28,6 +28,8 @@ import { packageRoot } from '../server/paths';
 import { installRuntime } from '../workers/runtime';
 import { WORKER_TUNING } from '../workers/create-worker';
 import { workflowSource } from '../workers/workflow-bundle';
+import { workerDataConverter } from '../crypto/codec';
+import { redactionFromEnv } from '../common/redact';
 
 const verdict = (passed: boolean, item = 'mentions a crash') => ({
   content: [{ type: 'tool_use', name: 'submit_verdict', input: { passed, reason: passed ? 'ok' : `misses: ${item}`, failed_items: passed ? [] : [item], required_correction: passed ? '' : `Fix: ${item}.` } }],
@@ -192,7 +194,7 @@ async function main(): Promise<void> {
     for (const [queue, url] of [['record', model.url], ['record-demo', demoModel.url]] as const) {
       const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record', ...(queue === 'record-demo' ? signing : { LOOPWRIGHT_ALLOWED_SIGNERS: '', LOOPWRIGHT_SIGNING_KEY: '' }) };
       const trust = () => trustPathsFromEnv(env);
-      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env), trust }), ...workflowSource(process.env), ...WORKER_TUNING });
+      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env), trust }), dataConverter: workerDataConverter(undefined, redactionFromEnv(env)), ...workflowSource(process.env), ...WORKER_TUNING });
       // Recorded unencrypted, whatever the shell's LOOPWRIGHT_KEYS: the replay test reads them without keys.
       const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue, LOOPWRIGHT_KEYS: '' } });
       const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate' || id === 'replay-signed';

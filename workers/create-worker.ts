@@ -7,7 +7,8 @@ import type { Tool } from '../activities/tools/types';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
 import { checkSearchAttributes } from './check-search-attributes';
 import { workflowSource } from './workflow-bundle';
-import { clientDataConverter } from '../crypto/codec';
+import { workerDataConverter } from '../crypto/codec';
+import { redactionFromEnv } from '../common/redact';
 import { keyRingFromEnv } from '../crypto/keyring';
 
 export interface WorkerOptions {
@@ -40,7 +41,8 @@ export const WORKER_TUNING = {
 export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection; sandbox: SandboxStatus }> {
   const sandbox = createSandbox(sandboxConfigFromEnv(opts.env));
   // A bad LOOPWRIGHT_KEYS is a ConfigError before anything connects, too.
-  const dataConverter = clientDataConverter(keyRingFromEnv(opts.env));
+  const ring = keyRingFromEnv(opts.env);
+  const dataConverter = workerDataConverter(ring, redactionFromEnv(opts.env));
   const status = await sandbox.status();
   let connection: NativeConnection;
   try {
@@ -59,8 +61,8 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     taskQueue: opts.taskQueue,
     activities,
     ...WORKER_TUNING,
-    ...(dataConverter ? { dataConverter } : {}),
-    ...workflowSource(opts.env, dataConverter !== undefined),
+    dataConverter,
+    ...workflowSource(opts.env, ring !== undefined),
   });
   return { worker, connection, sandbox: status };
 }

@@ -83,7 +83,7 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
   let metrics: string | undefined;
   try {
     metrics = opts.metrics ?? config.metrics ?? ((await isPortFree(9464)) ? DEFAULT_METRICS : undefined);
-    installRuntime({ metrics });
+    installRuntime({ metrics, env: opts.env });
     worker = await createLoopwrightWorker({ address: server.address, namespace: config.namespace, taskQueue: config.taskQueue, env: opts.env });
   } catch (err) {
     await server.stop();

@@ -1,5 +1,8 @@
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import { format } from 'node:util';
 import { ConfigError } from '../common/errors';
+import { redact, redactionFromEnv, type Redaction } from '../common/redact';
+import { escapeBlock } from '../common/terminal';
 
 let installed: { metrics?: string } | undefined;
 
@@ -11,11 +14,25 @@ export interface RuntimeOptions {
    * results) and Loopwright's own (`loopwright_*`, see workflows/metrics.ts). None: no endpoint.
    */
   metrics?: string;
+  /** Whose secrets the log redacts: this environment's (default: the process's). */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * The worker's log lines as Temporal's default logger writes them (time, level, message, meta),
+ * redacted with the process's own secrets and escaped for a terminal: the SDK logs an activity's
+ * failure with its message and stack, which can quote a tool's output or the model's text.
+ */
+export function redactingLog(redaction: Redaction, write: (line: string) => void = (line) => process.stderr.write(line)) {
+  return ({ level, timestampNanos, message, meta }: LogEntry): void => {
+    const line = `${new Date(Number(timestampNanos / 1_000_000n)).toISOString()} [${level}] ${message}${meta === undefined ? '' : ` ${format(meta)}`}`;
+    write(`${escapeBlock(redact(line, redaction))}\n`);
+  };
 }
 
 /**
  * Installs the Temporal worker runtime once per process: warnings and errors only on the
- * terminal, no signal handlers of its own (the process entry points shut down in order), and
+ * terminal, redacted (see {@link redactingLog}), no signal handlers of its own (the process entry points shut down in order), and
  * the Prometheus endpoint when `metrics` is given. Counters get the usual `_total` suffix.
  */
 export function installRuntime(opts: RuntimeOptions = {}): void {
@@ -25,7 +42,7 @@ export function installRuntime(opts: RuntimeOptions = {}): void {
   }
   installed = { metrics: opts.metrics };
   Runtime.install({
-    logger: new DefaultLogger(opts.level ?? 'WARN'),
+    logger: new DefaultLogger(opts.level ?? 'WARN', redactingLog(redactionFromEnv(opts.env ?? process.env))),
     shutdownSignals: [],
     ...(opts.metrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: opts.metrics, countersTotalSuffix: true, useSecondsForDurations: true } } } } : {}),
   });

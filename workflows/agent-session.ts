@@ -1,4 +1,4 @@
-import { redact } from '../common/redact';
+import { forDisplay } from '../common/redact';
 import { gateTool, type SessionSetup, type ToolCallRecord, type ToolCallRef, type ToolResultRef } from '../common/agent';
 import { parseDuration } from '../common/duration';
 import { priceOf } from '../common/pricing';
@@ -92,7 +92,7 @@ export async function runAgentSession(
         records[i] = { turn, name: call.name, summary: call.summary, allowed: false, reason: denied, isError: true };
         return { toolUseId: call.id, isError: true, text: `denied: ${denied}` };
       }
-      const done = await acts.runTool.executeWithOptions({ ...TOOL_CALL, summary: redact(`tool ${call.name} ${call.summary}`.trim(), { names: input.redact ?? [] }) }, [
+      const done = await acts.runTool.executeWithOptions({ ...TOOL_CALL, summary: forDisplay(`tool ${call.name} ${call.summary}`.trim(), { names: input.redact ?? [] }) }, [
         {
           workflowId, attempt: n, turn, assistantHead: head!, toolUseId: call.id, name: call.name, root: setup.root, autonomy: input.spec.autonomy,
           available, allowedCommands: agent.commandAllowList, commandTimeoutMs: parseDuration(agent.commandTimeout) ?? 120_000, outputCapChars: agent.toolOutputCapChars,

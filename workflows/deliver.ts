@@ -3,7 +3,7 @@ import type { SessionSetup } from '../common/agent';
 import type { Decision } from '../common/decision';
 import type { LoopInput } from '../common/loop-input';
 import type { EffectSpec } from '../common/loop-spec';
-import { redact, type Redaction } from '../common/redact';
+import { forDisplay, type Redaction } from '../common/redact';
 import type { Escalation, RunRecord, RunState, StopReason } from '../common/run-record';
 import { acts, TOOL_CALL } from './activities';
 import type { BudgetLimits } from './budget';
@@ -99,7 +99,7 @@ async function applyReports(ctx: DeliveryContext, reports: Array<{ effect: Extra
     }
     const item = input.itemKey ?? workflowId;
     try {
-      const written = await acts.writeReport.executeWithOptions({ ...TOOL_CALL, summary: redact(`effect ${effect.name}: report ${item}`, secrets) }, [
+      const written = await acts.writeReport.executeWithOptions({ ...TOOL_CALL, summary: forDisplay(`effect ${effect.name}: report ${item}`, secrets) }, [
         { key, dir, item, title: effect.title ?? item, markdown: candidate, workflowId: workflowId, ...(input.redact ? { redact: input.redact } : {}), ...(input.workspace ? { workspace: input.workspace } : {}) },
       ]);
       record.effects.push({ key, name: effect.name, kind: 'report', target: dir, commit: '', path: written.path, alreadyApplied: written.alreadyApplied, at: new Date().toISOString(), approvedBy: null });

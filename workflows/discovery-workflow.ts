@@ -1,4 +1,4 @@
-import { redact } from '../common/redact';
+import { forDisplay } from '../common/redact';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ActivityFailure, ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -70,7 +70,7 @@ export async function discoveryWorkflow(input: DiscoveryInput): Promise<Discover
         args: [{ ...plan, itemKey: item.key }],
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         parentClosePolicy: ParentClosePolicy.ABANDON,
-        staticSummary: redact(`${plan.loop}: ${item.name}`, { names: plan.redact ?? [] }).slice(0, 200),
+        staticSummary: forDisplay(`${plan.loop}: ${item.name}`, { names: plan.redact ?? [] }).slice(0, 200),
       });
       state.started.push(workflowId);
     } catch (err) {

@@ -1,4 +1,4 @@
-import { redact } from '../common/redact';
+import { forDisplay } from '../common/redact';
 import { condition, executeChild, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { AppliedDecision, DecisionRecord } from '../common/decision';
 import { trustRecord, type Trust, type TrustRecord } from '../common/trust';
@@ -86,7 +86,7 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
   let trust: Trust | undefined;
   const to = (state: ImproveState, reason: string) => {
     Object.assign(record, { state, reason });
-    setCurrentDetails(redact(`**improve ${input.loop}**: ${state}\n\n${reason}`));
+    setCurrentDetails(forDisplay(`**improve ${input.loop}**: ${state}\n\n${reason}`));
   };
   const end = (state: ImproveState, reason: string) => {
     to(state, reason);

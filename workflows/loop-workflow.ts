@@ -22,7 +22,7 @@ import type { ResumeState } from './resume';
 import { inAuditSample } from './audit';
 import { deliver, type DeliveryContext } from './deliver';
 import { runMetrics } from './metrics';
-import { redact } from '../common/redact';
+import { forDisplay, redact } from '../common/redact';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -116,7 +116,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       { key: LoopCostUsd, value: record.usage.total.costUsd },
       { key: LoopTokens, value: record.budget.used.tokens },
     ]);
-    setCurrentDetails(redact(runDetails(record), secrets));
+    setCurrentDetails(forDisplay(runDetails(record), secrets));
   };
   const finish = (state: RunState, stopReason: StopReason, output: string | null = null): RunRecord => {
     clock.pause(Date.now());
@@ -141,7 +141,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       clock.resume(now);
       return undefined;
     }
-    const decided = await condition(() => pending !== undefined, escalationMs, { summary: redact(`wait for a human: ${reason}`, secrets).slice(0, 200) });
+    const decided = await condition(() => pending !== undefined, escalationMs, { summary: forDisplay(`wait for a human: ${reason}`, secrets).slice(0, 200) });
     if (!decided) record.escalation.timedOut = true;
     const decision = pending;
     pending = undefined;
@@ -316,7 +316,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     }
     if (!done.audit?.needed) return done;
     upsertSearchAttributes([{ key: LoopAudit, value: 'needed' }]);
-    setCurrentDetails(redact(`${runDetails(done)}\n\nwaiting for an audit: ${done.audit.reason}`, secrets));
+    setCurrentDetails(forDisplay(`${runDetails(done)}\n\nwaiting for an audit: ${done.audit.reason}`, secrets));
     const reviewed = await condition(() => done.audit?.reviewedBy !== undefined, '30d', { summary: 'wait for an audit' });
     upsertSearchAttributes([{ key: LoopAudit, value: reviewed ? 'reviewed' : 'expired' }]);
     return done;

@@ -22,6 +22,7 @@ import { signedBy } from './decide';
 import { generateSigningKey, publicKeyOf } from '../signing';
 import { DECISION_NAMESPACE, GRANT_NAMESPACE, parseAllowedSigners, publicKeyLine } from '../../common/sshsig';
 import { loopwrightHome } from '../../server/paths';
+import { defaultKeysPath, initKeyFile } from '../../crypto/key-file';
 
 /** A link to a run's page in the Web UI. */
 export function runUrl(uiUrl: string, namespace: string, workflowId: string): string {
@@ -59,6 +60,8 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
   if (sandboxConfigFromEnv(env).mode === 'bwrap') await findBubblewrap({ env, log: io.err });
   const signer = demoSigning(runEnv);
   if (signer) io.out(signer.note);
+  const keys = demoKeys(runEnv);
+  if (keys) io.out(keys);
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-demo-')), 'sample-math'));
   io.out(`Sample repository with a failing test: ${repo}`);
   const stack = await startEmbeddedStack({ env: runEnv, log: io.err });
@@ -66,6 +69,7 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
   try {
     io.out(`Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}${stack.metricsUrl ? `, metrics: ${stack.metricsUrl}` : ''}`);
     io.out(sandboxNotice(stack.sandbox).line);
+    if (stack.codec) io.out(`The Web UI decodes payloads through the codec server at ${stack.codec.url} (127.0.0.1 only); the database holds ciphertext.`);
     const input = { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] };
     const { workflowId } = await client.run('fix-test', input, { trigger: { kind: 'cli', by: 'demo' } });
     io.out(`Started fix-test: ${workflowId}`);
@@ -137,6 +141,20 @@ function demoSigning(runEnv: Record<string, string | undefined>): { principal: s
   runEnv.LOOPWRIGHT_ALLOWED_SIGNERS = allowed;
   const as = listed.principals[0];
   return { principal: as, note: `Decisions are signed: the demo signs as ${as} with ${keyFile}, which ${allowed} trusts (the worker checks every approval of effects against it).` };
+}
+
+/**
+ * The demo's payloads are encrypted, as they would be in production: unless the user chose
+ * (LOOPWRIGHT_KEYS set, to a ring or empty for none), the demo uses `<LOOPWRIGHT_HOME>/keys`,
+ * making it once (`keys init`). Every client and worker with this LOOPWRIGHT_HOME reads that file
+ * when LOOPWRIGHT_KEYS is unset, so `status` and `trace` from another terminal decode the run.
+ */
+function demoKeys(runEnv: Record<string, string | undefined>): string | undefined {
+  if (runEnv.LOOPWRIGHT_KEYS !== undefined) return undefined;
+  const file = defaultKeysPath(runEnv);
+  if (existsSync(file)) return `Payloads, transcripts and reports are encrypted with the key ring ${file}.`;
+  initKeyFile(file);
+  return `Payloads, transcripts and reports are encrypted with a key ring the demo made: ${file} (back it up; \`npx loopwright keys rotate\` adds a key).`;
 }
 
 async function waitForEnd(client: LoopwrightClient, workflowId: string): Promise<RunRecord> {

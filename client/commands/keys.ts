@@ -15,7 +15,8 @@ export function registerKeysCommands(program: Command, run: Run, io: Output, env
     .action(run(async (opts: { file?: string }) => {
       const { file, keyId } = initKeyFile(opts.file ?? keysLocation(env));
       io.out(`created ${file} with key ${keyId} (current)`);
-      if (env.LOOPWRIGHT_KEYS?.trim() !== file) io.out(`  encryption is on where LOOPWRIGHT_KEYS names it: export LOOPWRIGHT_KEYS=${file} for every client and worker`);
+      if (env.LOOPWRIGHT_KEYS === undefined && file === defaultKeysPath(env)) io.out('  encryption is on for every client and worker with this LOOPWRIGHT_HOME (LOOPWRIGHT_KEYS is unset, so they read this file); elsewhere set LOOPWRIGHT_KEYS to a copy');
+      else if (env.LOOPWRIGHT_KEYS?.trim() !== file) io.out(`  encryption is on where LOOPWRIGHT_KEYS names it: export LOOPWRIGHT_KEYS=${file} for every client and worker`);
       io.out('  back it up now (a password manager or secret store): runs encrypted with a lost key cannot be read again');
       return 0;
     }));
@@ -38,7 +39,8 @@ export function registerKeysCommands(program: Command, run: Run, io: Output, env
       const ids = [...ring.keys.keys()];
       if (opts.json) io.out(JSON.stringify({ ring: ring.source, current: ring.current, keys: ids }));
       else {
-        io.out(ring.source + (env.LOOPWRIGHT_KEYS?.trim() ? '' : ` (LOOPWRIGHT_KEYS is unset: runs are not encrypted; default location ${defaultKeysPath(env)})`));
+        const off = env.LOOPWRIGHT_KEYS !== undefined && !env.LOOPWRIGHT_KEYS.trim();
+        io.out(ring.source + (off ? ' (LOOPWRIGHT_KEYS is set empty: runs are not encrypted)' : ''));
         for (const id of ids) io.out(`  ${id}${id === ring.current ? '  current' : ''}`);
       }
       return 0;

@@ -9,7 +9,7 @@ import { modelEndpointNote, untilSignal } from './process';
 export async function workerCommand(opts: { metrics?: string }, env: Record<string, string | undefined>, io: Output): Promise<number> {
   const config = readConfig(env);
   const metrics = opts.metrics ? metricsAddress(opts.metrics, '--metrics') : config.metrics;
-  installRuntime({ metrics });
+  installRuntime({ metrics, env });
   const { worker, connection, sandbox } = await createLoopwrightWorker({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, env });
   io.err(`worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}); Ctrl-C stops it`);
   io.err(sandboxNotice(sandbox).line);

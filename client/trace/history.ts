@@ -1,6 +1,7 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { Usage } from '../../common/usage';
+import { unmarked } from '../../common/redact';
 
 /** One workflow run's history, as `fetchHistory()` or `historyFromJSON` return it. */
 export type History = temporal.api.history.v1.IHistory;
@@ -42,7 +43,8 @@ export function durationMs(d: Timestamp): number | undefined {
 export function summaryOf(event: HistoryEvent): string | null {
   const summary = event.userMetadata?.summary;
   if (!summary) return null;
-  return decode<string>({ payloads: [summary] }) ?? null;
+  const text = decode<string>({ payloads: [summary] });
+  return text == null ? null : unmarked(text);
 }
 
 /** The message of a failure: the activity's own error, not its wrapper. */

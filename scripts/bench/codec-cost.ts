@@ -13,7 +13,8 @@ import path from 'node:path';
 import { createActivities } from '../../activities';
 import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
-import { clientDataConverter } from '../../crypto/codec';
+import { workerDataConverter } from '../../crypto/codec';
+import { redactionFromEnv } from '../../common/redact';
 import { initKeyFile } from '../../crypto/key-file';
 import { keyRingFromEnv } from '../../crypto/keyring';
 import { startModelServer, type ModelServer } from '../../model-server/server';
@@ -40,14 +41,14 @@ export interface CodecSide {
 async function side(o: { name: string; address: string; modelUrl: string; keys: string; code: string; turns: number; workspace: string }) {
   const taskQueue = uniqueName(`bench-codec-${o.name}`);
   const env = { ANTHROPIC_BASE_URL: o.modelUrl, ANTHROPIC_API_KEY: 'bench', TEMPORAL_ADDRESS: o.address, LOOPWRIGHT_TASK_QUEUE: taskQueue, LOOPWRIGHT_KEYS: o.keys };
-  const dataConverter = clientDataConverter(keyRingFromEnv(env));
+  const ring = keyRingFromEnv(env);
   const connection = await NativeConnection.connect({ address: o.address });
   const worker = await Worker.create({
     connection,
     taskQueue,
     workflowBundle: { code: o.code },
     activities: createActivities({ anthropic: createAnthropic(env) }),
-    ...(dataConverter ? { dataConverter } : {}),
+    dataConverter: workerDataConverter(ring, redactionFromEnv(env)),
     ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env });

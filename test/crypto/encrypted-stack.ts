@@ -5,7 +5,8 @@ import { createActivities, type Activities } from '../../activities';
 import { createAnthropic } from '../../activities/model';
 import { trustPathsFromEnv } from '../../activities/trust';
 import { LoopwrightClient } from '../../client/loopwright-client';
-import { clientDataConverter } from '../../crypto/codec';
+import { workerDataConverter } from '../../crypto/codec';
+import { redactionFromEnv } from '../../common/redact';
 import { keyRingFromEnv } from '../../crypto/keyring';
 import { WORKER_TUNING } from '../../workers/create-worker';
 import { workflowSource } from '../../workers/workflow-bundle';
@@ -27,15 +28,15 @@ export interface KeyedStack {
 export async function keyedStack(o: { address: string; taskQueue: string; keys: string; modelUrl: string; wrap?: (a: Activities) => Activities }): Promise<KeyedStack> {
   installRuntime();
   const env = { ANTHROPIC_BASE_URL: o.modelUrl, ANTHROPIC_API_KEY: 'test-key', TEMPORAL_ADDRESS: o.address, LOOPWRIGHT_TASK_QUEUE: o.taskQueue, LOOPWRIGHT_KEYS: o.keys };
-  const dataConverter = clientDataConverter(keyRingFromEnv(env));
+  const ring = keyRingFromEnv(env);
   const connection = await NativeConnection.connect({ address: o.address });
   const wrap = o.wrap ?? ((a) => a);
   const worker = await Worker.create({
     connection,
     taskQueue: o.taskQueue,
     activities: wrap(createActivities({ anthropic: createAnthropic(env), trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
-    ...(dataConverter ? { dataConverter } : {}),
-    ...workflowSource(process.env, dataConverter !== undefined),
+    dataConverter: workerDataConverter(ring, redactionFromEnv(env)),
+    ...workflowSource(process.env, ring !== undefined),
     ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env });

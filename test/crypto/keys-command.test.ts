@@ -25,8 +25,12 @@ test('init makes <LOOPWRIGHT_HOME>/keys with one current key, mode 0600, and ref
   const file = path.join(home, 'keys');
   expect(made.code).toBe(0);
   expect(made.out).toContain(`created ${file}`);
-  expect(made.out).toContain(`export LOOPWRIGHT_KEYS=${file}`);
+  expect(made.out).toContain('encryption is on for every client and worker with this LOOPWRIGHT_HOME');
   expect(statSync(file).mode & 0o777).toBe(0o600);
+  // LOOPWRIGHT_KEYS unset reads this file; set empty turns encryption off.
+  expect(keyRingFromEnv({ LOOPWRIGHT_HOME: home })?.source).toBe(file);
+  expect(keyRingFromEnv({ LOOPWRIGHT_HOME: home, LOOPWRIGHT_KEYS: '' })).toBeUndefined();
+  expect(keyRingFromEnv({ LOOPWRIGHT_HOME: path.join(home, 'nothing-here') })).toBeUndefined();
   const ring = keyRingFromEnv({ LOOPWRIGHT_KEYS: file })!;
   expect(ring.keys.size).toBe(1);
   const before = readFileSync(file, 'utf8');

@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCli } from '../helpers/cli';
+import { databaseHolds } from '../crypto/encrypted-stack';
 
 /**
  * What `npm start` runs (`loopwright demo`), as a process with no terminal: the embedded dev
@@ -22,6 +23,11 @@ test('the demo verifies the fix, applies it as one keyed commit, prints the Web 
   expect(out).toMatch(/Decisions are signed: the demo signs as \S+ with .*signing\/demo_ed25519, which .*allowed_signers trusts/);
   expect(out).toMatch(/Approved by \S+: verified \(key SHA256:[A-Za-z0-9+/]{43}\)/);
   const id = /Started fix-test: (fix-test\/\S+)/.exec(out)![1];
+  // Encrypted by default: the demo made a key ring, the Web UI decodes through the codec server, the database holds ciphertext.
+  expect(out).toContain(`Payloads, transcripts and reports are encrypted with a key ring the demo made: ${path.join(home, 'keys')}`);
+  expect(out).toMatch(/The Web UI decodes payloads through the codec server at http:\/\/127\.0\.0\.1:\d+/);
+  expect(databaseHolds(path.join(home, 'dev.db'), 'sample-math')).toBe(false);
+  expect(databaseHolds(path.join(home, 'dev.db'), id)).toBe(true);
   expect(out).toContain(`See the run in the Web UI: http://localhost:8233/namespaces/default/workflows/${encodeURIComponent(id)}`);
   const repo = /The fix is commit [0-9a-f]{12} on main in (\S+) /.exec(out)![1];
   const message = execFileSync('git', ['-C', repo, 'log', '-1', '--format=%B'], { encoding: 'utf8' });

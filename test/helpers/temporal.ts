@@ -5,7 +5,8 @@ import { trustPathsFromEnv } from '../../activities/trust';
 import type { Tool } from '../../activities/tools/types';
 import { createAnthropic } from '../../activities/model';
 import { LoopwrightClient } from '../../client/loopwright-client';
-import { clientDataConverter } from '../../crypto/codec';
+import { workerDataConverter } from '../../crypto/codec';
+import { redactionFromEnv } from '../../common/redact';
 import { keyRingFromEnv } from '../../crypto/keyring';
 import { installRuntime } from '../../workers/runtime';
 import { WORKER_TUNING } from '../../workers/create-worker';
@@ -50,12 +51,13 @@ export async function testStack(
   const connection = await NativeConnection.connect({ address: testAddress() });
   // The key ring: the test's own LOOPWRIGHT_KEYS, else global-setup's (empty: no encryption).
   const fullEnv = { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'test-key', LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS ?? '', ...env };
-  const dataConverter = clientDataConverter(keyRingFromEnv(fullEnv));
+  const ring = keyRingFromEnv(fullEnv);
   const worker = await Worker.create({
     connection,
     taskQueue,
-    workflowBundle: { codePath: (dataConverter ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)! },
-    ...(dataConverter ? { dataConverter } : {}),
+    workflowBundle: { codePath: (ring ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)! },
+    // The worker's redaction as a `loopwright worker` with this environment would have it.
+    dataConverter: workerDataConverter(ring, redactionFromEnv({ ...process.env, ...fullEnv })),
     activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
     ...WORKER_TUNING,
   });

@@ -74,6 +74,33 @@ describe('obfuscated secrets are redacted', () => {
   });
 });
 
+describe('escaped, folded and look-alike secrets are redacted', () => {
+  const fullwidth = (s: string) => s.replace(/[!-~]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
+  const each = (s: string, f: (c: string) => string) => [...s].map(f).join('');
+  test.each([
+    ['HTML decimal references', each(VALUE, (c) => `&#${c.charCodeAt(0)};`), VALUE],
+    ['HTML hex references', each(GITHUB, (c) => `&#x${c.charCodeAt(0).toString(16)};`), GITHUB],
+    ['HTML named references around a value', `pw=${VALUE.replace('-', '&hyphen;').replace('-', '&#45;')}`, VALUE],
+    ['double-escaped HTML', each(VALUE, (c) => `&amp;#${c.charCodeAt(0)};`), VALUE],
+    ['\\x escapes', each(ANTHROPIC, (c) => `\\x${c.charCodeAt(0).toString(16)}`), ANTHROPIC],
+    ['\\u escapes', each(VALUE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`), VALUE],
+    ['\\u{} escapes', each(GITHUB, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`), GITHUB],
+    ['fullwidth forms', fullwidth(GITHUB), GITHUB],
+    ['mathematical letters', `k ${GITHUB.replace('p', '\u{1D429}')} end`, GITHUB],
+    ['combining marks on each character', each(VALUE, (c) => `${c}\u0301`), VALUE],
+    ['Cyrillic look-alikes', ANTHROPIC.replace(/a/g, '\u0430').replace(/e/g, '\u0435'), ANTHROPIC],
+    ['a value split by dashes and dots', `${VALUE.slice(0, 4)}-${VALUE.slice(4, 9)}.${VALUE.slice(9)}`, VALUE],
+    ['a value split by slashes and underscores', `${VALUE.slice(0, 6)}/_${VALUE.slice(6)}`, VALUE],
+    ['base64 after a letter that makes the first alignment read as text', `x${b64(`token=${VALUE}`)}`, VALUE],
+  ])('%s', (_, text, secret) => {
+    expectGone(`seen: ${text} (end)`, secret);
+  });
+
+  test('accented and non-Latin prose is left alone', () => {
+    for (const text of ['café résumé naïve — “quoted”', '这是一个测试句子，包含一些中文字符。', 'Привет, мир: ошибка в строке 42', 'a%20b &amp; c']) expect(redact(text, r)).toBe(text);
+  });
+});
+
 describe('credentials in URLs and assignments', () => {
   test.each([
     ['postgres://admin:pa55w0rd-xyz@db.example.com:5432/app', 'postgres://admin:[redacted]@db.example.com:5432/app'],
