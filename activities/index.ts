@@ -28,6 +28,7 @@ import { runTool, type RunToolInput, type RunToolResult } from './agent/run-tool
 import { commitWorkspace, prepareWorkspace } from './agent/workspace';
 import { applyGitCommit, type GitCommitEffectInput, type GitCommitEffectResult } from './effects';
 import { createToolRegistry } from './tools/registry';
+import { createFileLedger, type ToolLedger } from './tools/ledger';
 import type { Tool } from './tools/types';
 import { createFileBlobStore, type BlobStore } from './transcript/store';
 import { createSandbox, sandboxConfigFromEnv, SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
@@ -56,6 +57,8 @@ export interface ActivityDeps {
   trust?: () => TrustPaths;
   /** Where commands the agent wrote or chose run (default: the sandbox LOOPWRIGHT_SANDBOX selects, see activities/sandbox). */
   sandbox?: Sandbox;
+  /** What tool calls did, by idempotency key (default: `tool-ledger` beside the transcript folder, sealed with `keys`). */
+  ledger?: ToolLedger;
 }
 
 export interface GenerateCandidateInput {
@@ -112,6 +115,8 @@ export function createActivities(deps: ActivityDeps) {
   const keys = deps.keys ?? keyRingFromEnv(env);
   const store = deps.store ?? createFileBlobStore(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'), { keys });
   const registry = createToolRegistry(deps.tools ?? []);
+  // Beside the transcript store, on the worker's disk (never in a workspace or the sandbox).
+  const ledger = deps.ledger ?? createFileLedger(path.join(path.dirname(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts')), 'tool-ledger'), keys);
   const worktreesDir = deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
   const sandbox = deps.sandbox ?? createSandbox(sandboxConfigFromEnv(deps.env ?? process.env));
   /** The sandbox's name, or the one-line refusal when there is none and nobody opted out. */
@@ -180,7 +185,7 @@ export function createActivities(deps: ActivityDeps) {
 
     /** One tool call, confined to the workspace and gated by the autonomy level (see agent/run-tool.ts). */
     async runTool(input: RunToolInput): Promise<RunToolResult> {
-      return runTool({ store, registry, sandbox }, input);
+      return runTool({ store, registry, sandbox, ledger }, input);
     },
 
     /**

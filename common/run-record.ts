@@ -23,6 +23,8 @@ export function isTerminal(state: RunState): boolean {
  * - `attempts`, `time`, `tokens`, `cost`: that budget ran out (→ `budget_exhausted` if nobody
  *   extends it by the deadline);
  * - `model_error`: a model call failed in a way retrying cannot fix (→ `blocked` if nobody acts);
+ * - `activity_error`: a check, tool call or commit failed on every retry (its worker lost each
+ *   time, or a fault in it): the run waits for a human with the reason (→ `blocked` if nobody acts);
  * - `review_timeout`: a human review was not given by the deadline (→ `blocked`);
  * - `setup_error`: the run's workspace or tools cannot be set up (→ `blocked`);
  * - `approval_timeout`: an L2 run's verified change was not approved by the deadline (→ `blocked`);
@@ -41,6 +43,7 @@ export type StopReason =
   | 'tokens'
   | 'cost'
   | 'model_error'
+  | 'activity_error'
   | 'review_timeout'
   | 'setup_error'
   | 'approval_timeout'

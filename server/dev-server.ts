@@ -225,7 +225,10 @@ export function devServerArgs(o: DevServerArgsInput): string[] {
     ...(o.namespace === 'default' ? [] : ['--namespace', o.namespace]),
     ...SEARCH_ATTRIBUTES.flatMap((attr) => ['--search-attribute', `${attr.name}=${attr.type}`]),
     '--sqlite-pragma', 'journal_mode=WAL',
-    '--sqlite-pragma', 'synchronous=OFF',
+    // WAL with synchronous=NORMAL: a killed process loses nothing committed; an OS crash or power
+    // loss can lose the last transactions since the WAL was last synced, never corrupt the file.
+    // (OFF, the CLI's default, can corrupt it on power loss; FULL syncs every commit. README "Durability".)
+    '--sqlite-pragma', 'synchronous=NORMAL',
     // No call home: the server's periodic version check (the spawn also sets TEMPORAL_VERSION_CHECK_DISABLED).
     '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
     '--log-level', 'warn',

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FAILURE_CONVERTER_PATH } from '../crypto/codec';
+import { initKeyFile } from '../crypto/key-file';
 import { freePort, startDevServer, type DevServer } from '../server/dev-server';
 import { findBubblewrap } from '../server/bubblewrap';
 import { findTemporalCli } from '../server/temporal-binary';
@@ -40,8 +41,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.LOOPWRIGHT_TEMPORAL_CLI = cli;
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE = bundlePath;
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED = encryptedBundlePath;
-  // Runs are unencrypted unless a test gives its own ring (test/crypto): never a developer's LOOPWRIGHT_KEYS.
-  process.env.LOOPWRIGHT_KEYS = '';
+  // Every client and worker of the suite encrypts with a ring of this run's own, as a deployment
+  // does (never a developer's LOOPWRIGHT_KEYS); a test that needs clear payloads sets it empty.
+  process.env.LOOPWRIGHT_KEYS = initKeyFile(path.join(dir, 'keys')).file;
   process.env.LOOPWRIGHT_TRANSCRIPTS = path.join(dir, 'transcripts');
   process.env.LOOPWRIGHT_WORKTREES = path.join(dir, 'worktrees');
   // Workers trust no allowed signers and no grants unless a test gives its own (never a developer's

@@ -13,24 +13,33 @@ export const MODEL_CALL: ActivityOptions = {
   retry: { maximumAttempts: 1 },
 };
 
-/** Command and schema checks: up to 30 minutes, heartbeats, 2 tries (a lost worker is retried). */
+/**
+ * How checks and tool calls are retried when their worker is lost (10 s without a heartbeat) or
+ * they fail: 6 tries, 1 s apart and doubling up to 30 s (about a minute in all, beyond the
+ * heartbeat timeouts), always within the attempt's wall time. When the last try fails, the run
+ * waits for a human with the reason (`activity_error`, see attempt.ts), never ends `failed`.
+ */
+const LOST_WORKER_RETRY = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 6 } as const;
+
+/** Command, test and schema checks: up to 30 minutes, heartbeats, retried as {@link LOST_WORKER_RETRY}. */
 export const CHECK_CALL: ActivityOptions = {
   startToCloseTimeout: '30m',
   heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '1s', maximumAttempts: 2 },
+  retry: LOST_WORKER_RETRY,
 };
 
 /**
- * Tool calls and workspace set-up: up to 15 minutes, heartbeats, 3 tries. A tool call the
- * worker finished is never repeated (its completion is in history); one a lost worker did not
- * finish is retried.
+ * Tool calls and workspace set-up: up to 15 minutes, heartbeats, retried as {@link LOST_WORKER_RETRY}.
+ * A tool call the worker finished is never repeated (its completion is in history, or, when the
+ * worker was lost before reporting it, its outcome in the worker's tool ledger); one a lost
+ * worker did not finish is retried (edit_file recognises its own edit, see tools/edit-file.ts).
  */
 export const TOOL_CALL: ActivityOptions = {
   startToCloseTimeout: '15m',
   heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: ['WorkspaceError'] },
+  retry: { ...LOST_WORKER_RETRY, nonRetryableErrorTypes: ['WorkspaceError'] },
 };
 
 export const acts = proxyActivities<Activities>(MODEL_CALL);

@@ -1,3 +1,4 @@
+import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
 import type { SessionSetup, ToolCallRecord } from '../common/agent';
 import type { LoopInput } from '../common/loop-input';
 import { runAgentSession } from './agent-session';
@@ -49,8 +50,22 @@ const VERDICT_MAX_TOKENS = 1024;
 /**
  * One attempt: the worker model produces a candidate, then every automated check judges it,
  * in the order the spec lists them. Human reviews happen after, outside the attempt's wall time.
+ * A check, tool call or commit that fails on its last retry (its worker lost every time, or a
+ * fault in it) stops the attempt with `activity_error` and the reason, so the run asks a human
+ * instead of ending `failed` (model calls have their own retries, see model-call.ts).
  */
 export async function runAttempt(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
+  try {
+    return await attemptSteps(ctx, n, progress);
+  } catch (err) {
+    // patched: a history recorded before this change ended such a run `failed`, and replays so.
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('activity-escalation')) throw err;
+    const tries = err.retryState === 'MAXIMUM_ATTEMPTS_REACHED' ? ' on every retry' : '';
+    return { kind: 'stopped', stopReason: 'activity_error', detail: `${err.activityType} failed${tries} in attempt ${n}: ${err.cause?.message ?? err.message}` };
+  }
+}
+
+async function attemptSteps(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
   const { input, workflowId } = ctx;
   const workerModel = input.spec.models.worker;
   if (ctx.session) {

@@ -236,7 +236,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       const lesson = feedbackFrom(attempt);
       if (lesson) feedback.push(lesson);
       if (stopped) {
-        const kind = stopped.reason === 'model_error' ? 'error' : 'budget';
+        const kind = stopped.reason === 'model_error' || stopped.reason === 'activity_error' ? 'error' : 'budget';
         const ended = decide(await escalate(kind, stopped.reason, stopped.detail), kind, stopped.reason);
         if (ended) return ended;
       }

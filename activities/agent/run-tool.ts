@@ -7,6 +7,7 @@ import type { SandboxName } from '../../common/run-record';
 import type { Sandbox } from '../sandbox/sandbox';
 import type { BlobStore } from '../transcript/store';
 import { storeText, type TranscriptNode } from '../transcript/transcript';
+import type { ToolLedger } from '../tools/ledger';
 
 export interface RunToolInput {
   workflowId: string;
@@ -40,8 +41,12 @@ export interface RunToolResult extends ToolResultRef {
  * The input is read from the transcript (not passed through history); the full output is
  * stored, and the model gets it capped to `outputCapChars` with a reference to the rest.
  * Tool errors come back as `isError` results for the model, never as activity failures.
+ * With a ledger, a call's outcome is kept by its idempotency key (`<workflow id>/<run id>/<activity
+ * id>`, the same on every retry): a retry after the worker was lost once the call finished answers
+ * with that outcome instead of running the tool again, and tools whose work must not happen twice
+ * (edit_file) get the key too.
  */
-export async function runTool(deps: { store: BlobStore; registry: ReturnType<typeof createToolRegistry>; sandbox?: Sandbox }, input: RunToolInput): Promise<RunToolResult> {
+export async function runTool(deps: { store: BlobStore; registry: ReturnType<typeof createToolRegistry>; sandbox?: Sandbox; ledger?: ToolLedger }, input: RunToolInput): Promise<RunToolResult> {
   const node = await deps.store.get<TranscriptNode>(input.assistantHead);
   const blocks = Array.isArray(node.message.content) ? (node.message.content as ContentBlock[]) : [];
   const call = blocks.find((b) => b.type === 'tool_use' && b.id === input.toolUseId) as Extract<ContentBlock, { type: 'tool_use' }> | undefined;
@@ -49,9 +54,13 @@ export async function runTool(deps: { store: BlobStore; registry: ReturnType<typ
   const denied = gateTool(input.autonomy, input.name, input.available.includes(input.name) ? deps.registry.classOf(input.name) : undefined, input.available);
   let outcome: { content: string; isError: boolean };
   let sandbox: SandboxName | undefined;
-  if (denied) outcome = { content: `denied: ${denied}`, isError: true };
+  const ctx = activityContext();
+  const run = ctx?.info.workflowExecution;
+  const key = run && deps.ledger ? `${run.workflowId}/${run.runId}/${ctx!.info.activityId}` : undefined;
+  const done = key ? await deps.ledger!.get<{ outcome: typeof outcome; sandbox?: SandboxName }>(`${key}#outcome`) : undefined;
+  if (done) ({ outcome, sandbox } = done);
+  else if (denied) outcome = { content: `denied: ${denied}`, isError: true };
   else {
-    const ctx = activityContext();
     outcome = await executeTool(deps.registry, input.name, call.input, {
       root: input.root,
       allowedCommands: input.allowedCommands,
@@ -62,7 +71,9 @@ export async function runTool(deps: { store: BlobStore; registry: ReturnType<typ
       onCommand: (ran) => (sandbox = ran.sandbox),
       signal: ctx?.cancellationSignal,
       heartbeat: ctx ? () => ctx.heartbeat() : undefined,
+      ...(key ? { idempotency: { key, ledger: deps.ledger! } } : {}),
     });
+    if (key) await deps.ledger!.put(`${key}#outcome`, { outcome, ...(sandbox ? { sandbox } : {}) });
   }
   const fullRef = await storeText(deps.store, outcome.content);
   const forModel = capToolOutput(outcome.content, fullRef, input.outputCapChars);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { resolveInsideAsync } from './confine';
 import { checkWriteSize, readTextFile, Slicer, writeTextFile } from './text-files';
@@ -34,6 +35,15 @@ async function findOnce(haystack: string, needle: string, ctx: ToolContext): Pro
   return { at, count };
 }
 
+/** What an edit meant to do, recorded before the file is written: the file's hash before and after, and the answer. */
+interface EditIntent {
+  before: string;
+  after: string;
+  result: string;
+}
+
+const hashOf = (text: string) => createHash('sha256').update(text).digest('hex');
+
 function lineCount(text: string): number {
   let lines = 1;
   for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines += 1;
@@ -44,7 +54,9 @@ function lineCount(text: string): number {
  * `edit_file { path, old_text, new_text }`: replaces the one exact occurrence of `old_text`.
  * None, or more than one, is a ToolError that tells the model what to change; so is a
  * result over MAX_WRITE_BYTES (2 MB) and a path that is not a regular text file (FIFOs are
- * refused without waiting).
+ * refused without waiting). Idempotent: with the call's key (see ToolContext.idempotency) the
+ * intent is recorded before the file is written, so a retry after a lost worker that finds the
+ * edit applied answers as the first try did, and one that finds it not applied applies it.
  */
 export const editFileTool: Tool<EditFileInput> = {
   name: 'edit_file',
@@ -57,6 +69,14 @@ export const editFileTool: Tool<EditFileInput> = {
   async run(input, ctx) {
     const abs = await resolveInsideAsync(ctx.root, input.path, { forWrite: true });
     const text = await readTextFile(abs, input.path);
+    const ledger = ctx.idempotency?.ledger;
+    const intentKey = ctx.idempotency ? `${ctx.idempotency.key}#edit` : '';
+    const intent = ledger ? await ledger.get<EditIntent>(intentKey) : undefined;
+    if (intent) {
+      const now = hashOf(text);
+      if (now === intent.after) return intent.result;
+      if (now !== intent.before) throw new ToolError(`${input.path} changed while this edit was being retried: read it again and redo the edit`);
+    }
     const { at, count } = await findOnce(text, input.old_text, ctx);
     if (count === 0) throw new ToolError(`old_text not found in ${input.path}: read the file and copy the text exactly`);
     if (count > 1) {
@@ -69,8 +89,9 @@ export const editFileTool: Tool<EditFileInput> = {
     const next = text.slice(0, at) + input.new_text + text.slice(at + input.old_text.length);
     // A call stopped at its deadline (or cancelled) must not write afterwards.
     ctx.signal?.throwIfAborted();
+    const result = `edited ${input.path} at line ${lineCount(text.slice(0, at))}: replaced ${lineCount(input.old_text)} line(s) with ${lineCount(input.new_text)}`;
+    if (ledger) await ledger.put(intentKey, { before: hashOf(text), after: hashOf(next), result } satisfies EditIntent);
     await writeTextFile(abs, input.path, next);
-    const line = lineCount(text.slice(0, at));
-    return `edited ${input.path} at line ${line}: replaced ${lineCount(input.old_text)} line(s) with ${lineCount(input.new_text)}`;
+    return result;
   },
 };

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ToolClass } from '../../common/agent';
 import type { Sandbox, SandboxName } from '../sandbox/sandbox';
+import type { ToolLedger } from './ledger';
 
 /**
  * What a tool may do: `read` only looks at the workspace, `write` changes it (or runs
@@ -39,6 +40,11 @@ export interface ToolContext {
    * a margin, so their own timeout fires first. See `toolDeadlineMs` in registry.ts.
    */
   deadlineMs?: number;
+  /**
+   * This call's idempotency key (the same on every retry of its activity, after a lost worker)
+   * and the worker's ledger, for a tool whose work must not be done twice (edit_file).
+   */
+  idempotency?: { key: string; ledger: ToolLedger };
 }
 
 /**

@@ -6,6 +6,9 @@ import { buildTrace } from '../../client/trace/build-trace';
 import { fetchHistories } from '../../client/trace/fetch-histories';
 import { summaryOf } from '../../client/trace/history';
 import { DISPLAY_MARK } from '../../common/redact';
+import { EncryptionCodec } from '../../crypto/codec';
+import { decodeHistory } from '../../crypto/decode-history';
+import { keyRingFromEnv } from '../../crypto/keyring';
 import type { RunRecord } from '../../common/run-record';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { notesRepo } from '../helpers/notes-repo';
@@ -52,7 +55,9 @@ test('the worker\'s own secret values never reach the Web UI\'s summaries or cur
 
     // What the Web UI shows: the summaries of every event, and the current details (the metadata query).
     const handle = s.client.temporal.workflow.getHandle(workflowId);
-    const history = await handle.fetchHistory();
+    // Decoded as the Web UI's codec server decodes it (the suite encrypts with its own ring).
+    const ring = keyRingFromEnv(process.env);
+    const history = await decodeHistory(await handle.fetchHistory(), ring ? [new EncryptionCodec(ring)] : []);
     const summaries = history.events!.map((e) => summaryOf(e as never)).filter((x): x is string => x !== null);
     const toolSummary = summaries.find((x) => x.startsWith('tool read_file'));
     expect(toolSummary).toBe('tool read_file notes-[redacted].txt');

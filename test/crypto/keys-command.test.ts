@@ -13,7 +13,7 @@ beforeEach(() => {
 afterEach(() => rmSync(home, { recursive: true, force: true }));
 
 async function cli(env: Record<string, string | undefined>, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const r = await runCli(args, { PATH: process.env.PATH, ...env });
+  const r = await runCli(args, { PATH: process.env.PATH, LOOPWRIGHT_KEYS: undefined, ...env });
   return { code: r.code ?? -1, out: r.stdout.trimEnd(), err: r.stderr.trimEnd() };
 }
 

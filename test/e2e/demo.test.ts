@@ -12,7 +12,8 @@ import { databaseHolds } from '../crypto/encrypted-stack';
  */
 test('the demo verifies the fix, applies it as one keyed commit, prints the Web UI link, and stops cleanly', async () => {
   const home = mkdtempSync(path.join(tmpdir(), 'lw-demo-home-'));
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: home, LOOPWRIGHT_TEMPORAL_CLI: undefined, TEMPORAL_CLI: process.env.LOOPWRIGHT_TEMPORAL_CLI };
+  // LOOPWRIGHT_KEYS unset, as a newcomer has it: the demo makes its key ring.
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: home, LOOPWRIGHT_TEMPORAL_CLI: undefined, TEMPORAL_CLI: process.env.LOOPWRIGHT_TEMPORAL_CLI, LOOPWRIGHT_KEYS: undefined };
   const r = await runCli(['demo', '--yes', '--exit'], env, 240_000);
   expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, stderr: '' });
   const out = r.stdout;

@@ -9,10 +9,18 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * The environment a CLI process of the suite gets: `env`, plus the suite's key ring unless `env`
+ * says otherwise (a person's CLI reads the ring their runs were encrypted with).
+ */
+function cliEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  return ('LOOPWRIGHT_KEYS' in env ? env : { ...env, LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS }) as NodeJS.ProcessEnv;
+}
+
 /** Runs the built `loopwright` CLI to completion (no stdin, like CI). */
 export function runCli(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -40,7 +48,7 @@ export interface Background {
 }
 
 export function startCli(args: string[], env: Record<string, string | undefined>): Background {
-  const child = spawn(process.execPath, [CLI, ...args], { env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], { env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (text += d.toString()));

@@ -4,7 +4,7 @@ import { createServer, Server } from 'net';
 import { join } from 'path';
 import { UsageError } from '../../common/errors';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
-import { acquireDevServerLock, isPidAlive, readDevServerLock, releaseDevServerLock } from '../../server/dev-server-lock';
+import { acquireDevServerLock, isHolderAlive, isPidAlive, processStart, readDevServerLock, releaseDevServerLock } from '../../server/dev-server-lock';
 import {
   DevServerRunningError,
   DevServerStartError,
@@ -47,7 +47,7 @@ describe('dev server arguments', () => {
   it('register every search attribute, use SQLite WAL and turn off the version check and news feed', () => {
     const args = devServerArgs(base).join(' ');
     for (const attr of SEARCH_ATTRIBUTES) expect(args).toContain(`--search-attribute ${attr.name}=${attr.type}`);
-    expect(args).toContain('--sqlite-pragma journal_mode=WAL --sqlite-pragma synchronous=OFF');
+    expect(args).toContain('--sqlite-pragma journal_mode=WAL --sqlite-pragma synchronous=NORMAL');
     expect(args).toContain('--dynamic-config-value frontend.enableServerVersionCheck=false');
     expect(args).toContain('--ui-disable-news-fetch');
     expect(args).not.toContain('--namespace');
@@ -158,7 +158,7 @@ describe('dev server lock', () => {
   it('refuses a second owner while the pid is alive, naming pid and UI', () => {
     const file = join(root, 'dev.lock');
     acquireDevServerLock(file, lock);
-    expect(readDevServerLock(file)).toEqual(lock);
+    expect(readDevServerLock(file)).toEqual({ ...lock, pidStart: processStart(process.pid) });
     expect(() => acquireDevServerLock(file, { ...lock, startedAt: 'later' })).toThrow(
       `loopwright dev is already running (pid ${process.pid}, UI http://localhost:8233): stop it with Ctrl-C in its terminal, or use that one`,
     );
@@ -171,9 +171,21 @@ describe('dev server lock', () => {
     expect(readDevServerLock(file)?.pid).toBe(process.pid);
     writeFileSync(file, '{"pid": ');
     acquireDevServerLock(file, lock);
-    expect(readDevServerLock(file)).toEqual(lock);
+    expect(readDevServerLock(file)?.pid).toBe(process.pid);
     releaseDevServerLock(file, [process.pid]);
     expect(existsSync(file)).toBe(false);
+  });
+
+  it('replaces a lock whose pid is alive but was reused by another process since a crash (its start time differs)', () => {
+    const file = join(root, 'dev.lock');
+    const start = processStart(process.pid);
+    expect(start).toMatch(/^\d+$/);
+    writeFileSync(file, JSON.stringify({ ...lock, pidStart: String(Number(start) - 1) }));
+    expect(isHolderAlive({ pid: process.pid, pidStart: String(Number(start) - 1) })).toBe(false);
+    acquireDevServerLock(file, { ...lock, startedAt: 'after the crash' });
+    expect(readDevServerLock(file)).toMatchObject({ pid: process.pid, startedAt: 'after the crash', pidStart: start });
+    // The same pid with its real start time is the holder.
+    expect(() => acquireDevServerLock(file, lock)).toThrow(/already running/);
   });
 
   it('leaves a lock that names another process alone on release', () => {

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
+import { createFileLedger } from '../../activities/tools/ledger';
 import { MAX_LIST_ENTRIES } from '../../activities/tools/list-files';
 import { MAX_WRITE_BYTES } from '../../activities/tools/text-files';
 import type { ToolOutcome } from '../../activities/tools/types';
@@ -213,6 +214,40 @@ describe('edit_file', () => {
     expect(outcome.isError).toBe(false);
     expect(outcome.content).toContain('edited src/a.ts at line 1');
     expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe("export const a = '$&';\n// TODO: fix a\n");
+  });
+
+  describe('retried after a lost worker (the same idempotency key)', () => {
+    const ledgerOf = () => createFileLedger(tempDir('ledger'));
+    const edit = { path: 'src/a.ts', old_text: 'const a = 1;', new_text: 'const a = 2;' };
+    const edited = 'export const a = 2;\n// TODO: fix a\n';
+
+    test('a retry that finds its edit applied answers as the first try did, and edits nothing more', async () => {
+      const idempotency = { key: 'wf/run/7', ledger: ledgerOf() };
+      const first = await call('edit_file', edit, { idempotency });
+      const again = await call('edit_file', edit, { idempotency });
+      expect(again).toEqual(first);
+      expect(first.isError).toBe(false);
+      expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe(edited);
+      // Another call (another key) with the same input is a new edit, and finds nothing to replace.
+      expectError(await call('edit_file', edit, { idempotency: { ...idempotency, key: 'wf/run/8' } }), 'old_text not found');
+    });
+
+    test('a worker lost after recording the intent but before writing: the retry applies the edit once', async () => {
+      const ledger = ledgerOf();
+      const crashing = { key: 'wf/run/9', ledger: { get: ledger.get, put: async (k: string, v: unknown) => { await ledger.put(k, v); throw new Error('worker lost'); } } };
+      expectError(await call('edit_file', edit, { idempotency: crashing }), 'worker lost');
+      expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe('export const a = 1;\n// TODO: fix a\n');
+      const retry = await call('edit_file', edit, { idempotency: { key: 'wf/run/9', ledger } });
+      expect(retry).toMatchObject({ isError: false, content: expect.stringContaining('edited src/a.ts at line 1') });
+      expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe(edited);
+    });
+
+    test('a file changed by someone else between the tries is not edited blindly', async () => {
+      const idempotency = { key: 'wf/run/10', ledger: ledgerOf() };
+      await call('edit_file', edit, { idempotency });
+      writeFileSync(path.join(root, 'src', 'a.ts'), 'something else entirely\n');
+      expectError(await call('edit_file', edit, { idempotency }), 'src/a.ts changed while this edit was being retried');
+    });
   });
 
   test('old_text that does not occur is an error and the file is unchanged', async () => {
