@@ -37,6 +37,8 @@ export interface DevServerOptions {
   httpApi?: boolean;
   /** No Web UI. */
   headless?: boolean;
+  /** SQLite's `synchronous` setting (default `NORMAL`; see README "Durability of the dev server's file"). */
+  sqliteSync?: SqliteSync;
   /** A codec server the Web UI decodes payloads through (`--ui-codec-endpoint`), e.g. `http://127.0.0.1:8234`. */
   codecEndpoint?: string;
   /** Namespace to create and configure (default `default`). */
@@ -147,7 +149,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     const fd = openSync(logFile, 'a');
     const logStart = statSync(logFile).size;
     writeSync(fd, `--- loopwright: starting the Temporal dev server on ${address} at ${lock.startedAt}\n`);
-    const args = devServerArgs({ dbFile, port, uiPort, httpPort, metricsPort, httpApi, headless: opts.headless, namespace, codecEndpoint: opts.codecEndpoint });
+    const args = devServerArgs({ dbFile, port, uiPort, httpPort, metricsPort, httpApi, headless: opts.headless, namespace, codecEndpoint: opts.codecEndpoint, sqliteSync: opts.sqliteSync });
     log(`starting the Temporal dev server: ${cli} ${args.join(' ')}`);
     // The server needs none of this process's secrets (model keys and the like): an allow-list.
     const env: NodeJS.ProcessEnv = { TEMPORAL_VERSION_CHECK_DISABLED: '1' };
@@ -202,7 +204,11 @@ export interface DevServerArgsInput {
   namespace: string;
   /** Passed as `--ui-codec-endpoint` (not when headless). */
   codecEndpoint?: string;
+  sqliteSync?: SqliteSync;
 }
+
+/** SQLite's `synchronous` settings the dev server may run with. */
+export type SqliteSync = 'OFF' | 'NORMAL' | 'FULL';
 
 /** The `temporal` arguments that start the dev server. */
 export function devServerArgs(o: DevServerArgsInput): string[] {
@@ -228,7 +234,7 @@ export function devServerArgs(o: DevServerArgsInput): string[] {
     // WAL with synchronous=NORMAL: a killed process loses nothing committed; an OS crash or power
     // loss can lose the last transactions since the WAL was last synced, never corrupt the file.
     // (OFF, the CLI's default, can corrupt it on power loss; FULL syncs every commit. README "Durability".)
-    '--sqlite-pragma', 'synchronous=NORMAL',
+    '--sqlite-pragma', `synchronous=${o.sqliteSync ?? 'NORMAL'}`,
     // No call home: the server's periodic version check (the spawn also sets TEMPORAL_VERSION_CHECK_DISABLED).
     '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
     '--log-level', 'warn',
