@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PromotionRuleSchema } from './promotion';
-import { isDuration } from './duration';
+import { isDuration, parseDuration } from './duration';
 import { SECRET_NAME } from './redact';
 import { TEST_RUNNERS } from './test-results';
 
@@ -11,12 +11,45 @@ export const DurationSchema = z.string().refine(isDuration, { message: 'expected
 export const AutonomySchema = z.enum(['L1', 'L2', 'L3']);
 export type Autonomy = z.infer<typeof AutonomySchema>;
 
-/** Model ids per role; the checker may use a different model from the worker. */
+/** A model call's limits when the loop sets none: the whole call, and the longest silence of its stream. */
+export const DEFAULT_MODEL_TIMEOUTS = { total: '10m', idle: '60s' } as const;
+
+/**
+ * How long one model call (one try) may take: `total` for the whole call, from sending the
+ * request to the last event (default 10m), and `idle`, the longest wait for the response's
+ * headers or its next stream event (default 60s). Either one cut short is a retryable failure
+ * that charges the tokens the endpoint reported so far.
+ */
+export const ModelTimeoutsSchema = z
+  .strictObject({ total: DurationSchema.optional(), idle: DurationSchema.optional() })
+  .refine((t) => (parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 0) >= 1000, { message: 'idle must be at least 1s', path: ['idle'] })
+  .refine((t) => (parseDuration(t.total ?? DEFAULT_MODEL_TIMEOUTS.total) ?? 0) >= (parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 0), {
+    message: 'total must be at least idle',
+    path: ['total'],
+  });
+
+/** Model ids per role (the checker may use a different model from the worker), and the limits of each call. */
 export const ModelsSchema = z.object({
   worker: z.string().min(1),
   checker: z.string().min(1),
+  timeouts: ModelTimeoutsSchema.optional(),
 });
 export type Models = z.infer<typeof ModelsSchema>;
+
+/** A model call's limits in milliseconds, as the model activities take them. */
+export interface ModelTimeouts {
+  totalMs: number;
+  idleMs: number;
+}
+
+/** The limits of a loop's model calls: its `models.timeouts`, defaults for what it leaves out (runs started before they existed included). */
+export function modelTimeouts(models: Pick<Models, 'timeouts'>): ModelTimeouts {
+  const t = models.timeouts ?? {};
+  return {
+    totalMs: parseDuration(t.total ?? DEFAULT_MODEL_TIMEOUTS.total) ?? 600_000,
+    idleMs: parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 60_000,
+  };
+}
 
 /**
  * The LLM judge: a fresh context holding only the rubric, the task and the candidate; it answers

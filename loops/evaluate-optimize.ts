@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { AutonomySchema, BudgetSchema, CheckSchema, CommandEnvSchema, DurationSchema, LoopSpecSchema } from '../common/loop-spec';
+import { AutonomySchema, BudgetSchema, CheckSchema, CommandEnvSchema, DurationSchema, LoopSpecSchema, ModelTimeoutsSchema } from '../common/loop-spec';
 import { harnessPrompt } from '../common/improve/proposal';
 import { harnessAgent, type LoopDefinition } from './loop-definition';
 
@@ -28,6 +28,8 @@ export const EvaluateOptimizeInputSchema = z
     maxPendingReviews: z.number().int().positive().optional(),
     /** Write the run's trace as Markdown into this folder when the run ends (delivery.trace). */
     traceDir: z.string().min(1).optional(),
+    /** Limits of each model call: `{ total, idle }` durations (spec `models.timeouts`; default 10m and 60s). */
+    modelTimeouts: ModelTimeoutsSchema.optional(),
   })
   .strict()
   .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, { message: 'give a rubric or at least one check', path: ['rubric'] })
@@ -70,7 +72,7 @@ export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
         ...(input.maxTurns ? { maxTurns: input.maxTurns } : {}),
         commandAllowList: input.allowCommands ?? [],
       },
-      models: defaults.models,
+      models: { ...defaults.models, ...(input.modelTimeouts ? { timeouts: input.modelTimeouts } : {}) },
       checks: [...judge, ...(input.checks ?? [])],
       budget: { ...input.budget, maxAttempts: input.maxAttempts ?? input.budget?.maxAttempts ?? 3 },
       escalation: { timeout: input.escalationTimeout ?? '24h' },
