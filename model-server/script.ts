@@ -65,10 +65,32 @@ export const ScriptErrorSchema = z.strictObject({
 /** See {@link ScriptErrorSchema}. */
 export type ScriptError = z.infer<typeof ScriptErrorSchema>;
 
+/** The events of a streamed reply, in the order they are sent (`fault.after` may name one). */
+export const STREAM_EVENT_NAMES = ['message_start', 'ping', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'] as const;
+
+/**
+ * What goes wrong in a streamed reply, after `after` events (a count, 0 = right after the
+ * headers, or the name of an event: right after the first one of that name):
+ * `drop` closes the connection mid-response; `end` ends the response properly, early (a
+ * stream without its last events); `stall` sends nothing more and keeps the connection open; `malformed` sends an event whose data is not JSON, then ends the response;
+ * `error` sends an SSE `error` event (`error`: its type and message, default
+ * `overloaded_error`), then ends the response.
+ */
+export const StreamFaultSchema = z
+  .strictObject({
+    kind: z.enum(['drop', 'end', 'stall', 'malformed', 'error']),
+    after: z.union([z.number().int().nonnegative(), z.enum(STREAM_EVENT_NAMES)]),
+    error: z.strictObject({ type: z.string().min(1), message: z.string() }).optional(),
+  })
+  .refine((f) => f.error === undefined || f.kind === 'error', { message: '"error" goes with kind "error" only', path: ['error'] });
+/** See {@link StreamFaultSchema}. */
+export type StreamFault = z.infer<typeof StreamFaultSchema>;
+
 /**
  * One scripted answer. A rule answers a request when all of `match` holds and it has answers
  * left (`times` omitted = unlimited); it waits `delayMs` first, then sends exactly one of
- * `reply` or `error`.
+ * `reply` or `error`. A streamed reply waits `eventDelayMs` between events and breaks as
+ * `fault` says.
  */
 export const ModelRuleSchema = z
   .strictObject({
@@ -76,12 +98,18 @@ export const ModelRuleSchema = z
     match: RuleMatchSchema.optional(),
     times: z.number().int().positive().optional(),
     delayMs: z.number().int().nonnegative().optional(),
+    eventDelayMs: z.number().int().nonnegative().optional(),
+    fault: StreamFaultSchema.optional(),
     reply: ScriptReplySchema.optional(),
     error: ScriptErrorSchema.optional(),
   })
   .refine((rule) => (rule.reply === undefined) !== (rule.error === undefined), {
     message: 'a rule needs exactly one of "reply" or "error"',
     // Checked even when other fields are wrong, so one run of the loader lists every problem.
+    when: (payload) => typeof payload.value === 'object' && payload.value !== null,
+  })
+  .refine((rule) => rule.reply !== undefined || (rule.fault === undefined && rule.eventDelayMs === undefined), {
+    message: '"fault" and "eventDelayMs" shape a streamed reply: they need "reply"',
     when: (payload) => typeof payload.value === 'object' && payload.value !== null,
   });
 /** See {@link ModelRuleSchema}. */

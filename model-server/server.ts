@@ -3,9 +3,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { LoopwrightError, UsageError } from '../common/errors';
 import { baseUrl, messagesBodyProblems, readBody, sendJson, waitUnlessClosed } from './http';
 import { readRequestFacts, RuleBook } from './match';
-import { buildMessage, errorBody, newId } from './reply';
+import { buildMessage, errorBody, newId, type ScriptedUsage } from './reply';
 import type { ModelScript } from './script';
-import { formatSse, messageStreamEvents } from './sse';
+import { messageStreamEvents } from './sse';
+import { writeStream, type StreamPlan } from './stream-writer';
 
 /** Status recorded for a request whose client disconnected before the answer (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = 499;
@@ -30,6 +31,16 @@ export interface RecordedRequest {
   rule: string | null;
   /** HTTP status sent; {@link CLIENT_CLOSED_STATUS} when the client left during `delayMs`. */
   status: number;
+  /**
+   * The usage the answer reported on the wire: a plain reply's, or for a stream the last one
+   * sent (message_start's, then message_delta's); absent when none was sent (errors, a stream
+   * cut before message_start). Updated while a stream goes out.
+   */
+  usage?: ScriptedUsage;
+  /** SSE events sent (a streamed answer only), the faulty one included. */
+  events?: number;
+  /** The scripted fault this answer had, e.g. `drop after 1 events`. */
+  fault?: string;
 }
 
 /** Options of {@link startModelServer}. */
@@ -56,7 +67,7 @@ export interface ModelServer {
 
 type Answer = { delayMs?: number } & (
   | { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> }
-  | { kind: 'stream'; body: ReturnType<typeof buildMessage> }
+  | ({ kind: 'stream' } & StreamPlan)
 );
 
 /**
@@ -80,10 +91,10 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   const log = (record: RecordedRequest): void => {
     if (logFile === undefined) return;
-    const { at, role, attempt, turn, workflowId, model, rule, status, system, lastUser, body } = record;
+    const { at, role, attempt, turn, workflowId, model, rule, status, system, lastUser, body, usage, fault } = record;
     const line = {
       ...{ at, role: role ?? null, attempt: attempt ?? null, turn: turn ?? null, workflowId: workflowId ?? null },
-      ...{ model, rule, status, system, lastUser, request: body },
+      ...{ model, rule, status, ...(usage ? { usage } : {}), ...(fault ? { fault } : {}), system, lastUser, request: body },
     };
     logChain = logChain
       .then(() => appendFile(logFile, `${JSON.stringify(line)}\n`))
@@ -112,7 +123,12 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     }
     const message = buildMessage(rule.reply ?? { content: [] }, record.model, raw.length);
     const stream = (record.body as { stream?: unknown }).stream === true;
-    return stream ? { kind: 'stream', body: message, delayMs } : { kind: 'json', status: 200, body: message, delayMs };
+    if (stream) return { kind: 'stream', events: messageStreamEvents(message), eventDelayMs: rule.eventDelayMs, fault: rule.fault, delayMs };
+    if (rule.fault) {
+      const problem = `scripted model: rule "${rule.name}" scripts a ${rule.fault.kind} fault of a stream; send "stream": true`;
+      return { kind: 'json', status: 400, body: errorBody(400, problem, requestId) };
+    }
+    return { kind: 'json', status: 200, body: message, delayMs };
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -137,11 +153,11 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     }
     const headers = { 'request-id': requestId };
     if (answer.kind === 'json') {
+      if (answer.status === 200) record.usage = { ...(answer.body as { usage: ScriptedUsage }).usage };
       sendJson(res, answer.status, answer.body, { ...headers, ...answer.headers });
     } else {
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...headers });
-      for (const event of messageStreamEvents(answer.body)) res.write(formatSse(event));
-      res.end();
+      // The record shows the stream's progress as it goes (a test may wait for message_start).
+      await writeStream(res, answer, Object.assign(record, { events: 0 }), headers);
     }
     log(record);
   };
