@@ -1,5 +1,5 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import type { AutomatedCheck } from '../common/loop-spec';
+import type { AutomatedCheck, ModelTimeouts } from '../common/loop-spec';
 import type { ModelPrice } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { Verdict } from '../common/run-record';
@@ -16,6 +16,7 @@ import { writeTraceReport, type TraceReportInput } from './trace-report';
 import { mineRecentFailures, planEvaluationRun, proposeChange, publishApproved, readHarnessStore, type ProposeInput, type ProposeResult } from './improve';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
+import { heartbeatAlive } from './model-heartbeat';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import path from 'node:path';
@@ -71,6 +72,8 @@ export interface GenerateCandidateInput {
   feedback: FeedbackEntry[];
   /** max_tokens, as the run's budget allows. */
   maxTokens: number;
+  /** The call's total deadline and idle timeout (the loop's `models.timeouts`). */
+  timeouts?: ModelTimeouts;
 }
 
 export interface GenerateCandidateResult {
@@ -227,6 +230,7 @@ export function createActivities(deps: ActivityDeps) {
         system: input.systemPrompt,
         messages: [{ role: 'user', content: renderWorkerPrompt(input.task, input.feedback) }],
         maxTokens: input.maxTokens,
+        timeouts: input.timeouts,
       });
       return { candidate: reply.text, stopReason: reply.stopReason, usage: reply.usage };
     },
@@ -283,7 +287,8 @@ function withHeartbeats<T extends Record<string, (...args: never[]) => Promise<u
       let beat: NodeJS.Timeout | undefined;
       try {
         const ctx = Context.current();
-        beat = setInterval(() => ctx.heartbeat(), 1000);
+        // Repeats the details the activity recorded (a model call's usage): a bare heartbeat would erase them.
+        beat = setInterval(() => heartbeatAlive(ctx), 1000);
       } catch {
         // not inside an activity (a unit test calling the function directly)
       }

@@ -1,9 +1,14 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
 import type { ContentBlockLike } from '../common/judge';
-import { costOf, type ModelPrice } from '../common/pricing';
+import { modelTimeouts, type ModelTimeouts } from '../common/loop-spec';
+import type { ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
 import { toModelFailure } from './model-errors';
+import { createModelFetch } from './model-fetch';
+import { heartbeatAlive, recordHeartbeat } from './model-heartbeat';
+import { streamMessage } from './model-stream';
+import { StreamUsage, usageOfMessage } from './model-usage';
 
 export type ModelRole = 'worker' | 'checker' | 'proposer';
 
@@ -22,6 +27,8 @@ export interface ModelRequest {
   maxTokens: number;
   /** The model's price, pinned in the run's input; the reply's cost is computed with it. */
   price: ModelPrice;
+  /** The call's total deadline and idle timeout (the loop's `models.timeouts`); default 10m and 60s. */
+  timeouts?: ModelTimeouts;
 }
 
 /** The model's answer with its usage and cost. */
@@ -40,23 +47,29 @@ export interface ModelDeps {
 
 /**
  * Builds the function that calls the model from inside an activity. It streams the answer
- * (long outputs do not hit HTTP timeouts), heartbeats while it waits, passes the activity's
- * cancellation to the request, marks the system prompt and tools as a cacheable prefix, and
- * sends `x-loopwright-*` headers so any endpoint can tell the runs, roles and attempts apart.
- * When the provider answered but the call still failed (an error in the middle of the stream),
- * the usage it had reported rides in the failure's details, so the run is charged for it.
+ * within the call's limits (`req.timeouts`: a total deadline and an idle timeout, defaults 10m
+ * and 60s, see model-stream.ts), passes the activity's cancellation to the request, marks the
+ * system prompt and tools as a cacheable prefix, and sends `x-loopwright-*` headers so any
+ * endpoint can tell the runs, roles and attempts apart.
+ *
+ * Usage is read from the stream's own events. Whenever it changes (`message_start`, then
+ * `message_delta`) it is heartbeated, and every liveness heartbeat (one a second) repeats it, so
+ * a worker lost after the endpoint answered leaves it in the activity's last heartbeat details.
+ * Every failure (HTTP error, dropped or malformed stream, SSE `error` event, idle timeout, total
+ * deadline, cancellation) carries the usage reported so far in its details (see model-errors.ts).
  */
 export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promise<ModelReply> {
   return async (req) => {
     const ctx = inActivity();
-    const beat = ctx ? setInterval(() => ctx.heartbeat(), deps.heartbeatMs ?? 1000) : undefined;
-    let stream: ReturnType<Anthropic['messages']['stream']> | undefined;
+    const beat = ctx ? setInterval(() => heartbeatAlive(ctx), deps.heartbeatMs ?? 1000) : undefined;
+    const usage = new StreamUsage(req.model, req.price);
     try {
-      ctx?.heartbeat();
+      if (ctx) heartbeatAlive(ctx);
       const tools = req.tools?.map((t, i, all) =>
         i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t,
       );
-      stream = deps.anthropic.messages.stream(
+      const message = await streamMessage(
+        deps.anthropic,
         {
           model: req.model,
           max_tokens: req.maxTokens,
@@ -66,24 +79,23 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
           ...(req.toolChoice ? { tool_choice: req.toolChoice } : {}),
         },
         {
-          headers: {
-            'x-loopwright-workflow-id': req.workflowId,
-            'x-loopwright-role': req.role,
-            'x-loopwright-attempt': String(req.attempt),
-            ...(req.turn === undefined ? {} : { 'x-loopwright-turn': String(req.turn) }),
-          },
+          'x-loopwright-workflow-id': req.workflowId,
+          'x-loopwright-role': req.role,
+          'x-loopwright-attempt': String(req.attempt),
+          ...(req.turn === undefined ? {} : { 'x-loopwright-turn': String(req.turn) }),
+        },
+        {
+          limits: req.timeouts ?? modelTimeouts({}),
           signal: ctx?.cancellationSignal,
+          usage,
+          // Recorded with the server as soon as it is known: if the worker is then lost, the
+          // workflow still finds the usage in the timeout's last heartbeat details.
+          onUsage: () => ctx && recordHeartbeat(ctx, { usage: usage.current() }),
         },
       );
-      const message = await stream.finalMessage();
-      const reply = toReply(message, req.model, req.price);
-      // Recorded with the server at once: if this activity then times out before its result
-      // arrives, the workflow still finds the usage in the timeout's last heartbeat details.
-      ctx?.heartbeat({ usage: reply.usage });
-      return reply;
+      return toReply(message, usage.current() ?? usageOfMessage(message, req.model, req.price));
     } catch (err) {
-      const partial = stream?.currentMessage;
-      throw toModelFailure(err, { role: req.role, model: req.model, usage: partial ? usageOf(partial, req.model, req.price) : undefined });
+      throw toModelFailure(err, { role: req.role, model: req.model, usage: usage.current(), cancelRequested: ctx?.cancellationDetails?.cancelRequested });
     } finally {
       if (beat) clearInterval(beat);
     }
@@ -98,31 +110,25 @@ function inActivity(): Context | undefined {
   }
 }
 
-function usageOf(message: Anthropic.Message, model: string, price: ModelPrice): Usage {
-  const tokens = {
-    inputTokens: message.usage.input_tokens ?? 0,
-    outputTokens: message.usage.output_tokens ?? 0,
-    cacheReadTokens: message.usage.cache_read_input_tokens ?? 0,
-    cacheWriteTokens: message.usage.cache_creation_input_tokens ?? 0,
-  };
-  return { ...tokens, costUsd: costOf(model, tokens, { [model]: price }) };
-}
-
-function toReply(message: Anthropic.Message, model: string, price: ModelPrice): ModelReply {
+function toReply(message: Anthropic.Message, usage: Usage): ModelReply {
   const content = message.content.map((b) => ({ ...b })) as ContentBlockLike[];
   const text = message.content
     .filter((b): b is Anthropic.TextBlock => b.type === 'text')
     .map((b) => b.text)
     .join('');
-  return { content, text, stopReason: message.stop_reason, usage: usageOf(message, model, price) };
+  return { content, text, stopReason: message.stop_reason, usage };
 }
 
-/** The Anthropic client Loopwright uses: endpoint from the environment, retries left to Temporal. */
+/**
+ * The Anthropic client Loopwright uses: endpoint from the environment, retries left to Temporal,
+ * and an HTTP stack without timeouts of its own (model-fetch.ts), so each call's limits are the
+ * ones its loop sets (the SDK's request timeout is set per call, past the call's total deadline).
+ */
 export function createAnthropic(env: Record<string, string | undefined>): Anthropic {
   return new Anthropic({
     apiKey: env.ANTHROPIC_API_KEY || 'no-api-key-set',
     baseURL: env.ANTHROPIC_BASE_URL || undefined,
     maxRetries: 0,
-    timeout: 10 * 60 * 1000,
+    fetch: createModelFetch(),
   });
 }

@@ -1,6 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { ToolCallRef, ToolResultRef, TurnResult } from '../../common/agent';
 import { elideOldToolResults, transcriptChars, type ContentBlock, type TranscriptMessage } from '../../common/context';
+import type { ModelTimeouts } from '../../common/loop-spec';
 import type { ModelPrice } from '../../common/pricing';
 import type { ModelReply, ModelRequest } from '../model';
 import { appendMessage, loadText, loadTranscript } from '../transcript/transcript';
@@ -25,6 +26,8 @@ export interface ModelTurnInput {
   toolResults?: ToolResultRef[];
   /** Descriptions replacing the built-in ones (the loop's harness). */
   toolDescriptions?: Record<string, string>;
+  /** The model call's total deadline and idle timeout (the loop's `models.timeouts`). */
+  timeouts?: ModelTimeouts;
 }
 
 /** Short, single-line summary of a tool call for the Web UI and the trace. */
@@ -69,6 +72,7 @@ export async function modelTurn(
     messages: messages as Anthropic.MessageParam[],
     tools: input.toolNames.length ? deps.definitions(input.toolNames).map((d) => ({ ...d, description: input.toolDescriptions?.[d.name] ?? d.description })) : undefined,
     maxTokens: input.maxTokens,
+    timeouts: input.timeouts,
   });
   const assistant: TranscriptMessage = { role: 'assistant', content: reply.content as ContentBlock[] };
   const newHead = await appendMessage(store, head, assistant);

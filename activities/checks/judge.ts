@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
 import { CODE_REVIEW_SYSTEM_PROMPT, renderChangeCandidate, type ChangeDiff } from '../../common/code-review';
-import type { JudgeCheck } from '../../common/loop-spec';
+import type { JudgeCheck, ModelTimeouts } from '../../common/loop-spec';
 import type { ModelPrice } from '../../common/pricing';
 import {
   BOUNDARY_CODE_LENGTH,
@@ -47,6 +47,8 @@ export interface JudgeInput {
   change?: JudgeChange;
   /** With `change`: short summaries of the attempt's other verdicts (common/code-review.ts `summarizeVerdicts`). */
   evidence?: string[];
+  /** The model call's total deadline and idle timeout (the loop's `models.timeouts`). */
+  timeouts?: ModelTimeouts;
 }
 
 /** What a test may replace: where the boundary code comes from (default: 128 bits from node:crypto). */
@@ -160,6 +162,7 @@ export async function judgeCandidate(
     toolChoice: { type: 'tool', name: VERDICT_TOOL_NAME },
     maxTokens: input.maxTokens,
     price: input.price,
+    timeouts: input.timeouts,
   });
   const verdict = parseVerdict(reply.content);
   return {

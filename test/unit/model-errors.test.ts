@@ -85,14 +85,18 @@ describe('toModelFailure', () => {
     expect(failureOf(new Anthropic.APIConnectionTimeoutError()).type).toBe(MODEL_RETRYABLE);
   });
 
-  test('a non-SDK error passes through unchanged', () => {
-    const err = new TypeError('cannot read properties of undefined');
-    expect(toModelFailure(err, CONTEXT)).toBe(err);
-    expect(toModelFailure('a string', CONTEXT)).toBe('a string');
+  test('any other error of a model call (a broken stream, say) is retryable and carries the usage reported so far', () => {
+    const usage = { inputTokens: 1000, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.003015 };
+    const failure = toModelFailure(new TypeError('terminated'), { ...CONTEXT, usage }) as ApplicationFailure;
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure.type).toBe(MODEL_RETRYABLE);
+    expect(failure.message).toBe('model stream broke (worker, claude-sonnet-4-6): terminated');
+    expect(failure.details).toEqual([{ usage }]);
+    expect((toModelFailure('a string', CONTEXT) as ApplicationFailure).type).toBe(MODEL_RETRYABLE);
   });
 
-  test('an SDK error without a status (user abort) passes through unchanged', () => {
-    const err = new Anthropic.APIUserAbortError();
-    expect(toModelFailure(err, CONTEXT)).toBe(err);
+  test('an HTTP error carries the usage too', () => {
+    const usage = { inputTokens: 5, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+    expect((toModelFailure(apiError(500), { ...CONTEXT, usage }) as ApplicationFailure).details).toEqual([{ status: 500, usage }]);
   });
 });

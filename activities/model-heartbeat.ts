@@ -1,0 +1,20 @@
+import type { Context } from '@temporalio/activity';
+
+/** The details each running activity last recorded, repeated by its liveness heartbeats. */
+const recorded = new WeakMap<Context, unknown>();
+
+/**
+ * Heartbeats `details` and keeps them as the activity's details: Temporal stores only the latest
+ * heartbeat's details, and a heartbeat without any would erase them, so every later liveness
+ * heartbeat ({@link heartbeatAlive}) repeats these. The workflow finds them in a timeout's
+ * `lastHeartbeatDetails` when the worker is lost (the model calls keep their usage there).
+ */
+export function recordHeartbeat(ctx: Context, details: unknown): void {
+  recorded.set(ctx, details);
+  ctx.heartbeat(details);
+}
+
+/** A liveness heartbeat: carries the details the activity last recorded, if any. */
+export function heartbeatAlive(ctx: Context): void {
+  ctx.heartbeat(recorded.get(ctx));
+}
