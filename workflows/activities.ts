@@ -1,17 +1,30 @@
 import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { ModelTimeouts } from '../common/loop-spec';
 
 /**
- * Model calls: one try per activity (the workflow retries, see model-call.ts), 10 minutes per
- * try, heartbeats every second (10 s of silence is a lost worker), and cancellation waits for
- * the call to be aborted so a stopped attempt's model call really stops.
+ * Time a model activity gets beyond its call's total deadline (loading and saving the
+ * transcript), so the call's own deadline, which charges what arrived, always fires first.
+ */
+const MODEL_CALL_SLACK_MS = 60_000;
+
+/**
+ * Model calls: one try per activity (the workflow retries, see model-call.ts), 11 minutes per
+ * try (a call's default total deadline of 10 minutes, plus slack), heartbeats every second (10 s
+ * of silence is a lost worker), and cancellation waits for the call to be aborted so a stopped
+ * attempt's model call really stops. Loops that set `models.timeouts` use {@link modelCallOptions}.
  */
 export const MODEL_CALL: ActivityOptions = {
-  startToCloseTimeout: '10m',
+  startToCloseTimeout: '11m',
   heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { maximumAttempts: 1 },
 };
+
+/** {@link MODEL_CALL} for a call with these limits: the activity outlives the call's total deadline. */
+export function modelCallOptions(timeouts: ModelTimeouts): ActivityOptions {
+  return { ...MODEL_CALL, startToCloseTimeout: timeouts.totalMs + MODEL_CALL_SLACK_MS };
+}
 
 /**
  * How checks and tool calls are retried when their worker is lost (10 s without a heartbeat) or

@@ -3,7 +3,8 @@ import { gateTool, type SessionSetup, type ToolCallRecord, type ToolCallRef, typ
 import { parseDuration } from '../common/duration';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt } from '../common/prompts';
-import { acts, MODEL_CALL, TOOL_CALL } from './activities';
+import { modelTimeouts } from '../common/loop-spec';
+import { acts, modelCallOptions, TOOL_CALL } from './activities';
 import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
 import { callWithinBudget } from './model-call';
 import type { SessionCheckpoint } from './resume';
@@ -39,6 +40,7 @@ export async function runAgentSession(
   let contextChars = resumeFrom?.contextChars ?? agent.systemPrompt.length + userText.length + offered.length * TOOL_DEF_CHARS;
   progress.toolCalls = resumeFrom ? [...resumeFrom.toolCalls] : [];
   const firstTurn = resumeFrom?.turn ?? 1;
+  const timeouts = modelTimeouts(input.spec.models);
 
   for (let turn = firstTurn; turn <= agent.maxTurns; turn++) {
     // A long session hands over to a fresh run between turns when Temporal suggests it.
@@ -56,11 +58,11 @@ export async function runAgentSession(
       requestedMaxTokens: agent.maxTokens,
       price,
       invoke: (maxTokens, tryNo) =>
-        acts.modelTurn.executeWithOptions({ ...MODEL_CALL, summary: `claude: turn ${turn} (attempt ${n})${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: `claude: turn ${turn} (attempt ${n})${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
           {
             workflowId, attempt: n, turn, model, price, systemPrompt: agent.systemPrompt, toolNames: offered, maxTokens,
             contextBudgetChars: agent.contextBudgetChars, head, userText: turn === 1 ? userText : undefined, toolResults: pending,
-            ...(agent.toolDescriptions ? { toolDescriptions: agent.toolDescriptions } : {}),
+            ...(agent.toolDescriptions ? { toolDescriptions: agent.toolDescriptions } : {}), timeouts,
           },
         ]),
     });

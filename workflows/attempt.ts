@@ -8,7 +8,8 @@ import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { StopReason, Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
-import { acts, CHECK_CALL, MODEL_CALL, TOOL_CALL } from './activities';
+import { modelTimeouts } from '../common/loop-spec';
+import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activities';
 import type { BudgetLimits, BudgetUse } from './budget';
 import { callWithinBudget } from './model-call';
 
@@ -91,8 +92,8 @@ async function attemptSteps(ctx: AttemptContext, n: number, progress: AttemptPro
     requestedMaxTokens: input.spec.agent.maxTokens,
     price: priceOf(workerModel, input.prices),
     invoke: (maxTokens, tryNo) =>
-      acts.generateCandidate.executeWithOptions({ ...MODEL_CALL, summary: `claude (worker): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
-        { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens },
+      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `claude (worker): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
       ]),
   });
   if (!generated.ok) return { kind: 'stopped', stopReason: generated.stopReason, detail: generated.detail };
@@ -137,9 +138,9 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),
       invoke: (maxTokens, tryNo) =>
-        acts.judgeCandidate.executeWithOptions({ ...MODEL_CALL, summary: `check ${check.name} (judge): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `check ${check.name} (judge): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
           {
-            workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens,
+            workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens, timeouts: modelTimeouts(input.spec.models),
             ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),
           },
         ]),

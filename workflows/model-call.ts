@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, isCancellation, sleep, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancelledFailure, isCancellation, sleep, TimeoutFailure } from '@temporalio/workflow';
 import type { ModelFailureDetails } from '../activities/model-errors';
 import type { ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
@@ -26,8 +26,9 @@ export interface BudgetedCall<T extends { usage: Usage }> {
  * One model call under the run's budget. Before every try (retries included) the remaining
  * tokens and dollars must cover the worst case (estimated input + max_tokens); max_tokens is
  * lowered to what the budget can pay, and a call it cannot pay is not made. Every try's usage
- * is charged, also for a try that failed after the provider answered. Retryable failures
- * (429/5xx/529, connection, timeouts) retry with backoff or the provider's retry-after, up to
+ * is charged, also for a try that failed, timed out, lost its worker or was cancelled after the
+ * provider answered (from the failure's details, or the last heartbeat's). Retryable failures
+ * (429/5xx/529, connection, a broken stream, the call's idle or total limit) retry with backoff or the provider's retry-after, up to
  * MAX_MODEL_TRIES; a non-retryable one (401, 400, 404) returns at once as `model_error`.
  * The activity itself runs with one attempt: the workflow owns these retries, so the budget is
  * checked before each and each one's usage is seen.
@@ -44,7 +45,12 @@ export async function callWithinBudget<T extends { usage: Usage }>(call: Budgete
       call.charge(value.usage);
       return { ok: true, value };
     } catch (err) {
-      if (isCancellation(err)) throw err;
+      if (isCancellation(err)) {
+        // A call cancelled after the provider answered (wall time ran out) still costs what it reported.
+        const usage = cancelledUsage(err);
+        if (usage) call.charge(usage);
+        throw err;
+      }
       const failure = readFailure(err);
       if (failure.usage) call.charge(failure.usage);
       if (!failure.retryable) return { ok: false, stopReason: 'model_error', detail: `${call.what} failed: ${failure.message}` };
@@ -73,4 +79,11 @@ function readFailure(err: unknown): FailureInfo {
     return { retryable: true, message: `the activity timed out (${String(cause.timeoutType)}): was its worker lost?`, usage: beat.usage };
   }
   return { retryable: true, message: cause?.message ?? err.message };
+}
+
+/** The usage a cancelled model call reported before it stopped (the activity puts it in the cancellation's details). */
+function cancelledUsage(err: unknown): Usage | undefined {
+  const cancelled = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cancelled instanceof CancelledFailure)) return undefined;
+  return ((cancelled.details?.[0] ?? {}) as ModelFailureDetails).usage ?? undefined;
 }
