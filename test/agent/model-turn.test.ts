@@ -98,3 +98,14 @@ test("a harness's tool descriptions replace the built-in ones in what the model 
   expect(seen[0].tools).toEqual([expect.objectContaining({ name: 'read_file', description: builtIn.description })]);
   expect(seen[1].tools).toEqual([{ ...builtIn, description: 'Read a file; read the test first.' }]);
 });
+
+test("the turn's model call gets the loop's limits, and a failed call's failure (with its usage) reaches the activity's caller unchanged", async () => {
+  const { seen, replies, deps, base } = setup();
+  const timeouts = { totalMs: 5_000, idleMs: 2_000 };
+  replies.push({ content: [{ type: 'text', text: 'ok' }], text: 'ok', stopReason: 'end_turn', usage });
+  await modelTurn(deps, { ...base, turn: 1, head: null, userText: 'go', contextBudgetChars: 1e6, timeouts });
+  expect(seen[0].timeouts).toEqual(timeouts);
+  const failure = new Error('model stream broke after 1 event');
+  const failing = { ...deps, callModel: async () => Promise.reject(failure) };
+  await expect(modelTurn(failing, { ...base, turn: 1, head: null, userText: 'go', contextBudgetChars: 1e6, timeouts })).rejects.toBe(failure);
+});
