@@ -60,7 +60,7 @@ describe('a worker call cut off mid-stream is charged what the endpoint reported
     ['a stall after message_start, cut by the 2 s idle timeout', { fault: { kind: 'stall', after: 'message_start' } }, 1],
     ['a slow stream cut by the 5 s total deadline', { eventDelayMs: 700 }, 1],
   ] as const)('%s', async (_, fault, outputTokens) => {
-    const { model, stack } = await setup(`fault-${fault.fault?.kind ?? 'slow'}`, faulty(fault as Partial<ModelRule>), workerSays(1, 'a crash'), judgeSays(1, true));
+    const { model, stack } = await setup(`fault-${'fault' in fault ? fault.fault.kind : 'slow'}`, faulty(fault as Partial<ModelRule>), workerSays(1, 'a crash'), judgeSays(1, true));
     const record = await runToEnd(stack, task());
     expect(record).toMatchObject({ state: 'completed', stopReason: 'passed' });
     const tries = model.requests.filter((r) => r.role === 'worker');
