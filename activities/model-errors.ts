@@ -21,6 +21,8 @@ export interface ModelFailureContext {
   usage?: Usage;
   /** False when the activity was interrupted for another reason than a cancel request (worker shutdown, say). */
   cancelRequested?: boolean;
+  /** Why Temporal interrupted the activity (`WORKER_SHUTDOWN`, `TIMED_OUT`, ...). */
+  cancelReason?: string;
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
@@ -62,7 +64,7 @@ export function toModelFailure(err: unknown, context: ModelFailureContext): Appl
     ApplicationFailure.create({ type: MODEL_RETRYABLE, message, details: [{ ...extra, usage } satisfies ModelFailureDetails], nextRetryDelay: extra.retryAfterMs });
 
   if (facts?.cut === 'cancelled') {
-    if (context.cancelRequested === false) return retry(`model call interrupted${seen} ${who}: the worker stopped it (not a cancel request)`);
+    if (context.cancelRequested === false) return retry(`model call interrupted${seen} ${who}: ${context.cancelReason ?? 'the activity was stopped'}, not a cancel request`);
     return new CancelledFailure(`model call cancelled${seen} ${who}`, [{ usage } satisfies ModelFailureDetails]);
   }
   if (facts?.cut === 'idle') {

@@ -95,7 +95,7 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
       );
       return toReply(message, usage.current() ?? usageOfMessage(message, req.model, req.price));
     } catch (err) {
-      throw toModelFailure(err, { role: req.role, model: req.model, usage: usage.current(), cancelRequested: ctx?.cancellationDetails?.cancelRequested });
+      throw toModelFailure(err, { role: req.role, model: req.model, usage: usage.current(), ...interruption(ctx) });
     } finally {
       if (beat) clearInterval(beat);
     }
@@ -108,6 +108,13 @@ function inActivity(): Context | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Whether Temporal asked for the activity's cancellation, and why it was interrupted, once it was. */
+function interruption(ctx: Context | undefined): { cancelRequested?: boolean; cancelReason?: string } {
+  if (!ctx?.cancellationSignal.aborted) return {};
+  const reason = ctx.cancellationSignal.reason as { message?: unknown } | undefined;
+  return { cancelRequested: ctx.cancellationDetails?.cancelRequested, cancelReason: typeof reason?.message === 'string' ? reason.message : undefined };
 }
 
 function toReply(message: Anthropic.Message, usage: Usage): ModelReply {

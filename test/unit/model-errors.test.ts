@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MODEL_NON_RETRYABLE, MODEL_RETRYABLE, toModelFailure } from '../../activities/model-errors';
+import { ModelStreamError } from '../../activities/model-stream';
 
 const CONTEXT = { role: 'worker', model: 'claude-sonnet-4-6' };
 
@@ -98,5 +99,19 @@ describe('toModelFailure', () => {
   test('an HTTP error carries the usage too', () => {
     const usage = { inputTokens: 5, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
     expect((toModelFailure(apiError(500), { ...CONTEXT, usage }) as ApplicationFailure).details).toEqual([{ status: 500, usage }]);
+  });
+
+  test('a cancellation Temporal asked for is a CancelledFailure whose details carry the usage; any other interruption is retryable', () => {
+    const usage = { inputTokens: 1000, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.003015 };
+    const cut = new ModelStreamError({ cut: 'cancelled', connected: true, events: 1, elapsedMs: 2_300, limits: { totalMs: 600_000, idleMs: 60_000 } }, { cause: new Anthropic.APIUserAbortError() });
+    const cancelled = toModelFailure(cut, { ...CONTEXT, usage, cancelRequested: true });
+    expect(cancelled).toBeInstanceOf(CancelledFailure);
+    expect(cancelled.message).toBe('model call cancelled after 1 event in 2.3s (worker, claude-sonnet-4-6)');
+    expect((cancelled as CancelledFailure).details).toEqual([{ usage }]);
+    const shutdown = toModelFailure(cut, { ...CONTEXT, usage, cancelRequested: false, cancelReason: 'WORKER_SHUTDOWN' }) as ApplicationFailure;
+    expect(shutdown).toBeInstanceOf(ApplicationFailure);
+    expect(shutdown.type).toBe(MODEL_RETRYABLE);
+    expect(shutdown.message).toBe('model call interrupted after 1 event in 2.3s (worker, claude-sonnet-4-6): WORKER_SHUTDOWN, not a cancel request');
+    expect(shutdown.details).toEqual([{ usage }]);
   });
 });
