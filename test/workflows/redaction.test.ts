@@ -1,4 +1,6 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { readReportFile } from '../../activities/report-file';
+import { keyRingFromEnv } from '../../crypto/keyring';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 // commander (ESM) is only used by `improve`'s command registration, which status imports beside the summary it needs.
@@ -59,7 +61,8 @@ test('a run whose task, item key and answer carry secrets shows none of them any
   expect(await traceCommand(s.client, workflowId, {}, { out: (l) => lines.push(l), err: () => undefined })).toBe(0);
   const json: string[] = [];
   expect(await traceCommand(s.client, workflowId, { json: true }, { out: (l) => json.push(l), err: () => undefined })).toBe(0);
-  const report = readFileSync(record.traceReport!.path!, 'utf8');
+  // Outside the workspace the report is sealed with the suite's ring: read it as `loopwright report` does.
+  const report = readReportFile(record.traceReport!.path!, keyRingFromEnv(process.env)) ?? '';
   expect(report).toContain('The password is [redacted]; token: [redacted]');
 
   const seen = { summary, attribute: String(description.typedSearchAttributes.get(LoopItemKey)), text: lines.join('\n'), json: json.join('\n'), report };
