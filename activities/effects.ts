@@ -1,7 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { CheckoutBlockedError, finishCheckout, requireUpdatable, updateCheckout } from './git/checkout';
+import { CheckoutBlockedError, checkoutOf, requireUpdatable, settleCheckout, type CheckoutOutcome } from './git/checkout';
 import { commitTree, moveRef, resolveCommit, treeOf } from './git/commit-tree';
-import { GitError, workerGit } from './git/worker-git';
+import { landingTree, LandingRefusedError } from './git/land';
+import { workerGit } from './git/worker-git';
 
 const TRAILER = 'Loopwright-Effect';
 
@@ -14,12 +15,21 @@ export interface GitCommitEffectInput {
   branch: string;
   targetBranch?: string;
   message: string;
+  /**
+   * The commit whose tree the checks verified (the passing attempt's commit, from the run's
+   * record); absent in activities scheduled before it was passed, which use the branch's tip.
+   */
+  verified?: string;
+  /** The commit the run's branch forked from (the change is `base → verified`); default: the merge base. */
+  base?: string;
 }
 
 export interface GitCommitEffectResult {
   target: string;
   commit: string;
   alreadyApplied: boolean;
+  /** When the target is checked out in a worktree: whether it was brought to `commit` (see git/checkout.ts). */
+  checkout?: CheckoutOutcome;
 }
 
 function effectFailure(message: string): ApplicationFailure {
@@ -30,69 +40,129 @@ const trim = (out: string) => out.trim();
 
 /** The commit in `head`'s history that carries the effect's trailer, if any: the ledger is git history. */
 async function findApplied(top: string, head: string, key: string): Promise<string | undefined> {
-  const log = await workerGit(top, ['log', head, '--format=%H%x1f%(trailers:key=' + TRAILER + ',valueonly)%x1e', '--']);
+  const format = `--format=%H%x1f%(trailers:key=${TRAILER},valueonly)%x1e`;
+  const log = await workerGit(top, ['log', '--fixed-strings', `--grep=${TRAILER}: ${key}`, format, head, '--']);
   for (const entry of log.split('\x1e')) {
     const [sha, value] = entry.trim().split('\x1f');
-    if (sha && value?.trim() === key) return sha;
+    if (sha && value?.split('\n').some((v) => v.trim() === key)) return sha;
   }
   return undefined;
 }
 
 /**
- * The tree of the run's branch applied to the target: the branch tip's own tree when the target
- * has not moved since the branch forked, else a real 3-way merge (`merge-tree --write-tree`,
- * objects only, no working tree). A conflict is a non-retryable `EffectError`.
- */
-async function squashedTree(top: string, target: string, head: string, branch: string, tip: string): Promise<string> {
-  const base = await workerGit(top, ['merge-base', head, tip]).then(trim, () => '');
-  if (!base) throw effectFailure(`could not apply ${branch} onto ${target}: they share no history`);
-  if (base === head) return treeOf(top, tip);
-  try {
-    return (await workerGit(top, ['merge-tree', '--write-tree', '--no-messages', '--name-only', head, tip])).split('\n')[0].trim();
-  } catch (err) {
-    if (!(err instanceof GitError) || err.exitCode !== 1) throw err;
-    const files = err.stdout.split('\n').slice(1).filter(Boolean);
-    throw effectFailure(`could not apply ${branch} onto ${target}: it conflicts with ${target} in ${files.slice(0, 10).join(', ') || 'some files'}`);
-  }
-}
-
-/**
- * Applies a verified L2/L3 change: the run's branch becomes one squashed commit on the target
- * branch, with the trailer `Loopwright-Effect: <key>`. Before acting it looks for that trailer on
- * the target, so a retried activity, a worker killed after committing, or a second approval
- * finds the commit and does nothing again. The commit is made by plumbing from the verified
- * tree (`merge-tree` when the target moved, `commit-tree` as Loopwright, unsigned) and the target
- * moves by compare-and-swap (`update-ref`); nothing of the repository's (hooks, drivers,
- * signing programs) runs. When the target is the branch checked out in the repository, its
- * working tree must be clean and updatable, and is updated after the ref moves (`read-tree -m
- * -u`); a retry after a crash in between finishes that update. A conflict or a checkout that
- * cannot be updated is a non-retryable `EffectError`, with nothing left half-done.
+ * Applies a verified L2/L3 change as ONE atomic ref update: the verified tree (the passing
+ * attempt's commit, merged 3-way onto the target only when the target moved since the run
+ * forked, see git/land.ts) becomes one commit made by plumbing (`commit-tree` as Loopwright,
+ * unsigned, with the trailer `Loopwright-Effect: <key>`), and the target moves to it by
+ * compare-and-swap (`update-ref <ref> <new> <old>`). Nothing of the repository's runs (hooks,
+ * drivers, signing programs: see git/worker-git.ts).
+ *
+ * Crash-safe at every step, so a retry (a killed worker, a lost heartbeat, a second approval)
+ * causes it once: it first looks for its key on the target's history, and finds its own commit
+ * when the ref moved before the crash. A crash before the ref moves leaves no change (at most an
+ * unreferenced object); after, exactly one commit. A concurrent effect that moves the target
+ * first makes the compare-and-swap fail with nothing changed: when it was this same effect, its
+ * commit is found and used, else the activity is retried onto the new tip.
+ *
+ * When the target is checked out (in the repository or a linked worktree), that checkout must
+ * be clean and updatable before anything is written (else a non-retryable `EffectError`: moving a
+ * branch under someone's uncommitted work would make their next commit undo the fix). After the
+ * ref moves, the checkout is brought along by `read-tree -m -u`, by this try or a retry's repair
+ * (git/checkout.ts). If someone's work got in between, the checkout is left untouched and the
+ * result's `checkout` says so: the commit has landed, so that is not an error. A conflict, a
+ * change that changes nothing, or a missing branch is a non-retryable `EffectError`.
  */
 export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
   const top = trim(await workerGit(input.repo, ['rev-parse', '--show-toplevel']));
-  const checkedOut = await workerGit(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).then(trim, () => '');
-  const target = input.targetBranch ?? checkedOut;
+  const target = input.targetBranch ?? (await workerGit(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).then(trim, () => ''));
   if (!target) throw effectFailure(`repository ${top} has no branch checked out: give targetBranch`);
+  if (target === input.branch) throw effectFailure(`the target branch ${target} is the run's own branch: give another targetBranch`);
   const ref = `refs/heads/${target}`;
-  const head = await resolveCommit(top, ref);
-  if (!head) throw effectFailure(`target branch ${target} does not exist in ${top}`);
   try {
+    const head = await resolveCommit(top, ref);
+    if (!head) throw effectFailure(`target branch ${target} does not exist in ${top}`);
+    const checkout = await checkoutOf(top, ref);
     const done = await findApplied(top, head, input.key);
-    if (done) {
-      if (target === checkedOut) await finishCheckout(top, done);
-      return { target, commit: done, alreadyApplied: true };
-    }
-    const tip = await resolveCommit(top, `refs/heads/${input.branch}`);
-    if (!tip) throw effectFailure(`the run's branch ${input.branch} does not exist in ${top}`);
-    const tree = await squashedTree(top, target, head, input.branch, tip);
+    if (done) return await applied(top, { target, key: input.key, checkout }, done, true);
+
+    const verified = await verifiedCommit(top, input);
+    const tree = await landingTree(top, { change: input.branch, target }, head, verified, input.base);
     if (tree === (await treeOf(top, head))) throw effectFailure(`could not apply ${input.branch} onto ${target}: it changes nothing there`);
+    if (checkout) {
+      // Another effect's commit whose checkout update was cut short is finished first (a retry of it may be minutes away).
+      await settleEarlierEffect(checkout, head);
+      await requireUpdatable(checkout, head, tree);
+    }
     const commit = await commitTree(top, tree, [head], `${input.message.trimEnd()}\n\n${TRAILER}: ${input.key}`);
-    if (target === checkedOut) await requireUpdatable(top, head, commit);
-    await moveRef(top, ref, commit, head, `loopwright: ${input.key}`);
-    if (target === checkedOut) await updateCheckout(top, head, commit);
-    return { target, commit, alreadyApplied: false };
+    const raced = await moveRef(top, ref, commit, head, `loopwright: ${input.key}`).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    if (raced !== undefined) return await afterLostRace(top, { target, key: input.key, checkout }, { head, commit }, raced);
+    return await applied(top, { target, key: input.key, checkout }, commit, false);
   } catch (err) {
     if (err instanceof CheckoutBlockedError) throw effectFailure(`cannot commit to ${target}: ${err.message}`);
+    if (err instanceof LandingRefusedError) throw effectFailure(err.message);
     throw err;
   }
+}
+
+/** The effect, its target and the worktree that has the target checked out. */
+interface Landing {
+  target: string;
+  key: string;
+  checkout: string | undefined;
+}
+
+/**
+ * Git commands that must not be cut short once the ref has moved (the checkout update): the
+ * activity's cancellation does not kill them (their 10-minute timeout still does).
+ */
+const UNINTERRUPTED = new AbortController().signal;
+
+/** The result for `commit` on the target, once the checkout (if any) is settled. */
+async function applied(top: string, at: Landing, commit: string, alreadyApplied: boolean): Promise<GitCommitEffectResult> {
+  const parent = await resolveCommit(top, `${commit}^1`);
+  const outcome = at.checkout && parent ? await settleCheckout(at.checkout, parent, commit, UNINTERRUPTED) : undefined;
+  return { target: at.target, commit, alreadyApplied, ...(outcome ? { checkout: outcome } : {}) };
+}
+
+/**
+ * The compare-and-swap failed. When the target now has this effect's commit (a concurrent try
+ * of the same effect won), that is the result; when the target moved otherwise, a retryable
+ * error so the next try applies onto the new tip; when it did not move, the failure itself.
+ */
+async function afterLostRace(top: string, at: Landing, cas: { head: string; commit: string }, err: unknown): Promise<GitCommitEffectResult> {
+  const now = await resolveCommit(top, `refs/heads/${at.target}`);
+  // The same commit (same tree, parent, message and second) made by a concurrent try of this effect.
+  if (now === cas.commit) return applied(top, at, cas.commit, true);
+  if (!now || now === cas.head) throw err;
+  const done = await findApplied(top, now, at.key);
+  if (done) return applied(top, at, done, true);
+  throw new Error(`${at.target} moved from ${cas.head.slice(0, 12)} to ${now.slice(0, 12)} while the effect ${at.key} was applied: nothing was changed, and the retry applies it onto the new tip`);
+}
+
+/** When `head` is an effect's commit (it carries a trailer) whose checkout was not brought along, brings it. */
+async function settleEarlierEffect(checkout: string, head: string): Promise<void> {
+  const parent = await resolveCommit(checkout, `${head}^1`);
+  if (!parent || !(await messageKey(checkout, head))) return;
+  await settleCheckout(checkout, parent, head);
+}
+
+/** The effect key a commit's message carries, if any. */
+async function messageKey(cwd: string, commit: string): Promise<string | undefined> {
+  const value = await workerGit(cwd, ['log', '-1', `--format=%(trailers:key=${TRAILER},valueonly)`, commit, '--']);
+  return value.split('\n').map(trim).find(Boolean);
+}
+
+/** The commit whose tree the checks verified: the input's, else (older activities) the run branch's tip. */
+async function verifiedCommit(top: string, input: GitCommitEffectInput): Promise<string> {
+  if (input.verified) {
+    const commit = input.verified.startsWith('-') ? undefined : await resolveCommit(top, input.verified);
+    if (!commit) throw effectFailure(`the verified commit ${input.verified} of ${input.branch} is not a commit in ${top}`);
+    return commit;
+  }
+  const tip = await resolveCommit(top, `refs/heads/${input.branch}`);
+  if (!tip) throw effectFailure(`the run's branch ${input.branch} does not exist in ${top}`);
+  return tip;
 }

@@ -145,6 +145,8 @@ export interface EffectRecord {
   path?: string;
   /** True when the target already had it (a retry, a repeated approval): nothing was done twice. */
   alreadyApplied: boolean;
+  /** What the effect left undone beside landing, and why (a checkout of the target it left as it was). */
+  note?: string;
   at: string;
   approvedBy: string | null;
 }

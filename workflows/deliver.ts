@@ -55,13 +55,20 @@ export async function deliver(ctx: DeliveryContext, candidate: string, n: number
     approvedBy = decision.by;
   }
   transition('applying');
+  // The commit the checks verified: the passing attempt's, or the last earlier one when it changed nothing more.
+  const verified = record.attempts.filter((a) => a.n <= n && typeof a.commit === 'string').pop()?.commit ?? undefined;
   for (const { effect, key } of commits) {
     if (sideEffectsSpent(ctx)) return finish('budget_exhausted', 'effects', candidate);
     try {
       const applied = await acts.applyEffect.executeWithOptions({ ...TOOL_CALL, summary: `effect ${effect.name}: ${key}` }, [
-        { key, repo: input.workspace!, branch: session.branch, targetBranch: effect.targetBranch, message: effect.message },
+        {
+          key, repo: input.workspace!, branch: session.branch, targetBranch: effect.targetBranch, message: effect.message,
+          ...(verified ? { verified } : {}), ...(session.base ? { base: session.base } : {}),
+        },
       ]);
-      record.effects.push({ key, name: effect.name, kind: effect.kind, target: applied.target, commit: applied.commit, alreadyApplied: applied.alreadyApplied, at: new Date().toISOString(), approvedBy });
+      // The commit landed; a checkout it had to leave as it was is said in the record, not an error.
+      const left = applied.checkout?.state === 'left' && applied.checkout.note ? { note: applied.checkout.note } : {};
+      record.effects.push({ key, name: effect.name, kind: effect.kind, target: applied.target, commit: applied.commit, alreadyApplied: applied.alreadyApplied, at: new Date().toISOString(), approvedBy, ...left });
       record.budget.used.sideEffects += 1;
     } catch (err) {
       return effectFailed(ctx, err, candidate);

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { commitWorkspace, prepareWorkspace } from '../../activities/agent/workspace';
@@ -12,8 +12,8 @@ import { createHostileRepo, type HookPlace, type HostileRepo, removeHostileRepos
  * The approved effect on a repository pre-seeded with hostile hooks and config: the run's
  * branch lands as one squashed commit (checked-out target, another branch, a target that moved
  * so merge-tree runs), conflicts and unusable checkouts are refused with nothing changed, and a
- * crash between the ref move and the checkout update is finished by the retry. No hostile
- * program runs in any of it.
+ * crash between the ref move and the checkout update is finished by the retry (or, when someone
+ * edited the files since, left alone and reported). No hostile program runs in any of it.
  */
 const FIX = "/** Adds two numbers. */\nfunction add(a, b) {\n  return a + b;\n}\n\n/** Multiplies two numbers. */\nfunction multiply(a, b) {\n  return a * b;\n}\n\nmodule.exports = { add, multiply };\n";
 
@@ -64,7 +64,7 @@ describe.each(['.git/hooks', 'core.hooksPath'] as HookPlace[])('applyGitCommit o
   test('the checked-out target gets one squashed commit and a clean checkout holding the fix; a retry applies nothing', async () => {
     const before = await git(hostile.repo, 'rev-parse', 'HEAD');
     const result = await effect();
-    expect(result).toMatchObject({ target: 'main', alreadyApplied: false });
+    expect(result).toMatchObject({ target: 'main', alreadyApplied: false, checkout: { path: realpathSync(hostile.repo), state: 'updated' } });
     expect(await git(hostile.repo, 'rev-parse', 'main')).toBe(result.commit);
     expect(await git(hostile.repo, 'rev-parse', `${result.commit}^`)).toBe(before);
     expect(await treeOf(hostile.repo, result.commit)).toBe(await treeOf(hostile.repo, branch));
@@ -81,7 +81,7 @@ describe.each(['.git/hooks', 'core.hooksPath'] as HookPlace[])('applyGitCommit o
     const main = await git(hostile.repo, 'rev-parse', 'main');
     await workerGit(hostile.repo, ['update-ref', 'refs/heads/release', main]);
     const result = await effect({ targetBranch: 'release' });
-    expect(result).toMatchObject({ target: 'release', alreadyApplied: false });
+    expect(result).toEqual({ target: 'release', commit: expect.any(String), alreadyApplied: false });
     expect(await git(hostile.repo, 'rev-parse', 'release')).toBe(result.commit);
     expect(await git(hostile.repo, 'rev-parse', 'main')).toBe(main);
     expect(read('src/math.js')).toContain('return a - b;');
@@ -140,7 +140,7 @@ describe('applyGitCommit refuses with nothing changed, and finishes what a crash
   test('after a crash between the ref move and the checkout update, the retry finishes the update (keeping an unrelated edit)', async () => {
     const { commit } = await crashAfterRefMove();
     writeFileSync(path.join(hostile.repo, 'package.json'), '{ "edited": "by the user since" }\n');
-    expect(await effect()).toEqual({ target: 'main', commit, alreadyApplied: true });
+    expect(await effect()).toEqual({ target: 'main', commit, alreadyApplied: true, checkout: { path: realpathSync(hostile.repo), state: 'updated' } });
     expect(read('src/math.js')).toBe(FIX);
     expect(await status()).toBe('M package.json');
     expect(hostile.ran()).toBe('');
@@ -149,16 +149,21 @@ describe('applyGitCommit refuses with nothing changed, and finishes what a crash
   test('after a crash in the middle of writing files, the retry accepts the files it wrote and finishes', async () => {
     const { commit } = await crashAfterRefMove();
     writeFileSync(path.join(hostile.repo, 'src/math.js'), FIX);
-    expect(await effect()).toEqual({ target: 'main', commit, alreadyApplied: true });
+    expect(await effect()).toEqual({ target: 'main', commit, alreadyApplied: true, checkout: { path: realpathSync(hostile.repo), state: 'updated' } });
     expect(read('src/math.js')).toBe(FIX);
     expect(await status()).toBe('');
     expect(hostile.ran()).toBe('');
   });
 
-  test('a half-updated checkout where someone edited a file the commit changes is left alone with an EffectError', async () => {
-    await crashAfterRefMove();
+  test('a half-updated checkout where someone edited a file the commit changes is left alone, and the result says so', async () => {
+    const { commit } = await crashAfterRefMove();
     writeFileSync(path.join(hostile.repo, 'src/math.js'), 'someone else\n');
-    await expect(effect()).rejects.toMatchObject({ type: 'EffectError', message: expect.stringContaining('has local changes to src/math.js') });
+    const index = readFileSync(path.join(hostile.repo, '.git', 'index'));
+    expect(await effect()).toEqual({
+      target: 'main', commit, alreadyApplied: true,
+      checkout: { path: realpathSync(hostile.repo), state: 'left', note: expect.stringContaining('has local changes to src/math.js') },
+    });
+    expect(readFileSync(path.join(hostile.repo, '.git', 'index')).equals(index)).toBe(true);
     expect(read('src/math.js')).toBe('someone else\n');
     expect(existsSync(path.join(hostile.repo, 'src/math.js'))).toBe(true);
     expect(hostile.ran()).toBe('');
