@@ -3,6 +3,7 @@ import { CheckoutBlockedError, checkoutOf, requireUpdatable, settleCheckout, typ
 import { commitTree, moveRef, resolveCommit, treeOf } from './git/commit-tree';
 import { landingTree, LandingRefusedError } from './git/land';
 import { workerGit } from './git/worker-git';
+import { pauseForTest } from './test-pause';
 
 const TRAILER = 'Loopwright-Effect';
 
@@ -71,8 +72,12 @@ async function findApplied(top: string, head: string, key: string): Promise<stri
  * (git/checkout.ts). If someone's work got in between, the checkout is left untouched and the
  * result's `checkout` says so: the commit has landed, so that is not an error. A conflict, a
  * change that changes nothing, or a missing branch is a non-retryable `EffectError`.
+ *
+ * Test builds can hold it at each step (`start`, `commit-written`, `ref-moved`, `done`): see
+ * test-pause.ts.
  */
 export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
+  await pauseForTest('start', input.key);
   const top = trim(await workerGit(input.repo, ['rev-parse', '--show-toplevel']));
   const target = input.targetBranch ?? (await workerGit(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).then(trim, () => ''));
   if (!target) throw effectFailure(`repository ${top} has no branch checked out: give targetBranch`);
@@ -94,11 +99,13 @@ export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCo
       await requireUpdatable(checkout, head, tree);
     }
     const commit = await commitTree(top, tree, [head], `${input.message.trimEnd()}\n\n${TRAILER}: ${input.key}`);
+    await pauseForTest('commit-written', input.key);
     const raced = await moveRef(top, ref, commit, head, `loopwright: ${input.key}`).then(
       () => undefined,
       (err: unknown) => err,
     );
     if (raced !== undefined) return await afterLostRace(top, { target, key: input.key, checkout }, { head, commit }, raced);
+    await pauseForTest('ref-moved', input.key);
     return await applied(top, { target, key: input.key, checkout }, commit, false);
   } catch (err) {
     if (err instanceof CheckoutBlockedError) throw effectFailure(`cannot commit to ${target}: ${err.message}`);
@@ -124,6 +131,7 @@ const UNINTERRUPTED = new AbortController().signal;
 async function applied(top: string, at: Landing, commit: string, alreadyApplied: boolean): Promise<GitCommitEffectResult> {
   const parent = await resolveCommit(top, `${commit}^1`);
   const outcome = at.checkout && parent ? await settleCheckout(at.checkout, parent, commit, UNINTERRUPTED) : undefined;
+  await pauseForTest('done', at.key);
   return { target: at.target, commit, alreadyApplied, ...(outcome ? { checkout: outcome } : {}) };
 }
 
