@@ -67,15 +67,17 @@ async function until(what: string, ok: () => boolean, timeoutMs = 150_000): Prom
 }
 
 /**
- * Starts a fix-test run as `loopwright run fix-test` would, with one difference: of its checks
- * only the change policy (git only) runs. The sandboxed test runs and the judge cost seconds of
- * CPU per run and have nothing to do with the effect; with 24 runs at once they would be most
- * of the test's time (effect-crash.test.ts and fix-test.test.ts run the whole loop).
+ * Starts a fix-test run as `loopwright run fix-test` would, with one difference: nothing runs in
+ * the sandbox. Of its checks only the change policy (git only) runs, and the agent has no
+ * run_command (the script never calls it): sandboxed test runs, the sandbox probe and the judge
+ * cost seconds of CPU per run and have nothing to do with the effect; with 24 runs at once they
+ * would be most of the test's time (effect-crash.test.ts and fix-test.test.ts run the whole loop).
  */
 async function startRun(client: LoopwrightClient, c: Omit<Case, 'workflowId'>, workflowId: string): Promise<void> {
   const input = { repo: c.repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'], ...(c.kind === 'not-checked-out' ? { targetBranch: c.target } : {}) };
   const plan = client.plan('fix-test', input, { kind: 'client' });
-  const spec = { ...plan.spec, checks: plan.spec.checks.filter((check) => check.kind === 'diff') };
+  const agent = { ...plan.spec.agent, tools: plan.spec.agent.tools.filter((tool) => tool !== 'run_command') };
+  const spec = { ...plan.spec, agent, checks: plan.spec.checks.filter((check) => check.kind === 'diff') };
   expect(spec.checks).toHaveLength(1);
   await client.temporal.workflow.start('loopWorkflow', { taskQueue: client.config.taskQueue, workflowId, args: [{ ...plan, spec }] });
 }
@@ -150,4 +152,4 @@ test('kill -9 the worker at every step of the commit effect: each run completes 
   });
   expect(good).toBe(STEPS.length * KINDS.length * REPEATS);
   process.stderr.write(`effect-steps: ${good}/${cases.length} killed-worker runs completed with exactly one commit and a clean checkout in ${Math.round((Date.now() - started) / 1000)} s\n`);
-}, 240_000);
+}, 360_000);
