@@ -80,7 +80,7 @@ export async function settleCheckout(dir: string, parent: string, commit: string
       throw err;
     },
   );
-  if (head !== commit) return { path: dir, state: 'moved_on', note: `the checkout at ${dir} is at ${head?.slice(0, 12) ?? 'no commit'} now, past the effect's commit: left as it is` };
+  if (head !== commit) return { path: dir, state: 'moved_on', note: `the checkout at ${dir} is at ${head?.slice(0, 12) ?? 'no commit'} now, no longer at the effect's commit: left as it is` };
   if (await indexHolds(dir, commit, opts)) return { path: dir, state: 'updated' };
   const finishByHand = `finish it by hand with \`git read-tree -m -u ${parent} ${commit}\` there once those changes are out of the way`;
   if (!(await indexHolds(dir, parent, opts))) {
