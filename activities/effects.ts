@@ -106,7 +106,7 @@ export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCo
     );
     if (raced !== undefined) return await afterLostRace(top, { target, key: input.key, checkout }, { head, commit }, raced);
     await pauseForTest('ref-moved', input.key);
-    return await applied(top, { target, key: input.key, checkout }, commit, false);
+    return await applied(top, { target, key: input.key, checkout }, commit, false, head);
   } catch (err) {
     if (err instanceof CheckoutBlockedError) throw effectFailure(`cannot commit to ${target}: ${err.message}`);
     if (err instanceof LandingRefusedError) throw effectFailure(err.message);
@@ -128,8 +128,8 @@ interface Landing {
 const UNINTERRUPTED = new AbortController().signal;
 
 /** The result for `commit` on the target, once the checkout (if any) is settled. */
-async function applied(top: string, at: Landing, commit: string, alreadyApplied: boolean): Promise<GitCommitEffectResult> {
-  const parent = await resolveCommit(top, `${commit}^1`);
+async function applied(top: string, at: Landing, commit: string, alreadyApplied: boolean, knownParent?: string): Promise<GitCommitEffectResult> {
+  const parent = knownParent ?? (at.checkout ? await resolveCommit(top, `${commit}^1`) : undefined);
   const outcome = at.checkout && parent ? await settleCheckout(at.checkout, parent, commit, UNINTERRUPTED) : undefined;
   await pauseForTest('done', at.key);
   return { target: at.target, commit, alreadyApplied, ...(outcome ? { checkout: outcome } : {}) };
@@ -152,15 +152,9 @@ async function afterLostRace(top: string, at: Landing, cas: { head: string; comm
 
 /** When `head` is an effect's commit (it carries a trailer) whose checkout was not brought along, brings it. */
 async function settleEarlierEffect(checkout: string, head: string): Promise<void> {
-  const parent = await resolveCommit(checkout, `${head}^1`);
-  if (!parent || !(await messageKey(checkout, head))) return;
-  await settleCheckout(checkout, parent, head);
-}
-
-/** The effect key a commit's message carries, if any. */
-async function messageKey(cwd: string, commit: string): Promise<string | undefined> {
-  const value = await workerGit(cwd, ['log', '-1', `--format=%(trailers:key=${TRAILER},valueonly)`, commit, '--']);
-  return value.split('\n').map(trim).find(Boolean);
+  const [parents, keys] = (await workerGit(checkout, ['log', '-1', `--format=%P%x1f%(trailers:key=${TRAILER},valueonly)`, head, '--'])).split('\x1f');
+  const parent = parents.trim().split(' ')[0];
+  if (parent && keys?.trim()) await settleCheckout(checkout, parent, head);
 }
 
 /** The commit whose tree the checks verified: the input's, else (older activities) the run branch's tip. */
