@@ -1,4 +1,4 @@
-import { KeyMissingError, open, seal, type KeyRing } from '../crypto/keyring';
+import { KeyMissingError, NO_RING, open, seal, type KeyRing } from '../crypto/keyring';
 import { LoopwrightError } from '../common/errors';
 
 /**
@@ -12,9 +12,6 @@ import { LoopwrightError } from '../common/errors';
 export const SEALED_PREFIX = 'lwsealed:';
 const VERSION = '1';
 const PREFIX_BYTES = Buffer.from(SEALED_PREFIX, 'ascii');
-
-/** Where the ring comes from when a process has none, for {@link KeyMissingError}'s message. */
-export const NO_RING = '(none: LOOPWRIGHT_KEYS is not set in this process)';
 
 /** A sealed file this version cannot read: an unknown format version or a broken header. */
 export class SealedFormatError extends LoopwrightError {

@@ -2,7 +2,7 @@ import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Redaction } from '../common/redact';
 import { DisplayRedactionCodec } from './display-codec';
-import { open, seal, type KeyRing } from './keyring';
+import { KeyMissingError, NO_RING, open, seal, type KeyRing } from './keyring';
 
 /** The module of the failure converter an encrypting worker's workflow bundle is built with (`failureConverterPath`). */
 export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
@@ -50,13 +50,31 @@ export class EncryptionCodec implements PayloadCodec {
 }
 
 /**
+ * The codec of a process without a key ring: payloads go out in clear, and an encrypted payload
+ * that comes back (a run a keyed worker wrote, a failure it encoded) fails with the
+ * {@link KeyMissingError} that names its key and says to set `LOOPWRIGHT_KEYS`, instead of
+ * Temporal's "Unknown encoding: binary/encrypted".
+ */
+export class NoKeysCodec implements PayloadCodec {
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads;
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    for (const p of payloads) {
+      if (td.decode(p.metadata?.encoding ?? new Uint8Array()) === ENCODING) throw new KeyMissingError(td.decode(p.metadata?.['encryption-key-id'] ?? new Uint8Array()), NO_RING);
+    }
+    return payloads;
+  }
+}
+
+/**
  * The client side of the data converter every Loopwright client uses: with a key ring, the
  * encryption codec, and failure messages and stack traces encoded too (`encodeCommonAttributes`);
- * without one, Temporal's defaults (payloads in clear).
+ * without one, payloads in clear and a clear error for encrypted ones ({@link NoKeysCodec}).
  */
-export function clientDataConverter(ring: KeyRing | undefined): DataConverter | undefined {
-  if (!ring) return undefined;
-  return { payloadCodecs: [new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH };
+export function clientDataConverter(ring: KeyRing | undefined): DataConverter {
+  return ring ? { payloadCodecs: [new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH } : { payloadCodecs: [new NoKeysCodec()] };
 }
 
 
@@ -68,5 +86,5 @@ export function clientDataConverter(ring: KeyRing | undefined): DataConverter | 
  */
 export function workerDataConverter(ring: KeyRing | undefined, redaction: Redaction): DataConverter {
   const display = new DisplayRedactionCodec(redaction);
-  return ring ? { payloadCodecs: [display, new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH } : { payloadCodecs: [display] };
+  return ring ? { payloadCodecs: [display, new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH } : { payloadCodecs: [display, new NoKeysCodec()] };
 }

@@ -128,7 +128,10 @@ export function open(ring: KeyRing, keyId: string, sealed: Uint8Array, aad?: Uin
 }
 
 /** Ciphertext whose key is not in the ring (lost, or never given to this process). */
-export class KeyMissingError extends LoopwrightError {
+/** Where the ring comes from when a process has none, for {@link KeyMissingError}'s message. */
+export const NO_RING = '(none: LOOPWRIGHT_KEYS is not set in this process)';
+
+export class KeyMissingError extends ConfigError {
   constructor(readonly keyId: string, source: string) {
     super(`key ${keyId} is not in the key ring ${source}: this data was encrypted with it; restore the key from your backup (see README "Secrets at rest")`);
   }

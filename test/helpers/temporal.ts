@@ -22,6 +22,11 @@ export function testAddress(): string {
 }
 
 /** A task queue of the test's own, so workers of other tests never pick up its runs. */
+/** The environment of a client of the suite's server: its address and the suite's key ring (see global-setup), then `extra`. */
+export function clientEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS ?? '', ...extra };
+}
+
 export function uniqueQueue(name: string): string {
   return `test-${name}-${randomBytes(4).toString('hex')}`;
 }

@@ -17,7 +17,7 @@ import { grantCommand } from '../../client/commands/grant';
 import { generateSigningKey, signMessage } from '../../client/signing';
 import { decisionSignal, decisionUpdate } from '../../workflows/messages';
 import { script, workerSays } from '../helpers/scripts';
-import { testAddress, testStack, type TestStack } from '../helpers/temporal';
+import { clientEnv, testStack, type TestStack } from '../helpers/temporal';
 
 /**
  * Trusted decisions, as an attacker would try them, on the real dev server and a real worker:
@@ -47,7 +47,7 @@ afterEach(async () => {
 
 /** Another person's client on the stack's task queue, signing with `signingKey` ('' for none). */
 async function clientAs(s: TestStack, signingKey: string): Promise<LoopwrightClient> {
-  const c = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: s.taskQueue, LOOPWRIGHT_SIGNING_KEY: signingKey } });
+  const c = await LoopwrightClient.connect({ env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: s.taskQueue, LOOPWRIGHT_SIGNING_KEY: signingKey }) });
   clients.push(c);
   return c;
 }

@@ -45,9 +45,8 @@ function printedPorts(): Record<string, number[]> {
 it('prints the gRPC, Web UI, HTTP API, metrics and internal ports, with the HTTP API refusing requests', () => {
   const ports = printedPorts();
   expect(Object.keys(ports).sort()).toEqual(['HTTP API', 'Web UI', 'codec', 'gRPC', 'internal', 'metrics']);
-  // No key ring here: no codec server, and dev says why.
-  expect(ports.codec).toEqual([]);
-  expect(printed).toContain('codec     none (LOOPWRIGHT_KEYS is not set: payloads are stored in clear)');
+  // The suite's key ring (global-setup): dev serves the codec for the Web UI itself.
+  expect(ports.codec).toHaveLength(1);
   expect(ports.internal).toHaveLength(3);
   expect(printed).toMatch(/HTTP API {2}\d+ \(refuses every request; --http-api turns it on\)/);
   expect(printed).toMatch(/Web UI: http:\/\/localhost:\d+/);
@@ -59,9 +58,10 @@ it('prints the gRPC, Web UI, HTTP API, metrics and internal ports, with the HTTP
   const server = boundSockets(lock!.pid);
   const devProcess = boundSockets(dev!.child.pid!);
   for (const s of [...server, ...devProcess]) expect(s).toMatchObject({ proto: 'tcp', address: '127.0.0.1' });
-  expect(server.map((s) => s.port).sort()).toEqual(Object.values(printedPorts()).flat().sort());
+  const { codec, ...serverPorts } = printedPorts();
+  expect(server.map((s) => s.port).sort()).toEqual(Object.values(serverPorts).flat().sort());
   const workerMetrics = Number(/^worker metrics: http:\/\/127\.0\.0\.1:(\d+)\/metrics$/m.exec(printed)?.[1]);
-  expect(devProcess.map((s) => s.port)).toEqual([workerMetrics]);
+  expect(devProcess.map((s) => s.port).sort()).toEqual([workerMetrics, ...codec].sort());
 });
 
 it('the printed HTTP API port (the one the server says it serves) refuses a text/plain POST: no workflow starts', async () => {

@@ -4,7 +4,7 @@ import { LoopItemKey, LoopName } from '../../common/search-attributes';
 import type { ModelServer } from '../../model-server/server';
 import { runCli } from '../helpers/cli';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { scriptedStacks, testAddress, uniqueQueue } from '../helpers/temporal';
+import { clientEnv, scriptedStacks, testAddress, uniqueQueue } from '../helpers/temporal';
 
 /** `loopwright event`: one run per key, duplicates reported, --force reruns a closed key. */
 const setup = scriptedStacks();
@@ -84,7 +84,7 @@ describe('loopwright event on a real dev server', () => {
     ['input that fails the loop schema', ['--key', 'ok-key', '--input', '{"task":"x"}'], /invalid input for loop evaluate-optimize: rubric: /],
     ['a delivery without --input', ['--key', 'ok-key'], /missing --input/],
   ])('%s is refused with one error line and exit 2, and starts nothing', async (_name, args, message) => {
-    const client = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress() } });
+    const client = await LoopwrightClient.connect({ env: clientEnv() });
     try {
       const result = await cli({ taskQueue: uniqueQueue('event-bad') }, 'event', 'evaluate-optimize', ...args);
       expect(result.code).toBe(2);

@@ -4,7 +4,7 @@ import { LoopName, LoopState } from '../../common/search-attributes';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { runCli } from '../helpers/cli';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testAddress, testStack, uniqueQueue, type TestStack } from '../helpers/temporal';
+import { clientEnv, testAddress, testStack, uniqueQueue, type TestStack } from '../helpers/temporal';
 
 /** `loopwright schedule ...` on Temporal Schedules, through the built CLI. */
 let model: ModelServer | undefined;
@@ -14,7 +14,7 @@ let admin: LoopwrightClient;
 const created = new Set<string>();
 
 beforeAll(async () => {
-  admin = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress() } });
+  admin = await LoopwrightClient.connect({ env: clientEnv() });
 });
 
 afterEach(async () => {

@@ -5,7 +5,7 @@ import { startWebhookServer, type WebhookLimits, type WebhookServer } from '../.
 import type { EventClient } from '../../client/events';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { UsageError } from '../../common/errors';
-import { testAddress, uniqueQueue } from '../helpers/temporal';
+import { clientEnv, uniqueQueue } from '../helpers/temporal';
 import { deliver, rawExchange, SECRET, sign, statusOf, type Answer, type Delivery } from './webhook-requests';
 
 /**
@@ -20,7 +20,7 @@ let started: string[];
 let counting: EventClient;
 
 beforeAll(async () => {
-  plain = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-auth') } });
+  plain = await LoopwrightClient.connect({ env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-auth') }) });
   counting = {
     run: (loop, input, opts) => {
       started.push(opts?.id ?? loop);

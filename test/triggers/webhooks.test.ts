@@ -6,7 +6,7 @@ import { LoopwrightClient } from '../../client/loopwright-client';
 import { ServerUnavailableError } from '../../common/errors';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testAddress, testStack, uniqueQueue, type TestStack } from '../helpers/temporal';
+import { clientEnv, testStack, uniqueQueue, type TestStack } from '../helpers/temporal';
 import { deliver, SECRET, type Answer } from './webhook-requests';
 
 /** `loopwright webhooks`: a signed POST /events/<loop> delivers an event like `loopwright event`. */
@@ -17,7 +17,7 @@ let hooks: WebhookServer | undefined;
 let plain: LoopwrightClient;
 
 beforeAll(async () => {
-  plain = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-no-worker') } });
+  plain = await LoopwrightClient.connect({ env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-no-worker') }) });
 });
 
 afterEach(async () => {

@@ -9,7 +9,7 @@ import demoScript from '../../loops/fixtures/fix-test-demo.json';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
 import { parseModelScript } from '../../model-server/script';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
-import { testAddress, scriptedStacks } from '../helpers/temporal';
+import { clientEnv, scriptedStacks } from '../helpers/temporal';
 import { operatorTrust } from '../helpers/trust';
 
 /**
@@ -108,7 +108,7 @@ test('an unsigned approval (a worker without allowed signers) counts as unverifi
 });
 
 test('an unknown loop or level is a usage error that names the known ones', async () => {
-  const client = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress() } });
+  const client = await LoopwrightClient.connect({ env: clientEnv() });
   const io = { out: () => undefined, err: () => undefined };
   try {
     await expect(autonomyCommand(client, 'nope', {}, io)).rejects.toThrow(new UsageError('unknown loop "nope": known loops are evaluate-optimize, fix-test, ci-triage'));
