@@ -24,7 +24,7 @@ import { grantCommand } from './commands/grant';
 import { statusCommand } from './commands/status';
 import { traceCommand } from './commands/trace';
 import { webhookAuth, webhooksCommand } from './commands/webhooks';
-import { workerCommand } from './commands/worker';
+import { withTuningOptions, workerCommand } from './commands/worker';
 import { LoopwrightClient } from './loopwright-client';
 import { consoleOutput, type Output } from './output';
 
@@ -61,6 +61,7 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .option('--metrics <host:port>', "serve the worker's Prometheus metrics there (default LOOPWRIGHT_METRICS, else 127.0.0.1:9464 when free)")
     .option('--codec-port <n>', 'port of the codec server the Web UI decodes payloads through, started when LOOPWRIGHT_KEYS is set (default: a free port)')
     .action(action((opts) => devCommand(opts, env, io)));
+  withTuningOptions(program.commands.at(-1)!);
   program.command('codec-server').description("Temporal's codec server (POST /encode, /decode) with the LOOPWRIGHT_KEYS key ring, so the Web UI and `temporal --codec-endpoint` show decoded payloads; Ctrl-C stops")
     .option('--port <n>', 'port (0: a free one)', '8234').option('--host <ip>', 'address to bind; beyond localhost it needs a token', '127.0.0.1')
     .option('--allow-origin <url>', 'a Web UI origin browsers may call it from, repeatable (default http://localhost:8233 and http://127.0.0.1:8233)', (v: string, all: string[] = []) => [...all, v])
@@ -69,6 +70,7 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('worker').description('run a worker on TEMPORAL_ADDRESS / LOOPWRIGHT_TASK_QUEUE')
     .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS; none when unset)')
     .action(action((opts) => workerCommand(opts, env, io)));
+  withTuningOptions(program.commands.at(-1)!);
   program.command('model-server').description('serve the Anthropic Messages API from a JSON script (tests, demos)')
     .requiredOption('--script <file>', 'the JSON script').option('--port <n>', 'port', '8765').option('--log <file>', 'append each request as a JSON line')
     .action(action((opts) => modelServerCommand(opts, io)));

@@ -10,6 +10,7 @@ import { workflowSource } from './workflow-bundle';
 import { workerDataConverter } from '../crypto/codec';
 import { redactionFromEnv } from '../common/redact';
 import { keyRingFromEnv } from '../crypto/keyring';
+import { workerTuning } from './tuning';
 
 export interface WorkerOptions {
   address: string;
@@ -42,6 +43,8 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
   const sandbox = createSandbox(sandboxConfigFromEnv(opts.env));
   // A bad LOOPWRIGHT_KEYS is a ConfigError before anything connects, too.
   const ring = keyRingFromEnv(opts.env);
+  // So is a bad tuning value (LOOPWRIGHT_MAX_CACHED_WORKFLOWS, ..., see workers/tuning.ts).
+  const tuning = workerTuning(opts.env);
   const dataConverter = workerDataConverter(ring, redactionFromEnv(opts.env));
   const status = await sandbox.status();
   let connection: NativeConnection;
@@ -61,6 +64,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     taskQueue: opts.taskQueue,
     activities,
     ...WORKER_TUNING,
+    ...tuning,
     dataConverter,
     ...workflowSource(opts.env, ring !== undefined),
   });

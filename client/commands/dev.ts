@@ -5,6 +5,7 @@ import { findBubblewrap } from '../../server/bubblewrap';
 import { describePorts, type DevServerOptions } from '../../server/dev-server';
 import { sandboxNotice } from '../../workers/create-worker';
 import { startEmbeddedStack, type StackOptions } from '../../workers/embedded-stack';
+import { tuningLine, withTuningFlags, workerTuning } from '../../workers/tuning';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
@@ -26,7 +27,10 @@ export interface DevOptions {
  * port the server listens on (all on 127.0.0.1); its HTTP API refuses requests unless --http-api.
  * With a key ring (LOOPWRIGHT_KEYS) it also starts the codec server the Web UI decodes through.
  */
-export async function devCommand(opts: DevOptions, env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function devCommand(opts: DevOptions & Record<string, unknown>, given: Record<string, string | undefined>, io: Output): Promise<number> {
+  const env = withTuningFlags(given, opts);
+  // A bad tuning value is refused before the server starts.
+  const tuning = workerTuning(env);
   // Install bubblewrap where this process may (root with apt-get); if it cannot, the worker says what that means at start.
   if (sandboxConfigFromEnv(env).mode === 'bwrap') await findBubblewrap({ env, log: io.err }).catch(() => undefined);
   const stackOptions: StackOptions & Pick<DevServerOptions, 'httpPort' | 'metricsPort' | 'httpApi'> = {
@@ -51,6 +55,7 @@ export async function devCommand(opts: DevOptions, env: Record<string, string | 
   io.out(`worker: task queue ${stack.taskQueue}`);
   io.err(sandboxNotice(stack.sandbox).line);
   io.err(modelEndpointNote(env));
+  io.err(tuningLine(tuning));
   io.err('Ctrl-C stops the worker and the server.');
   await Promise.race([untilSignal(), stack.done]);
   io.err('stopping...');

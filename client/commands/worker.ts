@@ -1,12 +1,16 @@
 import { metricsAddress, readConfig } from '../../common/config';
 import { createLoopwrightWorker, sandboxNotice } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
+import type { Command } from 'commander';
+import { TUNING_OPTIONS, tuningLine, withTuningFlags, workerTuning } from '../../workers/tuning';
 import { trustNotice, trustPathsFromEnv } from '../../activities/trust';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
 /** `worker`: polls LOOPWRIGHT_TASK_QUEUE on TEMPORAL_ADDRESS until Ctrl-C or SIGTERM. */
-export async function workerCommand(opts: { metrics?: string }, env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function workerCommand(opts: { metrics?: string } & Record<string, unknown>, given: Record<string, string | undefined>, io: Output): Promise<number> {
+  const env = withTuningFlags(given, opts);
+  const tuning = workerTuning(env);
   const config = readConfig(env);
   const metrics = opts.metrics ? metricsAddress(opts.metrics, '--metrics') : config.metrics;
   installRuntime({ metrics, env });
@@ -15,6 +19,7 @@ export async function workerCommand(opts: { metrics?: string }, env: Record<stri
   io.err(sandboxNotice(sandbox).line);
   io.err(trustNotice(trustPathsFromEnv(env)));
   io.err(modelEndpointNote(env));
+  io.err(tuningLine(tuning));
   if (metrics) io.err(`metrics: http://${metrics}/metrics`);
   const running = worker.run();
   await Promise.race([untilSignal(), running]);
@@ -22,4 +27,10 @@ export async function workerCommand(opts: { metrics?: string }, env: Record<stri
   await running;
   await connection.close();
   return 0;
+}
+
+/** The worker tuning flags (workers/tuning.ts) on `worker` and `dev`; each also reads its environment variable. */
+export function withTuningOptions(cmd: Command): Command {
+  for (const o of TUNING_OPTIONS) cmd.option(`--${o.flag} <n>`, `${o.help}; env ${o.env}`);
+  return cmd;
 }
