@@ -65,6 +65,7 @@ export function summarize(record: RunRecord, redaction: Redaction = {}): string[
   for (const e of r.effects) {
     const what = e.kind === 'report' ? `report ${e.path ?? e.target}` : `${e.commit.slice(0, 12)} on ${e.target}`;
     say(`  effect     ${e.name}: ${what}${e.alreadyApplied ? ' (already applied)' : ''} [${e.key}]`);
+    if (e.note) say(`             note: ${e.note}`);
   }
   if (r.workspace?.branch) say(`  branch     ${r.workspace.branch}`);
   if (r.sandbox) say(`  sandbox    ${r.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : r.sandbox}`);

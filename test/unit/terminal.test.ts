@@ -138,6 +138,12 @@ describe('what a run recorded is printed inert, and a by with a newline stays on
     expect(lines.flatMap(controlsIn).filter((c) => c !== '\t')).toEqual([]);
   });
 
+  test("status: an effect's note (a checkout it left alone) is printed under it, inert", () => {
+    const effect = { key: 'k/1', name: 'commit', kind: 'git_commit' as const, target: 'main', commit: 'abcdef1234567890', alreadyApplied: false, note: 'the checkout of main has changes of its own\x1b[2J: left as it was', at: '2025-01-02T03:05:00.000Z', approvedBy: null };
+    const lines = summarize(record({ effects: [effect] }));
+    expect(lines.slice(lines.findIndex((l) => l.startsWith('  effect')), lines.findIndex((l) => l.startsWith('  effect')) + 2)).toEqual(['  effect     commit: abcdef123456 on main [k/1]', '             note: the checkout of main has changes of its own\\x1b[2J: left as it was']);
+  });
+
   test('list: an id with a newline (from before ids were checked) stays in its row', () => {
     const row = { workflowId: 'x/1\nforged  row', loop: 'evaluate-optimize', state: null, attempt: null, costUsd: null, tokens: null, status: 'RUNNING', startTime: '2025-01-02T03:04:05.000Z', closeTime: null };
     const lines = runTable([row]);
