@@ -5,26 +5,11 @@
  * Prints the worker's RSS (from /proc) after every block of runs, so growth shows as a trend:
  *   npm run bench:soak -- [runs=2000] [concurrency=50] [block=200]
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { LoopwrightClient } from '../../client/loopwright-client';
-import { startModelServer } from '../../model-server/server';
-import { freePort, startDevServer } from '../../server/dev-server';
-import { findTemporalCli } from '../../server/temporal-binary';
 import { benchScript, makeBenchWorkspace } from './bench-model';
 import { benchInput, uniqueName } from './session';
-
-/** Resident memory of `pid` in MiB (VmRSS), or NaN when it cannot be read. */
-export function rssMiB(pid: number): number {
-  try {
-    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb ? Number(kb) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
+import { load1, startBenchStack } from './worker-stack';
 
 /** Runs `count` runs, `concurrency` at a time, each waited for through its result (a long poll). */
 async function runMany(client: LoopwrightClient, count: number, concurrency: number, input: unknown): Promise<number> {
@@ -43,45 +28,25 @@ async function runMany(client: LoopwrightClient, count: number, concurrency: num
 }
 
 async function main(runs: number, concurrency: number, block: number): Promise<void> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'lw-soak-'));
   const workspace = makeBenchWorkspace();
-  const cli = await findTemporalCli({ log: (line) => console.error(line) });
-  const server = await startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true });
-  const model = await startModelServer({ script: benchScript(2), port: 0 });
-  const env = {
-    PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: uniqueName('soak'), ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'soak',
-    LOOPWRIGHT_HOME: dir, LOOPWRIGHT_KEYS: '', LOOPWRIGHT_ALLOWED_SIGNERS: '', ...(process.env.LOOPWRIGHT_SANDBOX ? { LOOPWRIGHT_SANDBOX: process.env.LOOPWRIGHT_SANDBOX } : {}),
-  };
-  const worker = spawn(process.execPath, [path.join(__dirname, '..', '..', 'client', 'cli.js'), 'worker'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  worker.stderr.on('data', (d: Buffer) => (log += d.toString()));
-  const client = await LoopwrightClient.connect({ env });
+  const stack = await startBenchStack(benchScript(2));
   try {
-    while (!/worker polling task queue/.test(log)) {
-      if (worker.exitCode !== null) throw new Error(`the worker exited: ${log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
     const input = benchInput(2, workspace);
-    console.log(`worker pid ${worker.pid} on ${server.address}; ${runs} runs, ${concurrency} at a time; RSS after each block of ${block}`);
-    console.log(`${'runs'.padStart(6)} ${'RSS MiB'.padStart(8)} ${'runs/s'.padStart(7)} ${'failed'.padStart(7)}`);
-    console.log(`${'0'.padStart(6)} ${rssMiB(worker.pid!).toFixed(0).padStart(8)}`);
+    console.log(`worker pid ${stack.worker.pid} on ${stack.server.address}; ${runs} runs, ${concurrency} at a time; RSS after each block of ${block}`);
+    console.log(`${'runs'.padStart(6)} ${'RSS MiB'.padStart(8)} ${'runs/s'.padStart(7)} ${'failed'.padStart(7)} ${'load'.padStart(6)}`);
+    console.log(`${'0'.padStart(6)} ${stack.rss().toFixed(0).padStart(8)}`);
     let done = 0;
     while (done < runs) {
       const n = Math.min(block, runs - done);
       const started = Date.now();
-      const failed = await runMany(client, n, concurrency, input);
+      const failed = await runMany(stack.client, n, concurrency, input);
       done += n;
       const rate = n / ((Date.now() - started) / 1000);
-      console.log(`${String(done).padStart(6)} ${rssMiB(worker.pid!).toFixed(0).padStart(8)} ${rate.toFixed(1).padStart(7)} ${String(failed).padStart(7)}`);
+      console.log(`${String(done).padStart(6)} ${stack.rss().toFixed(0).padStart(8)} ${rate.toFixed(1).padStart(7)} ${String(failed).padStart(7)} ${load1().padStart(6)}`);
     }
   } finally {
-    await client.close();
-    worker.kill('SIGTERM');
-    await new Promise((r) => worker.once('exit', r));
-    await model.close();
-    await server.stop();
+    await stack.close();
     rmSync(workspace, { recursive: true, force: true });
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 

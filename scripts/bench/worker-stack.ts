@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { LoopwrightClient } from '../../client/loopwright-client';
+import type { ModelScript } from '../../model-server/script';
+import { startModelServer, type ModelServer } from '../../model-server/server';
+import { freePort, startDevServer, type DevServer } from '../../server/dev-server';
+import { findTemporalCli } from '../../server/temporal-binary';
+import { uniqueName } from './session';
+
+/** Resident memory of `pid` in MiB (VmRSS), or NaN when it cannot be read. */
+export function rssMiB(pid: number): number {
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The machine's 1-minute load average, to print beside a figure so a noisy one shows. */
+export function load1(): string {
+  return loadavg()[0].toFixed(2);
+}
+
+/** A dev server, the scripted model and a `loopwright worker` process (as deployed), with a client. */
+export interface BenchStack {
+  server: DevServer;
+  model: ModelServer;
+  worker: ChildProcess;
+  client: LoopwrightClient;
+  env: Record<string, string | undefined>;
+  /** The worker's RSS in MiB. */
+  rss(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a bench stack in a fresh folder: no key ring and no allowed signers (the figures are the
+ * loop's, not the codec's: see bench:codec), `workerArgs` passed to `loopwright worker`.
+ */
+export async function startBenchStack(script: ModelScript, workerArgs: string[] = []): Promise<BenchStack> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'lw-bench-'));
+  const cli = await findTemporalCli({ log: (line) => console.error(line) });
+  const server = await startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true });
+  const model = await startModelServer({ script, port: 0 });
+  const env = {
+    PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: uniqueName('bench'), ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench',
+    LOOPWRIGHT_HOME: dir, LOOPWRIGHT_KEYS: '', LOOPWRIGHT_ALLOWED_SIGNERS: '',
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k === 'LOOPWRIGHT_SANDBOX' || k === 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS')),
+  };
+  const worker = spawn(process.execPath, [path.join(__dirname, '..', '..', 'client', 'cli.js'), 'worker', ...workerArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  worker.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const client = await LoopwrightClient.connect({ env });
+  const close = async () => {
+    await client.close();
+    if (worker.exitCode === null) {
+      worker.kill('SIGTERM');
+      await new Promise((r) => worker.once('exit', r));
+    }
+    await model.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    while (!/worker polling task queue/.test(log)) {
+      if (worker.exitCode !== null) throw new Error(`the worker exited: ${log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const tuning = /^tuning: .*$/m.exec(log)?.[0];
+  if (tuning) console.log(`worker ${tuning}`);
+  return { server, model, worker, client, env, rss: () => rssMiB(worker.pid!), close };
+}
