@@ -5,7 +5,7 @@ import path from 'node:path';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import type { ModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
-import { freePort, startDevServer, type DevServer } from '../../server/dev-server';
+import { freePort, startDevServer, type DevServer, type SqliteSync } from '../../server/dev-server';
 import { findTemporalCli } from '../../server/temporal-binary';
 import { uniqueName } from './session';
 
@@ -40,10 +40,10 @@ export interface BenchStack {
  * Starts a bench stack in a fresh folder: no key ring and no allowed signers (the figures are the
  * loop's, not the codec's: see bench:codec), `workerArgs` passed to `loopwright worker`.
  */
-export async function startBenchStack(script: ModelScript, workerArgs: string[] = []): Promise<BenchStack> {
+export async function startBenchStack(script: ModelScript, workerArgs: string[] = [], sqliteSync?: SqliteSync): Promise<BenchStack> {
   const dir = mkdtempSync(path.join(tmpdir(), 'lw-bench-'));
   const cli = await findTemporalCli({ log: (line) => console.error(line) });
-  const server = await startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true });
+  const server = await startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true, sqliteSync });
   const model = await startModelServer({ script, port: 0 });
   const env = {
     PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: uniqueName('bench'), ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench',
