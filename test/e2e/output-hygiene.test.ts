@@ -1,8 +1,10 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { readReportFile } from '../../activities/report-file';
 import { runPresentation } from '../../client/loopwright-client';
+import { keyRingFromEnv } from '../../crypto/keyring';
 import type { RunRecord } from '../../common/run-record';
 import { LoopName } from '../../common/search-attributes';
 import { runCli } from '../helpers/cli';
@@ -77,7 +79,8 @@ test("a candidate's escape sequences, hyperlinks, CR and bidi override are inert
   expect(trace).not.toMatch(/^ {2}decision {3}approve by admin/m);
 
   const markdown = await cli(['trace', id, '--markdown'], env);
-  const report = readFileSync(record.traceReport!.path!, 'utf8');
+  // Sealed with the suite's ring (global-setup): read as `loopwright report` reads it.
+  const report = readReportFile(record.traceReport!.path!, keyRingFromEnv(process.env)) ?? '';
   for (const md of [markdown, report]) {
     expect(rawControls(md)).toEqual([]);
     // The fenced candidate keeps its lines (a lone CR is a line break in Markdown) and its tab.

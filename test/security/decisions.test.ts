@@ -229,8 +229,10 @@ test('L3 needs an operator\'s signed grant on the worker: without one the run is
   });
 });
 
-test('1,000 parked runs approved at once: every approve reports what the run did', async () => {
-  const N = 1000;
+// 200 here keeps the suite's time and its margin on a shared 2-core machine; `npm run bench:parked`
+// measures 1,000 (decision-to-close percentiles and false errors) as a benchmark, not a timed test.
+test('200 parked runs approved at once: every approve reports what the run did', async () => {
+  const N = 200;
   model = await startModelServer({ script: script(workerSays(1, 'draft', { times: undefined })), port: 0 });
   stack = await testStack('many', model.url, trustEnv);
   const s = stack;
@@ -239,7 +241,7 @@ test('1,000 parked runs approved at once: every approve reports what the run did
     for (let i = 0; i < N; i += 50) {
       ids.push(...(await Promise.all(Array.from({ length: Math.min(50, N - i) }, (_, j) => s.client.run('evaluate-optimize', reviewInput([]), { id: `many/${i + j}` }).then((r) => r.workflowId)))));
     }
-    // Parked: visibility counts them (one query, not 1,000).
+    // Parked: visibility counts them (one query, not one per run).
     const parked = `TaskQueue = '${s.taskQueue}' AND LoopState = 'awaiting_human' AND ExecutionStatus = 'Running'`;
     while ((await s.client.temporal.workflow.count(parked)).count < N) await new Promise((r) => setTimeout(r, 500));
     // Every run is approved at once; every tenth gets a second approval, which must be refused.

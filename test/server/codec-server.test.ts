@@ -136,7 +136,8 @@ describe('the codec server', () => {
 
   test('`loopwright codec-server` refuses to start without a key ring, or beyond localhost without a token, in one line (exit 2)', async () => {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME };
-    const noKeys = await runCli(['codec-server', '--port', '0'], env);
+    // Set empty: no ring, whatever the suite's or this home's.
+    const noKeys = await runCli(['codec-server', '--port', '0'], { ...env, LOOPWRIGHT_KEYS: '' });
     expect([noKeys.code, noKeys.stdout, noKeys.stderr]).toEqual([2, '', expect.stringMatching(/^error: the codec server needs the key ring and LOOPWRIGHT_KEYS is not set: [^\n]*\n$/)]);
     const noToken = await runCli(['codec-server', '--port', '0', '--host', '0.0.0.0'], { ...env, LOOPWRIGHT_KEYS: keyFile });
     expect([noToken.code, noToken.stdout, noToken.stderr]).toEqual([2, '', expect.stringMatching(/^error: .*binding 0\.0\.0\.0 \(beyond localhost\) needs a bearer token: set LOOPWRIGHT_CODEC_TOKEN or --token\n$/)]);
