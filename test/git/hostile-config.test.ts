@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { commitTree, moveRef } from '../../activities/git/commit-tree';
 import { STATIC_OVERRIDES } from '../../activities/git/overrides';
@@ -28,6 +28,9 @@ describe('against a hostile repository', () => {
   test('the repository is armed: plain git runs its fsmonitor, filters, external diff and hooks', () => {
     const hostile = createHostileRepo('.git/hooks');
     writeFileSync(path.join(hostile.repo, 'package.json'), '{}\n');
+    // A tracked file of filter x changed too: git cleans it whatever the index's timestamps say
+    // (an unchanged, racily clean file is cleaned only when git cannot trust its stat).
+    appendFileSync(path.join(hostile.repo, '.gitattributes'), '# touched\n');
     // The process filter speaks no protocol and would stop git before the others run.
     plainGit(hostile.repo, 'config', '--unset', 'filter.x.process');
     for (const args of [['status', '--porcelain'], ['diff'], ['commit', '-qam', 'x']]) {
