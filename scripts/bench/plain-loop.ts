@@ -1,0 +1,58 @@
+import type Anthropic from '@anthropic-ai/sdk';
+import { createAnthropic, createModelCaller } from '../../activities/model';
+import { JUDGE_SYSTEM_PROMPT, parseVerdict, renderJudgePrompt, VERDICT_TOOL, VERDICT_TOOL_NAME } from '../../common/judge';
+import { renderWorkerPrompt, type FeedbackEntry } from '../../common/prompts';
+import { DEFAULT_CHECKER_MODEL, DEFAULT_WORKER_MODEL } from '../../common/config';
+import { evaluateOptimize } from '../../loops/evaluate-optimize';
+
+const FREE = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+
+/** One plain run's outcome: whether the judge passed an attempt, and after how many. */
+export interface PlainRun {
+  passed: boolean;
+  attempts: number;
+}
+
+/**
+ * The loop without durability, in this process: the worker model answers `task`, the judge
+ * (submit_verdict) reviews the answer against `rubric`, its failure feeds the next attempt, up to
+ * `maxAttempts`. It makes the same model calls as an `evaluate-optimize` run (same prompts, same
+ * model caller and real SDK, streamed, with the same `x-loopwright-*` headers), and nothing else:
+ * no history, no timers, no budget, no record.
+ */
+export async function runPlainLoop(callModel: ReturnType<typeof createModelCaller>, workflowId: string, task: string, rubric: string[], maxAttempts: number): Promise<PlainRun> {
+  const feedback: FeedbackEntry[] = [];
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    const answer = await callModel({
+      role: 'worker',
+      model: DEFAULT_WORKER_MODEL,
+      price: FREE,
+      workflowId,
+      attempt,
+      system: evaluateOptimize.harness.systemPrompt,
+      messages: [{ role: 'user', content: renderWorkerPrompt(task, feedback) }],
+      maxTokens: 4096,
+    });
+    const review = await callModel({
+      role: 'checker',
+      model: DEFAULT_CHECKER_MODEL,
+      price: FREE,
+      workflowId,
+      attempt,
+      system: JUDGE_SYSTEM_PROMPT,
+      messages: [{ role: 'user', content: renderJudgePrompt({ rubric, task, candidate: answer.text }) }],
+      tools: [VERDICT_TOOL as Anthropic.Tool],
+      toolChoice: { type: 'tool', name: VERDICT_TOOL_NAME },
+      maxTokens: 1024,
+    });
+    const verdict = parseVerdict(review.content);
+    if (verdict.passed) return { passed: true, attempts: attempt };
+    feedback.push({ kind: 'attempt', attempt, candidate: answer.text, failures: [{ check: 'judge', reason: verdict.reason, failedItems: verdict.failedItems, requiredCorrection: verdict.requiredCorrection }] });
+  }
+  return { passed: false, attempts: maxAttempts };
+}
+
+/** The model caller the plain loop uses: Loopwright's, with the SDK client pointed at `modelUrl`. */
+export function plainModelCaller(modelUrl: string): ReturnType<typeof createModelCaller> {
+  return createModelCaller({ anthropic: createAnthropic({ ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'bench' }) });
+}

@@ -1,0 +1,125 @@
+import { temporal } from '@temporalio/proto';
+import { loadavg } from 'node:os';
+import type { RunRecord } from '../../common/run-record';
+import { parseModelScript, type ModelRule, type ModelScript } from '../../model-server/script';
+import { plainModelCaller, runPlainLoop } from './plain-loop';
+import { procCpuSeconds, selfCpuSeconds } from './proc-cpu';
+import { uniqueName } from './session';
+import type { BenchStack } from './worker-stack';
+
+/** The task every measured run does: attempt 1 fails the judge, attempt 2 passes. */
+export const THROUGHPUT_INPUT = { task: 'Write a haiku about durable execution.', rubric: ['has three lines', 'mentions a crash'], maxAttempts: 3 };
+/** Model calls each run makes: worker, judge (fail), worker, judge (pass). */
+export const CALLS_PER_RUN = 4;
+
+/** Prefix of the run ids measured at `latencyMs`: the scripted model's rules match on it. */
+export const latencyTag = (latencyMs: number): string => `lat${latencyMs}ms`;
+
+/**
+ * The scripted model of the throughput bench: for each latency, a worker that answers and a judge
+ * that fails attempt 1 and passes attempt 2, each reply `latencyMs` late, for runs whose id holds
+ * {@link latencyTag}. No rule has `times`: they never run out.
+ */
+export function throughputScript(latencies: number[]): ModelScript {
+  const rules = latencies.flatMap((latencyMs): ModelRule[] => {
+    const tag = latencyTag(latencyMs);
+    const delay = latencyMs > 0 ? { delayMs: latencyMs } : {};
+    const worker = (attempt: number, text: string): ModelRule => ({ name: `${tag} worker ${attempt}`, match: { role: 'worker', attempt, workflowId: `${tag}-` }, ...delay, reply: { content: [{ type: 'text', text }], usage: { input_tokens: 100, output_tokens: 20 } } });
+    const judge = (attempt: number, passed: boolean): ModelRule => ({
+      name: `${tag} judge ${attempt} ${passed ? 'passes' : 'fails'}`,
+      match: { role: 'checker', attempt, workflowId: `${tag}-` },
+      ...delay,
+      reply: {
+        content: [{ type: 'tool_use', name: 'submit_verdict', input: passed ? { passed, reason: 'meets the rubric', failed_items: [], required_correction: '' } : { passed, reason: 'no crash in it', failed_items: ['mentions a crash'], required_correction: 'mention a crash' } }],
+        usage: { input_tokens: 50, output_tokens: 10 },
+      },
+    });
+    return [worker(1, 'Events in order\nreplayed from the history\nstate comes back whole'), judge(1, false), worker(2, 'The worker crashes\nhistory replays each event\nthe loop carries on'), judge(2, true)];
+  });
+  return parseModelScript({ rules }, 'throughput bench');
+}
+
+/** One measurement: N runs at once, one path, one model latency. CPU in seconds. */
+export interface Measurement {
+  path: 'plain' | 'loopwright';
+  latencyMs: number;
+  runs: number;
+  /** Runs that did not end as expected (judge passed on attempt 2; for Loopwright, state completed). */
+  failed: number;
+  wallSeconds: number;
+  /** Dev server's and worker process's CPU (NaN for the plain loop, which has neither). */
+  serverCpu: number;
+  workerCpu: number;
+  /** This process: the client, and the scripted model server, which runs here too. */
+  clientCpu: number;
+  modelCallsPerRun: number;
+  /** Mean over a few runs' histories (NaN for the plain loop). */
+  historyEvents: number;
+  historyBytes: number;
+  /** 1-minute load average when the measurement started and when it ended. */
+  loadStart: number;
+  loadEnd: number;
+}
+
+const callsOf = (stack: BenchStack, prefix: string): number => stack.model.requests.filter((r) => r.workflowId?.startsWith(prefix)).length;
+
+/** `runs` plain loops at once (see plain-loop.ts) against the stack's scripted model. */
+export async function measurePlain(stack: BenchStack, runs: number, latencyMs: number): Promise<Measurement> {
+  const callModel = plainModelCaller(stack.model.url);
+  const prefix = uniqueName(`${latencyTag(latencyMs)}-plain`);
+  const [load0, cpu0, t0] = [loadavg()[0], selfCpuSeconds(), performance.now()];
+  const results = await Promise.all(Array.from({ length: runs }, (_, i) => runPlainLoop(callModel, `${prefix}-${i}`, THROUGHPUT_INPUT.task, THROUGHPUT_INPUT.rubric, THROUGHPUT_INPUT.maxAttempts)));
+  const [wall, cpu] = [(performance.now() - t0) / 1000, selfCpuSeconds() - cpu0];
+  return {
+    path: 'plain',
+    latencyMs,
+    runs,
+    failed: results.filter((r) => !r.passed || r.attempts !== 2).length,
+    wallSeconds: wall,
+    serverCpu: NaN,
+    workerCpu: NaN,
+    clientCpu: cpu,
+    modelCallsPerRun: callsOf(stack, prefix) / runs,
+    historyEvents: NaN,
+    historyBytes: NaN,
+    loadStart: load0,
+    loadEnd: loadavg()[0],
+  };
+}
+
+/**
+ * `runs` `evaluate-optimize` runs started at once on the stack's worker, each awaited through its
+ * result; then the histories of `historySample` of them are fetched and measured (after the clock
+ * and the CPU readings stop).
+ */
+export async function measureLoopwright(stack: BenchStack, runs: number, latencyMs: number, historySample = 5): Promise<Measurement> {
+  const { client } = stack;
+  const prefix = uniqueName(latencyTag(latencyMs));
+  const cpu = () => ({ server: procCpuSeconds(stack.server.pid), worker: procCpuSeconds(stack.worker.pid!), client: selfCpuSeconds() });
+  const [load0, cpu0, t0] = [loadavg()[0], cpu(), performance.now()];
+  const results = await Promise.all(
+    Array.from({ length: runs }, async (_, i) => {
+      const { workflowId } = await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: `${prefix}-${i}` });
+      const record = (await client.temporal.workflow.getHandle(workflowId).result()) as RunRecord;
+      return { workflowId, ok: record.state === 'completed' && record.attempts.length === 2 };
+    }),
+  );
+  const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0]];
+  const histories = await Promise.all(results.slice(0, historySample).map((r) => client.temporal.workflow.getHandle(r.workflowId).fetchHistory()));
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return {
+    path: 'loopwright',
+    latencyMs,
+    runs,
+    failed: results.filter((r) => !r.ok).length,
+    wallSeconds: wall,
+    serverCpu: cpu1.server - cpu0.server,
+    workerCpu: cpu1.worker - cpu0.worker,
+    clientCpu: cpu1.client - cpu0.client,
+    modelCallsPerRun: callsOf(stack, prefix) / runs,
+    historyEvents: mean(histories.map((h) => h.events?.length ?? 0)),
+    historyBytes: mean(histories.map((h) => temporal.api.history.v1.History.encode(h).finish().length)),
+    loadStart: load0,
+    loadEnd: load1,
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * Throughput against issue 17's targets, measured in one run: N runs at once of a loop whose 4
+ * model calls are worker, judge fails, worker, judge passes, against one scripted model with 0 ms
+ * and then 200 ms of latency per call, done two ways side by side:
+ * - plain: the calls in a plain in-process loop (real SDK, same prompts, no durability);
+ * - loopwright: `evaluate-optimize` runs on a dev server and a separate `loopwright worker` process.
+ * For each: wall time, runs/s, CPU seconds of the dev server, the worker and this process (the
+ * client and the scripted model), CPU per run, history per run, and the load average. Then M runs
+ * parked for a human and approved at once (parked.ts, on a fresh stack). Last, the targets.
+ *   npm run bench -- [N=200] [M=1000]     (M=0 skips the parked case)
+ *   npm run bench -- --quick              (N=20, M=50)
+ */
+import { cpus, loadavg } from 'node:os';
+import { measureParked, type ParkedFigures } from './parked';
+import { measureLoopwright, measurePlain, throughputScript, type Measurement } from './throughput-measure';
+import { formatMeasurements, formatParked, formatTargets } from './throughput-report';
+import { startBenchStack } from './worker-stack';
+
+const LATENCIES = [0, 200];
+const WARM_UP = 10;
+
+function parseArgs(argv: string[]): { runs: number; parked: number } {
+  const quick = argv.includes('--quick');
+  const rest = argv.filter((a) => a !== '--quick');
+  const [runs, parked] = [Number(rest[0] ?? (quick ? 20 : 200)), Number(rest[1] ?? (quick ? 50 : 1000))];
+  if (rest.length > 2 || !Number.isInteger(runs) || runs <= 0 || !Number.isInteger(parked) || parked < 0) {
+    console.error(`error: usage: npm run bench -- [N runs at once, above 0] [M parked runs, 0 to skip] [--quick], not ${argv.join(' ')}`);
+    process.exit(2);
+  }
+  return { runs, parked };
+}
+
+async function main(): Promise<void> {
+  const { runs, parked } = parseArgs(process.argv.slice(2));
+  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}; node ${process.version}`);
+  const stack = await startBenchStack(throughputScript(LATENCIES));
+  const measured: Measurement[] = [];
+  try {
+    console.log(`dev server pid ${stack.server.pid}, worker pid ${stack.worker.pid}; warming up with ${WARM_UP} runs each way (not counted)`);
+    await measurePlain(stack, WARM_UP, 0);
+    await measureLoopwright(stack, WARM_UP, 0, 0);
+    for (const latencyMs of LATENCIES) {
+      for (const measure of [measurePlain, measureLoopwright]) {
+        const m = await measure(stack, runs, latencyMs);
+        console.log(`  ${m.path} at ${latencyMs} ms: ${runs} runs in ${m.wallSeconds.toFixed(1)} s`);
+        measured.push(m);
+      }
+    }
+  } finally {
+    await stack.close();
+  }
+  let parkedFigures: ParkedFigures | undefined;
+  if (parked > 0) parkedFigures = await measureParked(parked, [], (line) => console.log(`  ${line}`));
+
+  console.log(`\nN=${runs} runs at once, 4 model calls each (worker, judge fails, worker, judge passes), per model latency:`);
+  for (const line of formatMeasurements(measured)) console.log(line);
+  console.log('CPU ms/run: dev server + worker for loopwright; this process (loop + scripted model) for plain. client CPU s: this process, which also serves the scripted model.');
+  if (parkedFigures) {
+    console.log(`\nParked (fresh stack, default worker flags):`);
+    for (const line of formatParked(parkedFigures)) console.log(line);
+  }
+  console.log('\nIssue 17 targets:');
+  for (const line of formatTargets(measured, parkedFigures)) console.log(line);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
