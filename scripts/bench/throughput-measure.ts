@@ -123,3 +123,11 @@ export async function measureLoopwright(stack: BenchStack, runs: number, latency
     loadEnd: load1,
   };
 }
+
+/** CPU ms per second the dev server and the worker use with nothing to do (polls, timers), over `seconds`. */
+export async function measureIdle(stack: BenchStack, seconds: number): Promise<{ serverMsPerSecond: number; workerMsPerSecond: number }> {
+  const [s0, w0] = [procCpuSeconds(stack.server.pid), procCpuSeconds(stack.worker.pid!)];
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const [s1, w1] = [procCpuSeconds(stack.server.pid), procCpuSeconds(stack.worker.pid!)];
+  return { serverMsPerSecond: ((s1 - s0) * 1000) / seconds, workerMsPerSecond: ((w1 - w0) * 1000) / seconds };
+}

@@ -12,7 +12,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { measureParked, type ParkedFigures } from './parked';
-import { measureLoopwright, measurePlain, throughputScript, type Measurement } from './throughput-measure';
+import { measureIdle, measureLoopwright, measurePlain, throughputScript, type Measurement } from './throughput-measure';
 import { formatMeasurements, formatParked, formatTargets } from './throughput-report';
 import { startBenchStack } from './worker-stack';
 
@@ -35,10 +35,13 @@ async function main(): Promise<void> {
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}; node ${process.version}`);
   const stack = await startBenchStack(throughputScript(LATENCIES));
   const measured: Measurement[] = [];
+  let idleLine = '';
   try {
     console.log(`dev server pid ${stack.server.pid}, worker pid ${stack.worker.pid}; warming up with ${WARM_UP} runs each way (not counted)`);
     await measurePlain(stack, WARM_UP, 0);
     await measureLoopwright(stack, WARM_UP, 0, 0);
+    const idle = await measureIdle(stack, 5);
+    idleLine = `idle (5 s, no runs): dev server ${idle.serverMsPerSecond.toFixed(1)} ms CPU/s, worker ${idle.workerMsPerSecond.toFixed(1)} ms CPU/s (counted in the figures above, not subtracted)`;
     for (const latencyMs of LATENCIES) {
       for (const measure of [measurePlain, measureLoopwright]) {
         const m = await measure(stack, runs, latencyMs);
@@ -55,6 +58,7 @@ async function main(): Promise<void> {
   console.log(`\nN=${runs} runs at once, 4 model calls each (worker, judge fails, worker, judge passes), per model latency:`);
   for (const line of formatMeasurements(measured)) console.log(line);
   console.log('CPU ms/run: dev server + worker for loopwright; this process (loop + scripted model) for plain. client CPU s: this process, which also serves the scripted model.');
+  console.log(idleLine);
   if (parkedFigures) {
     console.log(`\nParked (fresh stack, default worker flags):`);
     for (const line of formatParked(parkedFigures)) console.log(line);
