@@ -45,7 +45,7 @@ export function formatParked(p: ParkedFigures): string[] {
 /** Each target beside its figure, marked met or not met from the measurement. */
 export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefined): string[] {
   const out: string[] = [];
-  const target = (what: string, figure: string, met: boolean, note = '') => out.push(`${what.padEnd(52)} ${figure.padEnd(26)} ${mark(met).padEnd(8)}${note ? ` ${note}` : ''}`);
+  const target = (what: string, figure: string, met: boolean, note = '') => out.push(`${what.padEnd(58)} ${figure.padEnd(26)} ${mark(met).padEnd(8)}${note ? ` ${note}` : ''}`);
   const runsFloor = TARGETS.speedup * BASELINE.runsPerSecondHigh;
   for (const m of ms.filter((x) => x.path === 'loopwright')) {
     const at = `, ${m.latencyMs} ms model latency`;
