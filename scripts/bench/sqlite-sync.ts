@@ -8,22 +8,11 @@
  * process but a power loss or OS crash can corrupt the file; NORMAL (with WAL) can lose the last
  * commits since the WAL was synced, never corrupt; FULL loses nothing that was acknowledged.
  */
-import { readFileSync } from 'node:fs';
 import type { SqliteSync } from '../../server/dev-server';
 import { benchScript, makeBenchWorkspace } from './bench-model';
+import { procCpuSeconds as cpuSeconds } from './proc-cpu';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
-
-/** CPU seconds (user + system) of `pid` and its waited-for children, from /proc. */
-export function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    // After "pid (comm) ": state is field 0; utime 11, stime 12, cutime 13, cstime 14 (clock ticks, 100/s on Linux).
-    return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / 100;
-  } catch {
-    return NaN;
-  }
-}
 
 async function measure(sync: SqliteSync, runs: number, concurrency: number, workspace: string): Promise<string> {
   const stack = await startBenchStack(benchScript(2), [], sync);
