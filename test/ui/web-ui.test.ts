@@ -82,7 +82,8 @@ function heading(dom: string): string {
 describe('a run in the Temporal Web UI, rendered by headless Chromium', () => {
   test("shows a finished run's summary, details and current details, and an unknown run shows neither", async () => {
     model = await startModelServer({ script: script(workerSays(1, 'A lighthouse keeps\nits one eye open all night\nships pass, unaware'), judgeSays(1, true)), port: 0 });
-    stack = await testStack('web-ui', model.url);
+    // Payloads in clear: the suite's server has no codec endpoint (test/ui/codec-ui.test.ts shows the UI decoding through one).
+    stack = await testStack('web-ui', model.url, { LOOPWRIGHT_KEYS: '' });
     const s = stack;
     const task = `Write a haiku about a lighthouse (${randomBytes(4).toString('hex')}).`;
     const summary = `evaluate-optimize: ${task}`;
