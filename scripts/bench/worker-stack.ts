@@ -48,7 +48,9 @@ export async function startBenchStack(script: ModelScript, workerArgs: string[] 
   const env = {
     PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: uniqueName('bench'), ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench',
     LOOPWRIGHT_HOME: dir, LOOPWRIGHT_KEYS: '', LOOPWRIGHT_ALLOWED_SIGNERS: '',
+    // Passed through: the sandbox mode, and the worker's Node options (to profile it: --cpu-prof, --heapsnapshot-signal).
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k === 'LOOPWRIGHT_SANDBOX' || k === 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS')),
+    ...(process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS } : {}),
   };
   const worker = spawn(process.execPath, [path.join(__dirname, '..', '..', 'client', 'cli.js'), 'worker', ...workerArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
