@@ -1,18 +1,13 @@
 #!/usr/bin/env node
-import { Command, CommanderError, Option } from 'commander';
-import { LoopwrightError } from '../common/errors';
-import { escapeBlock } from '../common/terminal';
+import { Command, Option } from 'commander';
+import { readConfig } from '../common/config';
 import { BUILT_IN_LOOPS } from '../loops';
 import { cancelCommand } from './commands/cancel';
 import { decideCommand } from './commands/decide';
 import { discoverCommand } from './commands/discover';
 import { discoverySchemaOf } from './discovery';
 import { eventCommand } from './commands/event';
-import { demoCommand } from './commands/demo';
-import { codecServerCommand } from './commands/codec-server';
-import { devCommand } from './commands/dev';
 import { listCommand } from './commands/list';
-import { modelServerCommand } from './commands/model-server';
 import { reviewCommand } from './commands/review';
 import { reportCommand } from './commands/report';
 import { runCommand } from './commands/run';
@@ -24,9 +19,14 @@ import { grantCommand } from './commands/grant';
 import { statusCommand } from './commands/status';
 import { traceCommand } from './commands/trace';
 import { webhookAuth, webhooksCommand } from './commands/webhooks';
-import { withTuningOptions, workerCommand } from './commands/worker';
+import { withTuningOptions } from '../workers/tuning';
 import { LoopwrightClient } from './loopwright-client';
 import { consoleOutput, type Output } from './output';
+import { precheckCommand } from './cli-checks';
+import { configureCommanderErrors, errorLine } from './cli-errors';
+import type { ServiceContext } from './service-errors';
+import { decisionRequest } from './commands/decide';
+import { UsageError } from '../common/errors';
 
 type Action = (...args: any[]) => Promise<number>;
 
@@ -34,15 +34,17 @@ type Action = (...args: any[]) => Promise<number>;
  * The `loopwright` command line: a thin layer over LoopwrightClient and the process entry
  * points. Known errors print `error: <message>` (no stack) and exit with their code: 2 for bad
  * usage or input, 1 otherwise; `run --wait` exits 3 when a run ends in any state but completed.
+ * Every argument and option is checked before a command connects to Temporal (client/cli-checks.ts,
+ * commander's preAction hook), and each command's own checks run before it connects (`before`).
  */
 export function buildProgram(io: Output, env: Record<string, string | undefined>, setExit: (code: number) => void): Command {
-  const program = new Command('loopwright')
+  const program = configureCommanderErrors(new Command('loopwright'), io)
     .description('Run AI agents in verified, budgeted, durable loops on Temporal.')
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()), outputError: (s) => io.err(s.trimEnd()) })
-    .showHelpAfterError('(run with --help for usage)');
+    .hook('preAction', (_program, command) => precheckCommand(command));
 
-  const withClient = (fn: (client: LoopwrightClient, ...args: any[]) => Promise<number>): Action => async (...args) => {
+  /** `fn` with a connected client; `before` (the command's own checks of its arguments) runs first, so bad input never connects. */
+  const withClient = (fn: (client: LoopwrightClient, ...args: any[]) => Promise<number>, before?: (...args: any[]) => unknown): Action => async (...args) => {
+    before?.(...args);
     const client = await LoopwrightClient.connect({ env });
     try {
       return await fn(client, ...args);
@@ -60,23 +62,23 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .option('--db <file>', 'SQLite file (default .loopwright/dev.db)').option('--headless', 'no Web UI')
     .option('--metrics <host:port>', "serve the worker's Prometheus metrics there (default LOOPWRIGHT_METRICS, else 127.0.0.1:9464 when free)")
     .option('--codec-port <n>', 'port of the codec server the Web UI decodes payloads through, started when LOOPWRIGHT_KEYS is set (default: a free port)')
-    .action(action((opts) => devCommand(opts, env, io)));
+    .action(action(async (opts) => (await import('./commands/dev')).devCommand(opts, env, io)));
   withTuningOptions(program.commands.at(-1)!);
   program.command('codec-server').description("Temporal's codec server (POST /encode, /decode) with the LOOPWRIGHT_KEYS key ring, so the Web UI and `temporal --codec-endpoint` show decoded payloads; Ctrl-C stops")
     .option('--port <n>', 'port (0: a free one)', '8234').option('--host <ip>', 'address to bind; beyond localhost it needs a token', '127.0.0.1')
     .option('--allow-origin <url>', 'a Web UI origin browsers may call it from, repeatable (default http://localhost:8233 and http://127.0.0.1:8233)', (v: string, all: string[] = []) => [...all, v])
     .option('--token <token>', 'bearer token every request must carry (default LOOPWRIGHT_CODEC_TOKEN); required beyond localhost')
-    .action(action((opts) => codecServerCommand(opts, env, io)));
+    .action(action(async (opts) => (await import('./commands/codec-server')).codecServerCommand(opts, env, io)));
   program.command('worker').description('run a worker on TEMPORAL_ADDRESS / LOOPWRIGHT_TASK_QUEUE')
     .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS; none when unset)')
-    .action(action((opts) => workerCommand(opts, env, io)));
+    .action(action(async (opts) => (await import('./commands/worker')).workerCommand(opts, env, io)));
   withTuningOptions(program.commands.at(-1)!);
   program.command('model-server').description('serve the Anthropic Messages API from a JSON script (tests, demos)')
     .requiredOption('--script <file>', 'the JSON script').option('--port <n>', 'port', '8765').option('--log <file>', 'append each request as a JSON line')
-    .action(action((opts) => modelServerCommand(opts, io)));
+    .action(action(async (opts) => (await import('./commands/model-server')).modelServerCommand(opts, io)));
   program.command('demo').description('what `npm start` runs: the embedded stack and a fix-test run on a sample repository')
     .option('--exit', 'stop once the run is done instead of keeping the stack up').option('--yes', 'approve the verified fix without asking')
-    .action(action((opts) => demoCommand(opts, env, io)));
+    .action(action(async (opts) => (await import('./commands/demo')).demoCommand(opts, env, io)));
   program.command('loops').description('list the built-in loops with an example input')
     .action(action(async () => {
       for (const loop of BUILT_IN_LOOPS.values()) io.out(`${loop.name}  ${loop.description}\n  example: --input '${JSON.stringify(loop.example)}'`);
@@ -90,7 +92,9 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .action(action(withClient((client, id: string, opts) => statusCommand(client, id, opts, io))));
   program.command('trace <id>').description("a run's story from its Temporal history: attempts, calls, verdicts, decisions, effects").option('--json', 'the trace as JSON')
     .option('--markdown', 'the trace as a Markdown report (what delivery.trace writes)')
-    .action(action(withClient((client, id: string, opts) => traceCommand(client, id, opts, io))));
+    .action(action(withClient((client, id: string, opts) => traceCommand(client, id, opts, io), (_id: string, opts) => {
+      if (opts.json && opts.markdown) throw new UsageError('--json and --markdown are two formats of the same trace: give one');
+    })));
   program.command('report <file>').description('print a report or trace report the worker wrote; a sealed one (.md.enc) is opened with LOOPWRIGHT_KEYS')
     .action(action((file: string) => reportCommand(file, env, io)));
   program.command('review <id>').description("what to look at before you approve: the diff, each check's verdict and evidence, the test results, the judge's reasons, cost and attempts")
@@ -98,7 +102,7 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
     .action(action(withClient((client, id: string, opts) => reviewCommand(client, id, opts, io, env))));
   const decision = (kind: 'approve' | 'reject' | 'retry' | 'extend' | 'audit', about: string, extra: (c: Command) => Command) =>
     extra(program.command(`${kind === 'extend' ? 'budget' : kind} <id>`).description(about).requiredOption('--by <name>', 'who decides: recorded, and verified when the decision is signed (LOOPWRIGHT_SIGNING_KEY)').option('--json', 'machine-readable output'))
-      .action(action(withClient((client, id: string, opts) => decideCommand(client, kind, id, opts, io))));
+      .action(action(withClient((client, id: string, opts) => decideCommand(client, kind, id, opts, io), (_id: string, opts) => decisionRequest(kind, opts))));
   decision('approve', 'accept the last candidate of a waiting run (recorded as a human override)', (c) => c.option('--note <text>', 'a note for the record'));
   decision('reject', 'end a waiting run as rejected', (c) => c.option('--reason <text>', 'why'));
   decision('retry', 'give a waiting run guidance and more attempts', (c) =>
@@ -130,7 +134,7 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
       discoverySchemaOf(loop); // a loop without a discovery source is a usage error, before connecting
       return withClient((client) => discoverCommand(client, loop, opts, io))();
     }));
-  registerScheduleCommands(program, (fn) => action(withClient(fn)), io);
+  registerScheduleCommands(program, (fn, before) => action(withClient(fn, before)), io);
   registerImproveCommands(program, (fn) => action(withClient(fn)), io, env);
   registerKeysCommands(program, action, io, env);
   program.command('autonomy <loop>').description("evidence for raising a loop's autonomy: its closed runs at one level, the current streak, and whether it meets its promotion rule (never changes the level)")
@@ -140,11 +144,27 @@ export function buildProgram(io: Output, env: Record<string, string | undefined>
   program.command('grant <loop>').description("an operator's signed grant of an autonomy level to a loop, once `autonomy <loop>` shows its promotion rule met (verified approvals only); workers honour it from LOOPWRIGHT_GRANTS")
     .requiredOption('--level <level>', 'the level to grant: L3 (or L2 for loops that need a grant for it)').requiredOption('--by <name>', 'you: the principal your key is listed for in the allowed signers')
     .option('--out <file>', 'where to write the grant (default <LOOPWRIGHT_GRANTS>/<loop>-<level>.json)').option('--json', 'print the grant as JSON')
-    .action(action(withClient((client, loop: string, opts) => grantCommand(client, loop, { ...opts, taskQueue: client.config.taskQueue }, io, env))));
+    .action(action(withClient((client, loop: string, opts) => grantCommand(client, loop, { ...opts, taskQueue: client.config.taskQueue }, io, env), (_loop: string, opts) => {
+      if (!/^L[23]$/i.test(opts.level ?? '')) throw new UsageError(`--level must be L2 or L3, not "${opts.level ?? ''}"`);
+    })));
   return program;
 }
 
-/** Runs the CLI and returns the exit code. */
+/** Where the CLI talks to, for error messages; the defaults when the environment is itself malformed. */
+function serviceContext(env: Record<string, string | undefined>): ServiceContext {
+  try {
+    const config = readConfig(env);
+    return { address: config.temporalAddress, namespace: config.namespace };
+  } catch {
+    return { address: 'TEMPORAL_ADDRESS', namespace: 'TEMPORAL_NAMESPACE' };
+  }
+}
+
+/**
+ * Runs the CLI and returns the exit code. Every error is printed as one line starting `error: `
+ * (client/cli-errors.ts): exit 2 for bad usage, input or configuration, 1 for anything else; an
+ * unexpected error shows its stack only with LOOPWRIGHT_DEBUG=1.
+ */
 export async function main(argv: string[], io: Output = consoleOutput, env: Record<string, string | undefined> = process.env): Promise<number> {
   let code = 0;
   const program = buildProgram(io, env, (c) => (code = c));
@@ -152,27 +172,22 @@ export async function main(argv: string[], io: Output = consoleOutput, env: Reco
     await program.parseAsync(argv, { from: 'user' });
     return code;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      if (err.code === 'commander.executeSubCommandAsync') return 1;
-      return 2;
-    }
-    // Messages may quote what was given (an id, a key) or the server's text: printed inert.
-    if (err instanceof LoopwrightError) {
-      io.err(`error: ${escapeBlock(err.message)}`);
-      return err.exitCode;
-    }
-    io.err(`error: ${escapeBlock(err instanceof Error ? (err.stack ?? err.message) : String(err))}`);
-    return 1;
+    const shown = errorLine(err, serviceContext(env), env);
+    if (!shown) return 0;
+    shown.lines.forEach((line) => io.err(line));
+    return shown.code;
   }
 }
 
+/** An error that escaped every command (an unhandled rejection, a throw in a callback): one line, exit 1 unless it is a known one. */
+function crash(err: unknown): void {
+  const shown = errorLine(err, serviceContext(process.env), process.env) ?? { lines: ['error: internal error'], code: 1 };
+  shown.lines.forEach((line) => consoleOutput.err(line));
+  process.exit(shown.code);
+}
+
 if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+  process.on('uncaughtException', crash);
+  process.on('unhandledRejection', crash);
+  main(process.argv.slice(2)).then((code) => process.exit(code), crash);
 }

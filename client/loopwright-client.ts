@@ -1,4 +1,4 @@
-import { Client, Connection, ServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
@@ -20,6 +20,10 @@ import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
 import { checkRunId, newRunId } from './run-id';
+import { serviceError } from './service-errors';
+import { checkInputValue } from './prechecks';
+import { allOf, clause } from './visibility-query';
+import { escapeLine } from '../common/terminal';
 import { currentHarness, type CurrentHarness } from './harness';
 import type { RunSummary } from './types';
 
@@ -85,7 +89,9 @@ export class LoopwrightClient {
    */
   async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger; itemKey?: string; reuse?: boolean } = {}): Promise<{ workflowId: string; runId: string }> {
     if (opts.id !== undefined) checkRunId(opts.id);
-    const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey, await currentHarness(this.temporal, this.config.taskQueue, loop));
+    // The input is checked before anything reaches the server (the harness is read from it).
+    this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey);
+    const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey, await this.call(() => currentHarness(this.temporal, this.config.taskQueue, loop)));
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
       const handle = await this.temporal.workflow.start('loopWorkflow', {
@@ -133,6 +139,7 @@ export class LoopwrightClient {
    * (`run` reads it from the loop's harness store); without it, the built-in v1.
    */
   plan(loop: string, input: unknown, trigger: Trigger, itemKey?: string, harness?: CurrentHarness): LoopInput {
+    checkInputValue(input, `the input of ${loop}`);
     const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, trigger, harness);
     return { ...plan, ...(itemKey === undefined ? {} : { itemKey }), ...(this.config.redact.length ? { redact: this.config.redact } : {}) };
   }
@@ -196,7 +203,7 @@ export class LoopwrightClient {
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
     if (description.status.name !== 'RUNNING') {
-      throw new DecisionRefusedError(workflowId, `the run has ended (${description.status.name.toLowerCase()})`);
+      throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(description)})`);
     }
     // No worker, no answer: say so at once, and send nothing that could be applied later unseen.
     if (!(await this.hasWorker(description.taskQueue))) {
@@ -220,7 +227,7 @@ export class LoopwrightClient {
         const entry = (await this.status(workflowId).catch(() => undefined))?.decisions.find((d) => d.id === decision.id);
         if (entry?.status === 'applied') return entry;
         // The run ended meanwhile (another decision ended it).
-        if (now.status.name !== 'RUNNING') throw new DecisionRefusedError(workflowId, `the run has ended (${now.status.name.toLowerCase()})`);
+        if (now.status.name !== 'RUNNING') throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(now)})`);
         if (Date.now() >= deadline) {
           throw new LoopwrightError(
             `run ${workflowId} did not answer decision ${decision.id} within ${DECIDE_TIMEOUT_MS / 1000} s (its workers are busy or gone): it is applied only if a worker takes it later; see \`loopwright status ${workflowId}\``,
@@ -245,13 +252,15 @@ export class LoopwrightClient {
     if (filter.state && !RUN_STATES.includes(filter.state as RunState)) {
       throw new UsageError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`);
     }
-    const clauses = [`WorkflowType = 'loopWorkflow'`];
-    if (filter.state) clauses.push(`LoopState = '${filter.state}'`);
-    if (filter.loop) clauses.push(`LoopName = '${filter.loop.replace(/'/g, '')}'`);
-    if (filter.needsAudit) clauses.push(`LoopAudit = 'needed'`);
+    const query = allOf(
+      clause('WorkflowType', 'loopWorkflow'),
+      filter.state !== undefined && clause('LoopState', filter.state),
+      filter.loop !== undefined && clause('LoopName', filter.loop),
+      filter.needsAudit === true && clause('LoopAudit', 'needed'),
+    );
     const rows: RunSummary[] = [];
     try {
-      for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
+      for await (const wf of this.temporal.workflow.list({ query })) {
         const sa = wf.typedSearchAttributes;
         rows.push({
           workflowId: wf.workflowId,
@@ -276,7 +285,7 @@ export class LoopwrightClient {
   async cancel(workflowId: string): Promise<RunRecord> {
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
-    if (description.status.name !== 'RUNNING') throw new UsageError(`run ${workflowId} has already ended (${description.status.name.toLowerCase()})`);
+    if (description.status.name !== 'RUNNING') throw new UsageError(`run ${escapeLine(workflowId)} has already ended (${endedState(description)})`);
     await handle.cancel();
     return (await handle.result()) as RunRecord;
   }
@@ -297,12 +306,19 @@ export class LoopwrightClient {
     }
   }
 
+  /** `fn`, with a Temporal error it throws translated (see {@link translate}). */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  /** A Temporal error as a one-line LoopwrightError (client/service-errors.ts); an unknown id is a RunNotFoundError. */
   private translate(err: unknown, workflowId?: string): unknown {
     if (err instanceof WorkflowNotFoundError && workflowId) return new RunNotFoundError(workflowId);
-    // The SDK wraps gRPC errors of some calls in a ServiceError: look inside it too.
-    const grpc = err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : err;
-    if (isGrpcServiceError(grpc) && grpc.code === 14) return new ServerUnavailableError(this.config.temporalAddress, { cause: err });
-    return err;
+    return serviceError(err, { address: this.config.temporalAddress, namespace: this.config.namespace }) ?? err;
   }
 }
 
@@ -351,6 +367,17 @@ export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
     staticSummary: `${plan.loop}: ${r(plan.task).slice(0, 120)}`,
     staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
   };
+}
+
+/**
+ * How a closed run ended, in words: its LoopState when the workflow completed (a canceled or
+ * rejected run completes with its record: `canceled`, `rejected`, `budget_exhausted`...), else
+ * Temporal's status (`terminated`, `failed`, `timed out`, `continued as new`).
+ */
+export function endedState(description: { status: { name: string }; typedSearchAttributes: { get(key: typeof LoopState): string | undefined } }): string {
+  const status = description.status.name;
+  const state = status === 'COMPLETED' ? description.typedSearchAttributes.get(LoopState) : undefined;
+  return state ?? status.toLowerCase().replace(/_/g, ' ');
 }
 
 function sleep(ms: number): Promise<void> {

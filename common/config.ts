@@ -1,5 +1,6 @@
 import { ConfigError } from './errors';
 import { redactNames } from './redact';
+import { escapeLine, firstUnprintable } from './terminal';
 
 /**
  * Settings read from the environment, with their defaults. Pure: callers pass `process.env`.
@@ -25,13 +26,44 @@ function pick(env: Record<string, string | undefined>, name: string, fallback: s
   return value ? value : fallback;
 }
 
+/** `host`, `host:port` or `[ipv6]:port`: what Temporal's clients take as an address. */
+const ADDRESS = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)(?::(\d{1,5}))?$/;
+/** Temporal namespace names: letters, digits and `._-`. */
+const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
+
+/** A value of `name` that cannot work: a ConfigError (exit 2) that quotes it, escaped and cut short. */
+function badValue(name: string, value: string, want: string): ConfigError {
+  const shown = value.length > 60 ? `${value.slice(0, 60)}…(${value.length} characters)` : value;
+  return new ConfigError(`${name} "${escapeLine(shown)}" is not valid: ${want}`);
+}
+
+/** A setting that is one word: at most `max` characters, no space, control or invisible character. */
+function word(env: Record<string, string | undefined>, name: string, fallback: string, want: string, max = 200): string {
+  const value = pick(env, name, fallback);
+  if (value.length > max || /\s/.test(value) || firstUnprintable(value) || /[\ud800-\udfff\ufffd]/.test(value)) throw badValue(name, value, want);
+  return value;
+}
+
+/**
+ * The settings from `env`, each checked: a malformed TEMPORAL_ADDRESS (not `host:port`),
+ * TEMPORAL_NAMESPACE (not letters, digits and `._-`), LOOPWRIGHT_TASK_QUEUE or model id (a
+ * space, a control character, over 200 characters) is a ConfigError (exit 2) before anything
+ * connects. Empty values mean the default.
+ */
 export function readConfig(env: Record<string, string | undefined>): LoopwrightConfig {
+  const temporalAddress = pick(env, 'TEMPORAL_ADDRESS', 'localhost:7233');
+  const address = ADDRESS.exec(temporalAddress);
+  if (!address || (address[2] !== undefined && !(Number(address[2]) >= 1 && Number(address[2]) <= 65535))) {
+    throw badValue('TEMPORAL_ADDRESS', temporalAddress, 'give host:port of the Temporal server, e.g. localhost:7233');
+  }
+  const namespace = pick(env, 'TEMPORAL_NAMESPACE', 'default');
+  if (!NAMESPACE.test(namespace)) throw badValue('TEMPORAL_NAMESPACE', namespace, 'a namespace name is letters, digits and ._- (at most 255), e.g. default');
   return {
-    temporalAddress: pick(env, 'TEMPORAL_ADDRESS', 'localhost:7233'),
-    namespace: pick(env, 'TEMPORAL_NAMESPACE', 'default'),
-    taskQueue: pick(env, 'LOOPWRIGHT_TASK_QUEUE', 'loopwright'),
-    workerModel: pick(env, 'LOOPWRIGHT_WORKER_MODEL', DEFAULT_WORKER_MODEL),
-    checkerModel: pick(env, 'LOOPWRIGHT_CHECKER_MODEL', DEFAULT_CHECKER_MODEL),
+    temporalAddress,
+    namespace,
+    taskQueue: word(env, 'LOOPWRIGHT_TASK_QUEUE', 'loopwright', 'a task queue name is one word of printable characters (at most 200), e.g. loopwright'),
+    workerModel: word(env, 'LOOPWRIGHT_WORKER_MODEL', DEFAULT_WORKER_MODEL, `give a model id, e.g. ${DEFAULT_WORKER_MODEL}`),
+    checkerModel: word(env, 'LOOPWRIGHT_CHECKER_MODEL', DEFAULT_CHECKER_MODEL, `give a model id, e.g. ${DEFAULT_CHECKER_MODEL}`),
     redact: redactNames(env),
     metrics: env.LOOPWRIGHT_METRICS?.trim() ? metricsAddress(env.LOOPWRIGHT_METRICS, 'LOOPWRIGHT_METRICS') : undefined,
   };

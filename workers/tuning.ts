@@ -1,3 +1,4 @@
+import type { Command } from 'commander';
 import type { WorkerOptions } from '@temporalio/worker';
 import { ConfigError } from '../common/errors';
 
@@ -70,4 +71,10 @@ export function withTuningFlags(env: Record<string, string | undefined>, opts: R
 /** One line for the worker's start: the tuning in effect. */
 export function tuningLine(tuning: Tuning): string {
   return `tuning: ${TUNING_OPTIONS.map((o) => `${o.flag} ${tuning[o.option] ?? 'default'}`).join(', ')}`;
+}
+
+/** The tuning flags on `worker` and `dev`; each also reads its environment variable. */
+export function withTuningOptions(cmd: Command): Command {
+  for (const o of TUNING_OPTIONS) cmd.option(`--${o.flag} <n>`, `${o.help}; env ${o.env}`);
+  return cmd;
 }

@@ -2,7 +2,7 @@ import { ConfigError } from '../../common/errors';
 import { keyRingFromEnv, type KeyRing } from '../../crypto/keyring';
 import { DEFAULT_CODEC_PORT, isLoopback, startCodecServer, type CodecServer } from '../../server/codec-server';
 import type { Output } from '../output';
-import { numberOpt } from './dev';
+import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';
 
 export interface CodecServerCommandOptions {

@@ -1,5 +1,5 @@
 import { metricsAddress } from '../../common/config';
-import { UsageError } from '../../common/errors';
+import { portOpt } from '../prechecks';
 import { sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
 import { findBubblewrap } from '../../server/bubblewrap';
 import { describePorts, type DevServerOptions } from '../../server/dev-server';
@@ -71,11 +71,5 @@ export function codecLine(url: string | undefined, uiUsesIt: boolean): string {
   return `  codec     ${port} (${url}: ${uiUsesIt ? 'the Web UI decodes payloads through it; ' : ''}temporal workflow show --codec-endpoint ${url})`;
 }
 
-export function numberOpt(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) {
-    throw new UsageError(`"${value}" is not a port number: give 0-65535`);
-  }
-  return n;
-}
+/** A port option (0-65535), see client/prechecks.ts. */
+export const numberOpt = portOpt;

@@ -1,6 +1,6 @@
 import { runModelServerCommand } from '../../model-server/main';
 import type { Output } from '../output';
-import { numberOpt } from './dev';
+import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';
 
 /** `model-server --script FILE [--port N] [--log FILE]`: serves until Ctrl-C. */

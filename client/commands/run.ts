@@ -1,28 +1,51 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { UsageError } from '../../common/errors';
 import { redactDeep } from '../../common/redact';
 import { escapeLine, terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
+import { decodeUtf8, LIMITS, parseJsonText } from '../prechecks';
 
-/** Parses `--input`: inline JSON, or `@path` to a JSON file. */
+/** At most `max + 1` bytes of the file at `file` (so a larger one is seen as such without reading it all, /dev/zero included). */
+function readBounded(file: string, max: number): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(Math.min(64 * 1024, max + 1 - total));
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+      if (total > max) break;
+    }
+    return Buffer.concat(chunks);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Parses `--input`: inline JSON, or `@path` to a JSON file (UTF-8). Refused with a one-line
+ * UsageError (exit 2): a missing value, a file that cannot be read, over LIMITS.inputBytes,
+ * not UTF-8, nested deeper than LIMITS.jsonDepth or not JSON (see client/prechecks.ts).
+ */
 export function parseInputArg(arg: string | undefined): unknown {
   if (arg === undefined) throw new UsageError('missing --input: pass the loop input as JSON or @file');
-  let text = arg;
-  if (arg.startsWith('@')) {
-    try {
-      text = readFileSync(arg.slice(1), 'utf8');
-    } catch (err) {
-      throw new UsageError(`cannot read input file ${arg.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-    }
-  }
+  const hint = 'pass JSON or @file';
+  if (!arg.startsWith('@')) return parseJsonText(arg, '--input', { hint });
+  const file = arg.slice(1);
+  if (!file) throw new UsageError('--input @ names no file: pass @path/to/input.json');
+  let bytes: Buffer;
   try {
-    return JSON.parse(text) as unknown;
+    bytes = readBounded(file, LIMITS.inputBytes);
   } catch (err) {
-    const why = (err as Error).message.replace(/\s+/g, ' ').slice(0, 160);
-    const source = arg.startsWith('@') ? `the file ${arg.slice(1)}` : '--input';
-    throw new UsageError(`--input is not valid JSON (${source}: ${why}): pass JSON or @file`);
+    throw new UsageError(`cannot read input file ${escapeLine(file)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+  const where = `the file ${escapeLine(file)}`;
+  if (bytes.length > LIMITS.inputBytes) throw new UsageError(`--input (${where}) is larger than ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB), the most accepted`);
+  return parseJsonText(decodeUtf8(bytes, `--input (${where})`), '--input', { where, hint });
 }
 
 /**

@@ -2,10 +2,10 @@ import { Option, type Command } from 'commander';
 import { escapeLine, terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
-import { createSchedule, deleteSchedule, describeSchedule, listSchedules, OVERLAP_POLICIES, pauseSchedule, triggerSchedule, unpauseSchedule, type ScheduleDetails, type ScheduleView } from '../schedules';
+import { createSchedule, deleteSchedule, scheduleSpec, describeSchedule, listSchedules, OVERLAP_POLICIES, pauseSchedule, triggerSchedule, unpauseSchedule, type ScheduleDetails, type ScheduleView } from '../schedules';
 import { parseInputArg } from './run';
 
-type ClientAction = (fn: (client: LoopwrightClient, ...args: any[]) => Promise<number>) => (...args: unknown[]) => Promise<void>;
+type ClientAction = (fn: (client: LoopwrightClient, ...args: any[]) => Promise<number>, before?: (...args: any[]) => unknown) => (...args: unknown[]) => Promise<void>;
 
 /**
  * `schedule create|list|describe|pause|unpause|trigger|delete`: Loopwright runs on Temporal
@@ -24,7 +24,7 @@ export function registerScheduleCommands(program: Command, withClient: ClientAct
       if (opts.json) io.out(terminalJson(details, 2));
       else [details.scheduleId, `  created: ${details.spec.text}, runs start as ${details.workflowIdPrefix}-<time> on task queue ${details.taskQueue}`, ...nextLines(details)].forEach((l) => io.out(escapeLine(l)));
       return 0;
-    }));
+    }, (_loop: string, opts: { every?: string; cron?: string }) => scheduleSpec(opts.every, opts.cron)));
   schedule.command('list').description("Loopwright's schedules in the namespace").option('--json', 'machine-readable output')
     .action(withClient(async (client, opts: { json?: boolean }) => {
       const rows = await listSchedules(client);

@@ -1,11 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { jsonTooDeep, LIMITS } from '../prechecks';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServerUnavailableError, UsageError } from '../../common/errors';
 import { deliverEvent, RunStillRunningError, type EventClient } from '../events';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
-import { numberOpt } from './dev';
+import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';
 
 /** How long and how much the receiver waits for and holds; tests shorten them. */
@@ -247,8 +248,10 @@ function decodeLoop(segment: string): string {
 
 function parseJson(raw: Buffer): Record<string, unknown> {
   let body: unknown;
+  const text = raw.toString('utf8');
+  if (jsonTooDeep(text)) throw new HttpError(400, `body nests arrays and objects more than ${LIMITS.jsonDepth} deep: flatten it`);
   try {
-    body = JSON.parse(raw.toString('utf8'));
+    body = JSON.parse(text);
   } catch (err) {
     throw new HttpError(400, `body is not valid JSON (${(err as Error).message.replace(/\s+/g, ' ').slice(0, 160)}): send { "key": ..., "input": ... }`);
   }

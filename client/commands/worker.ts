@@ -1,8 +1,7 @@
 import { metricsAddress, readConfig } from '../../common/config';
 import { createLoopwrightWorker, sandboxNotice } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
-import type { Command } from 'commander';
-import { TUNING_OPTIONS, tuningLine, withTuningFlags, workerTuning } from '../../workers/tuning';
+import { tuningLine, withTuningFlags, workerTuning } from '../../workers/tuning';
 import { trustNotice, trustPathsFromEnv } from '../../activities/trust';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
@@ -27,10 +26,4 @@ export async function workerCommand(opts: { metrics?: string } & Record<string, 
   await running;
   await connection.close();
   return 0;
-}
-
-/** The worker tuning flags (workers/tuning.ts) on `worker` and `dev`; each also reads its environment variable. */
-export function withTuningOptions(cmd: Command): Command {
-  for (const o of TUNING_OPTIONS) cmd.option(`--${o.flag} <n>`, `${o.help}; env ${o.env}`);
-  return cmd;
 }
