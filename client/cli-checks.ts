@@ -47,8 +47,8 @@ const OPTION_CHECKS: Record<string, Check> = {
   fromRun: (flag, v) => checkLookupId(flag, v),
   key: (_flag, v) => validateEventKey(v),
   by: (flag, v) => checkName(flag, v),
-  // Loops are built in: a filter on another name is a mistake, said at once.
-  loop: (_flag, v) => getLoop(v),
+  // A filter: runs may carry a loop name that is no longer built in (client/visibility-query.ts escapes it).
+  loop: (flag, v) => checkId(flag, v),
   state: (_flag, v) => {
     if (!RUN_STATES.includes(v as RunState)) throw new UsageError(`unknown state ${quote(v)}: use one of ${RUN_STATES.join(', ')}`);
   },
@@ -111,8 +111,9 @@ export function precheckCommand(command: Command): void {
     for (const v of Array.isArray(value) ? value : [value]) {
       if (typeof v !== 'string') continue;
       const name = `<${arg.name()}>`;
-      checkArgText(name, v);
+      // The named check first: its message is the more precise one.
       ARGUMENT_CHECKS[arg.name()]?.(name, v, command);
+      checkArgText(name, v);
     }
   });
   const opts = command.opts();
@@ -122,9 +123,9 @@ export function precheckCommand(command: Command): void {
     for (const v of Array.isArray(value) ? value : [value]) {
       if (typeof v !== 'string') continue;
       const flag = option.long ?? option.short ?? key;
+      OPTION_CHECKS[key]?.(flag, v, command);
       // The input is JSON and has limits of its own (client/prechecks.ts).
       if (key !== 'input') checkArgText(flag, v, LIMITS.argChars);
-      OPTION_CHECKS[key]?.(flag, v, command);
     }
   }
 }

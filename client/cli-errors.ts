@@ -1,4 +1,4 @@
-import { CommanderError, type Command } from 'commander';
+import type { Command, CommanderError } from 'commander';
 import { escapeLine } from '../common/terminal';
 import type { Output } from './output';
 import { serviceError, type ServiceContext } from './service-errors';
@@ -18,6 +18,12 @@ export function configureCommanderErrors(program: Command, io: Output): Command 
     .showHelpAfterError(false)
     .showSuggestionAfterError(true)
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: () => undefined, outputError: () => undefined });
+}
+
+/** Commander's errors, by their `commander.*` code (commander is ESM to some loaders: no instanceof). */
+function isCommanderError(err: unknown): err is CommanderError {
+  const e = err as { code?: unknown; exitCode?: unknown };
+  return err instanceof Error && typeof e.code === 'string' && e.code.startsWith('commander.') && typeof e.exitCode === 'number';
 }
 
 /** True when LOOPWRIGHT_DEBUG asks for stacks of unexpected errors (1, true, yes). */
@@ -42,7 +48,7 @@ function oneLine(text: string): string {
  *   stack follows on the lines after it.
  */
 export function errorLine(err: unknown, ctx: ServiceContext, env: Record<string, string | undefined>): { lines: string[]; code: number } | undefined {
-  if (err instanceof CommanderError) {
+  if (isCommanderError(err)) {
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return undefined;
     if (err.code === 'commander.help' && err.exitCode === 0) return undefined;
     // `loopwright` or `loopwright schedule` with no command: commander shows help as an error.
