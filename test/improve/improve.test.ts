@@ -203,9 +203,9 @@ test('a failure seen in one run only (even over several attempts) leads to no pr
 test('bad input is a one-line error with exit code 2', async () => {
   const env = { PATH: process.env.PATH, TEMPORAL_ADDRESS: testAddress() };
   const cases: Array<[string[], RegExp]> = [
-    [['improve', 'evaluate-optimize', '--min-occurrences', '1'], /--min-occurrences "1" is not a whole number from 2 to 1000/],
+    [['improve', 'evaluate-optimize', '--min-occurrences', '1'], /--min-occurrences must be a whole number from 2 to 1000, not "1"/],
     [['improve', 'nope'], /unknown loop "nope"/],
-    [['improve', 'evaluate-optimize', '--since', 'soon'], /--since "soon" is not a duration/],
+    [['improve', 'evaluate-optimize', '--since', 'soon'], /--since must be a duration such as 30m, 12h or 7d, not "soon"/],
     [['regression', 'add', 'evaluate-optimize', '--from-run', 'x', '--by', 'a', '--expect', 'maybe'], /argument 'maybe' is invalid/],
     [['autonomy', 'nope'], /unknown loop "nope"/],
     [['harness', 'rollback', 'evaluate-optimize', '--by', 'a', '--to', 'two'], /"two" is not a harness version/],

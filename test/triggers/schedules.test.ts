@@ -133,7 +133,7 @@ describe('loopwright schedule on a real dev server', () => {
   test.each([
     ['both --every and --cron', ['create', 'evaluate-optimize', '--every', '1h', '--cron', '0 * * * *', '--input', INPUT], /give exactly one of --every DURATION/],
     ['neither --every nor --cron', ['create', 'evaluate-optimize', '--input', INPUT], /give exactly one of --every DURATION/],
-    ['a duration without a unit', ['create', 'evaluate-optimize', '--every', '60', '--input', INPUT], /--every "60" is not a duration of at least 1s/],
+    ['a duration without a unit', ['create', 'evaluate-optimize', '--every', '60', '--input', INPUT], /--every must be a duration such as 30m, 12h or 7d, not "60"/],
     ['a duration under a second', ['create', 'evaluate-optimize', '--every', '500ms', '--input', INPUT], /--every "500ms" is not a duration of at least 1s/],
     ['a cron expression that is not one', ['create', 'evaluate-optimize', '--cron', 'every tuesday', '--input', INPUT, '--id', 'test-bad-cron'], /--cron "every tuesday" is not a valid cron expression/],
     ['input that fails the loop schema', ['create', 'evaluate-optimize', '--every', '1h', '--input', '{"task":"x"}', '--id', 'test-bad-input'], /invalid input for loop evaluate-optimize: rubric: /],
