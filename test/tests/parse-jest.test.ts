@@ -9,12 +9,12 @@ describe('parseJestJson (jest 30 --json)', () => {
     expect(outcomes(results())).toEqual({
       'test/math.test.js > math > multiplies': 'passed',
       'test/math.test.js > math > adds two numbers': 'failed',
-      'test/math.test.js > math > skipped': 'skipped',
+      'test/math.test.js > math > skipped (on purpose: parser fixture)': 'skipped',
       'test/math.test.js > math > skipped with xit': 'skipped',
       'test/math.test.js > math > todo later': 'todo',
       'test/math.test.js > math > nested > deep passes': 'passed',
       'test/math.test.js > math > nested > deep fails': 'failed',
-      'test/math.test.js > skipped suite > inside a skipped suite': 'skipped',
+      'test/math.test.js > skipped suite (on purpose: parser fixture) > inside a skipped suite': 'skipped',
       'test/math.test.js > top level passes': 'passed',
       'test/hook.test.js > after a failed beforeAll': 'failed',
       'test/broken.test.js > test/broken.test.js': 'failed',
@@ -48,11 +48,11 @@ describe('parseVitestJson (vitest 3 --reporter=json)', () => {
       'test/broken.test.js > test/broken.test.js': 'failed',
       'test/math.test.js > math > multiplies': 'passed',
       'test/math.test.js > math > adds two numbers': 'failed',
-      'test/math.test.js > math > skipped': 'skipped',
+      'test/math.test.js > math > skipped (on purpose: parser fixture)': 'skipped',
       'test/math.test.js > math > todo later': 'todo',
       'test/math.test.js > math > nested > deep passes': 'passed',
       'test/math.test.js > math > nested > deep fails': 'failed',
-      'test/math.test.js > skipped suite > inside a skipped suite': 'skipped',
+      'test/math.test.js > skipped suite (on purpose: parser fixture) > inside a skipped suite': 'skipped',
       'test/math.test.js > top level passes': 'passed',
     });
     expect(results.find((t) => t.name === 'math > adds two numbers')).toMatchObject({ line: 7, message: expect.stringMatching(/expected -1 to be 5/) });
