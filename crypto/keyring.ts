@@ -133,7 +133,11 @@ export const NO_RING = '(none: LOOPWRIGHT_KEYS is not set in this process)';
 
 export class KeyMissingError extends ConfigError {
   constructor(readonly keyId: string, source: string) {
-    super(`key ${keyId} is not in the key ring ${source}: this data was encrypted with it; restore the key from your backup (see README "Secrets at rest")`);
+    super(
+      source === NO_RING
+        ? `key ${keyId} is not in the key ring ${source}: this data was encrypted with it; set LOOPWRIGHT_KEYS to the key ring the workers use (see README "Secrets at rest")`
+        : `key ${keyId} is not in the key ring ${source}: this data was encrypted with it; restore the key from your backup (see README "Secrets at rest")`,
+    );
   }
 }
 

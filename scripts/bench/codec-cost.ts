@@ -26,6 +26,7 @@ import { installRuntime } from '../../workers/runtime';
 import { benchScript, makeBenchWorkspace } from './bench-model';
 import { eventBytes } from './measure-history';
 import { benchInput, uniqueName } from './session';
+import { runScript, wholeArgs } from './run-script';
 
 /** What one side measured, per run. */
 export interface CodecSide {
@@ -140,17 +141,6 @@ async function main(runs: number, turns: number): Promise<void> {
 }
 
 if (require.main === module) {
-  const runs = Number(process.argv[2] ?? 20);
-  const turns = Number(process.argv[3] ?? 5);
-  if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(turns) || turns < 2 || turns > 50) {
-    console.error(`error: give runs (a whole number, at least 1) and turns (2 to 50), not ${process.argv.slice(2).join(' ')}`);
-    process.exit(2);
-  }
-  main(runs, turns).then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+  const [runs, turns] = wholeArgs([20, 5], 'runs (a whole number, at least 1) and turns (2 to 50)', ([r, t]) => r >= 1 && t >= 2 && t <= 50);
+  runScript(() => main(runs, turns));
 }

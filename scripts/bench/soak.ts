@@ -10,6 +10,7 @@ import { LoopwrightClient } from '../../client/loopwright-client';
 import { benchScript, makeBenchWorkspace } from './bench-model';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
+import { runScript, wholeArgs } from './run-script';
 
 /** Runs `count` runs, `concurrency` at a time, each waited for through its result (a long poll). */
 async function runMany(client: LoopwrightClient, count: number, concurrency: number, input: unknown): Promise<number> {
@@ -51,16 +52,6 @@ async function main(runs: number, concurrency: number, block: number): Promise<v
 }
 
 if (require.main === module) {
-  const [runs, concurrency, block] = [Number(process.argv[2] ?? 2000), Number(process.argv[3] ?? 50), Number(process.argv[4] ?? 200)];
-  if (![runs, concurrency, block].every((n) => Number.isInteger(n) && n > 0)) {
-    console.error(`error: give runs, concurrency and block size as whole numbers above 0, not ${process.argv.slice(2).join(' ')}`);
-    process.exit(2);
-  }
-  main(runs, concurrency, block).then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+  const [runs, concurrency, block] = wholeArgs([2000, 50, 200], 'runs, concurrency and block size as whole numbers above 0');
+  runScript(() => main(runs, concurrency, block));
 }

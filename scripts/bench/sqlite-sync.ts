@@ -13,6 +13,7 @@ import { benchScript, makeBenchWorkspace } from './bench-model';
 import { procCpuSeconds as cpuSeconds } from './proc-cpu';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
+import { runScript, wholeArgs } from './run-script';
 
 async function measure(sync: SqliteSync, runs: number, concurrency: number, workspace: string): Promise<string> {
   const stack = await startBenchStack(benchScript(2), [], sync);
@@ -47,16 +48,6 @@ async function main(runs: number, concurrency: number): Promise<void> {
 }
 
 if (require.main === module) {
-  const [runs, concurrency] = [Number(process.argv[2] ?? 300), Number(process.argv[3] ?? 30)];
-  if (![runs, concurrency].every((n) => Number.isInteger(n) && n > 0)) {
-    console.error(`error: give runs and concurrency as whole numbers above 0, not ${process.argv.slice(2).join(' ')}`);
-    process.exit(2);
-  }
-  main(runs, concurrency).then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+  const [runs, concurrency] = wholeArgs([300, 30], 'runs and concurrency as whole numbers above 0');
+  runScript(() => main(runs, concurrency));
 }
