@@ -13,6 +13,7 @@ import type { RunRecord } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { getLoop } from '../loops';
 import type { ModelReply, ModelRequest } from './model';
+import { allOf, clause } from '../common/visibility-query';
 
 /** Runs read per mining (the newest first); older ones are left out and counted. */
 const MAX_RUNS = 500;
@@ -98,8 +99,7 @@ export async function mineRecentFailures(input: { loop: string; sinceMs: number;
   const client = Context.current().client;
   const since = new Date(input.sinceMs).toISOString();
   // The runs of this deployment (task queue) only: another deployment's runs have their own harness.
-  const queue = Context.current().info.taskQueue.replace(/'/g, '');
-  const query = `WorkflowType = 'loopWorkflow' AND LoopName = '${input.loop.replace(/'/g, '')}' AND TaskQueue = '${queue}' AND ExecutionStatus = 'Completed' AND CloseTime > '${since}'`;
+  const query = allOf(clause('WorkflowType', 'loopWorkflow'), clause('LoopName', input.loop), clause('TaskQueue', Context.current().info.taskQueue), clause('ExecutionStatus', 'Completed'), clause('CloseTime', since, '>'));
   const records: RunRecord[] = [];
   let truncated = false;
   for await (const wf of client.workflow.list({ query })) {

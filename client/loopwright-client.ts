@@ -22,7 +22,7 @@ import { redact, redactionFromEnv, type Redaction } from '../common/redact';
 import { checkRunId, newRunId } from './run-id';
 import { serviceError } from './service-errors';
 import { checkInputValue } from './prechecks';
-import { allOf, clause } from './visibility-query';
+import { allOf, clause } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
 import { currentHarness, type CurrentHarness } from './harness';
 import type { RunSummary } from './types';

@@ -7,6 +7,7 @@ import type { RunRecord } from '../../common/run-record';
 import { BUILT_IN_LOOPS } from '../../loops';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
+import { clause } from '../../common/visibility-query';
 
 /**
  * Runs read at most. Each one costs a visibility page entry and a `result()` call, so the
@@ -36,13 +37,13 @@ export async function loopEvidence(client: LoopwrightClient, loop: string, opts:
   const rule = (spec as { promotion?: PromotionRule }).promotion;
   const level = asked ?? spec.autonomy;
 
-  const clauses = [`WorkflowType = 'loopWorkflow'`, `LoopName = '${loop}'`, `LoopAutonomy = '${level}'`, `ExecutionStatus != 'Running'`];
+  const clauses = [clause('WorkflowType', 'loopWorkflow'), clause('LoopName', loop), clause('LoopAutonomy', level), clause('ExecutionStatus', 'Running', '!=')];
   if (opts.since !== undefined) {
     const ms = parseDuration(opts.since);
     if (ms === undefined) throw new UsageError(`--since takes a duration like 7d, 12h or 30m, not "${opts.since}"`);
-    clauses.push(`StartTime > '${new Date(Date.now() - ms).toISOString()}'`);
+    clauses.push(clause('StartTime', new Date(Date.now() - ms).toISOString(), '>'));
   }
-  if (opts.taskQueue) clauses.push(`TaskQueue = '${opts.taskQueue.replace(/'/g, '')}'`);
+  if (opts.taskQueue) clauses.push(clause('TaskQueue', opts.taskQueue));
 
   const completed: Array<{ workflowId: string; runId: string }> = [];
   const skipped: Record<string, number> = {};

@@ -7,7 +7,7 @@ import { parseInputArg } from '../../client/commands/run';
 import { checkId, checkLookupId, checkName } from '../../client/ids';
 import { checkArgText, checkInputValue, decodeUtf8, jsonTooDeep, LIMITS, parseJsonText, portOpt, quote, wholeNumberOpt } from '../../client/prechecks';
 import { serviceError } from '../../client/service-errors';
-import { allOf, clause, queryLiteral } from '../../client/visibility-query';
+import { allOf, clause, queryLiteral } from '../../common/visibility-query';
 import { readConfig } from '../../common/config';
 import { ConfigError, UsageError } from '../../common/errors';
 
