@@ -20,8 +20,11 @@ const READ_AHEAD = 16;
 export function createModelFetch(): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
   return async (input, init) => {
-    const request = new Request(input, init);
-    const signal = init?.signal ?? undefined;
+    const { signal: given, ...rest } = init ?? {};
+    const signal = given ?? undefined;
+    // The Request only parses the call; given the signal it would add a listener of its own
+    // that stays until the Request is garbage collected.
+    const request = new Request(input, rest);
     if (signal?.aborted) throw abortError();
     const body = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
     const url = new URL(request.url);
@@ -81,6 +84,10 @@ function bodyStream(res: IncomingMessage, signal: AbortSignal | undefined): Read
   });
   res.on('close', () => {
     if (!ended) failure ??= new TypeError('terminated', { cause: new Error('the connection closed before the response ended') });
+    // Past here a read never waits, so the listener goes: the SDK's signal is a composite
+    // (AbortSignal.any), which Node keeps alive while it has abort listeners, and this one would
+    // keep the whole response, and through its async context the activity, alive for ever.
+    signal?.removeEventListener('abort', poke);
     poke();
   });
   return new ReadableStream<Uint8Array>(
