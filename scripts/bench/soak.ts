@@ -2,7 +2,8 @@
  * Worker memory over many runs: a `loopwright worker` process (as deployed: its own process,
  * the prebuilt bundle) on a dev server this script starts, N runs of an `evaluate-optimize` agent
  * session (2 model turns, one `read_file`, a judge), C at a time, against the scripted model.
- * Prints the worker's RSS (from /proc) after every block of runs, so growth shows as a trend:
+ * Prints the worker's RSS (from /proc) after every block of runs, so growth shows as a trend,
+ * with the V8 heaps of its main thread (activities) and of its workflow thread (the sticky cache):
  *   npm run bench:soak -- [runs=2000] [concurrency=50] [block=200]
  */
 import { rmSync } from 'node:fs';
@@ -34,8 +35,13 @@ async function main(runs: number, concurrency: number, block: number): Promise<v
   try {
     const input = benchInput(2, workspace);
     console.log(`worker pid ${stack.worker.pid} on ${stack.server.address}; ${runs} runs, ${concurrency} at a time; RSS after each block of ${block}`);
-    console.log(`${'runs'.padStart(6)} ${'RSS MiB'.padStart(8)} ${'runs/s'.padStart(7)} ${'failed'.padStart(7)} ${'load'.padStart(6)}`);
-    console.log(`${'0'.padStart(6)} ${stack.rss().toFixed(0).padStart(8)}`);
+    console.log(`${'runs'.padStart(6)} ${'RSS MiB'.padStart(8)} ${'main heap'.padStart(10)} ${'wf heap'.padStart(8)} ${'runs/s'.padStart(7)} ${'failed'.padStart(7)} ${'load'.padStart(6)}`);
+    const memory = () => {
+      const heaps = stack.heaps();
+      return `${stack.rss().toFixed(0).padStart(8)} ${heaps.main.toFixed(0).padStart(10)} ${heaps.threads.toFixed(0).padStart(8)}`;
+    };
+    await new Promise((r) => setTimeout(r, 1500));
+    console.log(`${'0'.padStart(6)} ${memory()}`);
     let done = 0;
     while (done < runs) {
       const n = Math.min(block, runs - done);
@@ -43,7 +49,7 @@ async function main(runs: number, concurrency: number, block: number): Promise<v
       const failed = await runMany(stack.client, n, concurrency, input);
       done += n;
       const rate = n / ((Date.now() - started) / 1000);
-      console.log(`${String(done).padStart(6)} ${stack.rss().toFixed(0).padStart(8)} ${rate.toFixed(1).padStart(7)} ${String(failed).padStart(7)} ${load1().padStart(6)}`);
+      console.log(`${String(done).padStart(6)} ${memory()} ${rate.toFixed(1).padStart(7)} ${String(failed).padStart(7)} ${load1().padStart(6)}`);
     }
   } finally {
     await stack.close();

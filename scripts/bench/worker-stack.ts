@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { LoopwrightClient } from '../../client/loopwright-client';
@@ -7,6 +7,7 @@ import type { ModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { freePort, startDevServer, type DevServer, type SqliteSync } from '../../server/dev-server';
 import { findTemporalCli } from '../../server/temporal-binary';
+import type { HeapSample } from './heap-probe';
 import { uniqueName } from './session';
 
 /** Resident memory of `pid` in MiB (VmRSS), or NaN when it cannot be read. */
@@ -33,6 +34,8 @@ export interface BenchStack {
   env: Record<string, string | undefined>;
   /** The worker's RSS in MiB. */
   rss(): number;
+  /** The V8 heaps (total, MiB) of the worker's main thread and of its other live threads (the workflow thread). */
+  heaps(): { main: number; threads: number };
   close(): Promise<void>;
 }
 
@@ -42,6 +45,8 @@ export interface BenchStack {
  */
 export async function startBenchStack(script: ModelScript, workerArgs: string[] = [], sqliteSync?: SqliteSync): Promise<BenchStack> {
   const dir = mkdtempSync(path.join(tmpdir(), 'lw-bench-'));
+  const probeDir = path.join(dir, 'heap-probe');
+  mkdirSync(probeDir);
   const cli = await findTemporalCli({ log: (line) => console.error(line) });
   const server = await startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true, sqliteSync });
   const model = await startModelServer({ script, port: 0 });
@@ -50,7 +55,8 @@ export async function startBenchStack(script: ModelScript, workerArgs: string[] 
     LOOPWRIGHT_HOME: dir, LOOPWRIGHT_KEYS: '', LOOPWRIGHT_ALLOWED_SIGNERS: '',
     // Passed through: the sandbox mode, and the worker's Node options (to profile it: --cpu-prof, --heapsnapshot-signal).
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k === 'LOOPWRIGHT_SANDBOX' || k === 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS')),
-    ...(process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS } : {}),
+    NODE_OPTIONS: [`--require ${path.join(__dirname, 'heap-probe.js')}`, process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS].filter(Boolean).join(' '),
+    LOOPWRIGHT_BENCH_HEAP_PROBE: probeDir,
   };
   const worker = spawn(process.execPath, [path.join(__dirname, '..', '..', 'client', 'cli.js'), 'worker', ...workerArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
@@ -77,5 +83,21 @@ export async function startBenchStack(script: ModelScript, workerArgs: string[] 
   }
   const tuning = /^tuning: .*$/m.exec(log)?.[0];
   if (tuning) console.log(`worker ${tuning}`);
-  return { server, model, worker, client, env, rss: () => rssMiB(worker.pid!), close };
+  return { server, model, worker, client, env, rss: () => rssMiB(worker.pid!), heaps: () => readHeaps(probeDir), close };
+}
+
+/** The heap samples the worker's threads wrote in the last 3 s (a thread that ended stops writing). */
+function readHeaps(dir: string): { main: number; threads: number } {
+  const heaps = { main: NaN, threads: 0 };
+  for (const name of readdirSync(dir)) {
+    try {
+      const sample = JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as HeapSample;
+      if (Date.now() - sample.at > 3000) continue;
+      if (sample.main) heaps.main = sample.heapTotalMiB;
+      else heaps.threads += sample.heapTotalMiB;
+    } catch {
+      // A file being written: the next block reads it.
+    }
+  }
+  return heaps;
 }
