@@ -2,7 +2,8 @@ import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError, W
 import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
-import { DecisionSchema, decisionMessage, type AppliedDecision, type DecisionInput } from '../common/decision';
+import { decisionMessage, type AppliedDecision, type DecisionInput } from '../common/decision';
+import { DecisionSchema } from '../common/decision-schema';
 import { zodIssues } from '../common/format';
 import { DECISION_NAMESPACE } from '../common/sshsig';
 import { signingKeyPath, signMessage } from './signing';

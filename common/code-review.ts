@@ -1,4 +1,4 @@
-import { capEscaped, cutAtLine, escapeCapped, escapeUntrusted, JUDGE_SYSTEM_PROMPT, renderJudgePrompt } from './judge';
+import { capEscaped, cutAtLine, escapeCapped, escapeUntrusted, JUDGE_SYSTEM_PROMPT, renderJudgePrompt } from './judge-prompt';
 import type { Verdict } from './run-record';
 
 /**

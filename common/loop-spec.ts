@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { PromotionRuleSchema } from './promotion';
 import { isDuration, parseDuration } from './duration';
+import { DEFAULT_MODEL_TIMEOUTS } from './loop-rules';
+
+// The rules workflows read from a spec live in loop-rules.ts, free of zod (see shape-check.ts).
+export { DEFAULT_MODEL_TIMEOUTS, modelTimeouts, runsCommands, type ModelTimeouts } from './loop-rules';
 import { SECRET_NAME } from './redact';
 import { TEST_RUNNERS } from './test-results';
 
@@ -10,9 +14,6 @@ export const DurationSchema = z.string().refine(isDuration, { message: 'expected
 /** Autonomy level: L1 reports, L2 prepares changes a human approves, L3 acts and is audited. */
 export const AutonomySchema = z.enum(['L1', 'L2', 'L3']);
 export type Autonomy = z.infer<typeof AutonomySchema>;
-
-/** A model call's limits when the loop sets none: the whole call, and the longest silence of its stream. */
-export const DEFAULT_MODEL_TIMEOUTS = { total: '10m', idle: '60s' } as const;
 
 /**
  * How long one model call (one try) may take: `total` for the whole call, from sending the
@@ -36,20 +37,6 @@ export const ModelsSchema = z.object({
 });
 export type Models = z.infer<typeof ModelsSchema>;
 
-/** A model call's limits in milliseconds, as the model activities take them. */
-export interface ModelTimeouts {
-  totalMs: number;
-  idleMs: number;
-}
-
-/** The limits of a loop's model calls: its `models.timeouts`, defaults for what it leaves out (runs started before they existed included). */
-export function modelTimeouts(models: Pick<Models, 'timeouts'>): ModelTimeouts {
-  const t = models.timeouts ?? {};
-  return {
-    totalMs: parseDuration(t.total ?? DEFAULT_MODEL_TIMEOUTS.total) ?? 600_000,
-    idleMs: parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 60_000,
-  };
-}
 
 /**
  * The LLM judge: a fresh context holding only the rubric, the task and the candidate; it answers
@@ -316,12 +303,3 @@ export const LoopSpecSchema = z.object({
   promotion: PromotionRuleSchema.optional(),
 });
 export type LoopSpec = z.infer<typeof LoopSpecSchema>;
-
-/**
- * True when the loop runs commands (the agent's `run_command`, a command check, a citations
- * check that reruns the tests): its runs need the worker's sandbox, and are refused by a worker
- * that has none (unless it opted out with LOOPWRIGHT_SANDBOX=off).
- */
-export function runsCommands(spec: Pick<LoopSpec, 'agent' | 'checks'>): boolean {
-  return spec.agent.tools.includes('run_command') || spec.checks.some((c) => c.kind === 'command' || c.kind === 'tests' || (c.kind === 'citations' && c.testCommand !== undefined));
-}

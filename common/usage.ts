@@ -1,14 +1,11 @@
-import { z } from 'zod';
-
-/** Token use and cost of one or more model calls, as the run record shows it. */
-export const UsageSchema = z.object({
-  inputTokens: z.number().int().nonnegative(),
-  outputTokens: z.number().int().nonnegative(),
-  cacheReadTokens: z.number().int().nonnegative(),
-  cacheWriteTokens: z.number().int().nonnegative(),
-  costUsd: z.number().nonnegative(),
-});
-export type Usage = z.infer<typeof UsageSchema>;
+/** Token use and cost of one or more model calls, as the run record shows it (whole, non-negative numbers of tokens). */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+}
 
 /** Usage of nothing at all. */
 export const ZERO_USAGE: Usage = Object.freeze({

@@ -3,7 +3,7 @@ import { gateTool, type SessionSetup, type ToolCallRecord, type ToolCallRef, typ
 import { parseDuration } from '../common/duration';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt } from '../common/prompts';
-import { modelTimeouts } from '../common/loop-spec';
+import { modelTimeouts } from '../common/loop-rules';
 import { acts, modelCallOptions, TOOL_CALL } from './activities';
 import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
 import { callWithinBudget } from './model-call';

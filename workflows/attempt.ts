@@ -8,7 +8,7 @@ import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { StopReason, Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
-import { modelTimeouts } from '../common/loop-spec';
+import { modelTimeouts } from '../common/loop-rules';
 import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activities';
 import type { BudgetLimits, BudgetUse } from './budget';
 import { callWithinBudget } from './model-call';

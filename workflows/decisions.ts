@@ -1,6 +1,6 @@
-import { DecisionSchema, decisionMessage, MAX_DECISION_BYTES, UNPRINTABLE, type AppliedDecision, type Decision, type DecisionRecord, type RefusedDecision } from '../common/decision';
+import { decisionMessage, MAX_DECISION_BYTES, UNPRINTABLE, type AppliedDecision, type Decision, type DecisionRecord, type RefusedDecision } from '../common/decision';
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
-import { zodIssues } from '../common/format';
+import { checkDecision } from '../common/decision-check';
 import type { RunRecord } from '../common/run-record';
 import { DECISION_NAMESPACE, parseAllowedSigners, verifySignature, type AllowedSigners, type Verified } from '../common/sshsig';
 import type { Trust } from '../common/trust';
@@ -43,9 +43,9 @@ export class DecisionGate {
     const bytes = sizeOf(raw);
     const refuse = (reason: string, d?: Partial<Record<string, unknown>>, duplicate = false): Judged => ({ ok: false, reason, duplicate, summary: summarize(d ?? asObject(raw), reason, at, bytes) });
     if (bytes > MAX_DECISION_BYTES) return refuse(`the decision is ${bytes} bytes: at most ${MAX_DECISION_BYTES} are taken (keep notes short)`);
-    const parsed = DecisionSchema.safeParse(raw);
-    if (!parsed.success) return refuse(`malformed decision: ${zodIssues(parsed.error).join('; ')}`);
-    const decision = parsed.data;
+    const parsed = checkDecision(raw);
+    if (!parsed.ok) return refuse(`malformed decision: ${parsed.issues.join('; ')}`);
+    const decision = parsed.decision;
     if (decisions.some((d) => d.id === decision.id)) return refuse(`decision ${decision.id} was already received`, decision, true);
 
     const trust = this.trust();

@@ -1,12 +1,12 @@
 import { forDisplay } from '../common/redact';
 import { condition, executeChild, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { AppliedDecision, DecisionRecord } from '../common/decision';
-import { trustRecord, type Trust, type TrustRecord } from '../common/trust';
+import { trustRecord, type Trust, type TrustRecord } from '../common/trust-record';
 import { handleDecisions } from './decisions';
-import { zodIssues } from '../common/format';
+import { readProposal } from '../common/improve/proposal-shape';
 import { summarizeEvaluation, heldOutTasks, type EvaluationSummary } from '../common/improve/evaluate';
 import { checkProposal } from '../common/improve/proposal';
-import { ProposalSchema, type EvalRun, type FailureGroup, type Harness, type Proposal, type RegressionTask } from '../common/improve/types';
+import type { EvalRun, FailureGroup, Harness, Proposal, RegressionTask } from '../common/improve/types';
 import type { ModelPrice } from '../common/pricing';
 import type { RunRecord } from '../common/run-record';
 import { addUsage, ZERO_USAGE, type Usage } from '../common/usage';
@@ -127,18 +127,18 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
     { workflowId: record.workflowId, loop: input.loop, harness: store.current.harness, tools: store.tools, group, model: input.proposer.model, price: input.proposer.price },
   ]);
   record.usage = addUsage(record.usage, proposed.usage);
-  const parsed = ProposalSchema.safeParse(proposed.proposal);
-  if (proposed.error || !parsed.success) {
-    const why = proposed.error ?? zodIssues(parsed.error!).join('; ');
+  const parsed = readProposal(proposed.proposal);
+  if (proposed.error || !parsed.ok) {
+    const why = proposed.error ?? (parsed.ok ? '' : parsed.issues.join('; '));
     record.refusal = { reason: `the proposer's answer is not a proposal: ${why}`, outside: [], proposal: proposed.proposal };
     return end('refused', record.refusal.reason);
   }
-  const checked = checkProposal(parsed.data, store.current.harness, store.tools);
+  const checked = checkProposal(parsed.proposal, store.current.harness, store.tools);
   if (!checked.ok) {
-    record.refusal = { reason: checked.refusal, outside: checked.outside, proposal: parsed.data };
+    record.refusal = { reason: checked.refusal, outside: checked.outside, proposal: parsed.proposal };
     return end('refused', checked.refusal);
   }
-  Object.assign(record, { proposal: parsed.data, candidate: checked.harness, changed: checked.changed });
+  Object.assign(record, { proposal: parsed.proposal, candidate: checked.harness, changed: checked.changed });
 
   const tasks = store.regression;
   if (tasks.length === 0) return end('not_better', `${input.loop} has no regression set: add tasks with \`loopwright regression add ${input.loop} --from-run <id>\``);
@@ -158,7 +158,7 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
   const decision = pending!;
   if (decision.kind === 'reject') return end('rejected', `rejected by ${decision.by}${decision.reason ? `: ${decision.reason}` : ''}`);
   record.published = await acts.publishApproved.executeWithOptions({ ...TOOL_CALL, summary: `publish ${input.loop} harness` }, [
-    { loop: input.loop, harness: checked.harness, by: decision.by, reason: `${group.check}${group.item ? ` / ${group.item}` : ''}: ${parsed.data.contract.expectedImprovement}`, proposedBy: record.workflowId },
+    { loop: input.loop, harness: checked.harness, by: decision.by, reason: `${group.check}${group.item ? ` / ${group.item}` : ''}: ${parsed.proposal.contract.expectedImprovement}`, proposedBy: record.workflowId },
   ]);
   return end('approved', `approved by ${decision.by}: ${input.loop} now runs harness v${record.published}`);
 

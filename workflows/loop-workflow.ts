@@ -1,9 +1,9 @@
 import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../common/decision';
-import { trustRecord, type Trust } from '../common/trust';
+import { trustRecord, type Trust } from '../common/trust-record';
 import { parseDuration } from '../common/duration';
 import type { LoopInput } from '../common/loop-input';
-import { runsCommands } from '../common/loop-spec';
+import { runsCommands } from '../common/loop-rules';
 import type { FeedbackEntry } from '../common/prompts';
 import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../common/run-record';
 import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';

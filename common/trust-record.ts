@@ -1,0 +1,35 @@
+import type { Autonomy } from './loop-spec';
+
+/**
+ * What a run trusts, pinned when it starts from files on the worker (never from the run's input,
+ * and never from anything its agent can write): the operator's allowed signers, which decisions
+ * must be signed, and the autonomy the run may use.
+ */
+export interface Trust {
+  /** The worker's allowed-signers file (git's allowed_signers format) as the run found it; null: none configured. */
+  allowedSigners: { path: string; sha256: string; text: string; keys: number } | null;
+  /**
+   * Which decisions must be signed when there is an allowed-signers list: `effects` (the default:
+   * approvals that let effects happen), `all`, or `none`. From the loop's definition on the worker.
+   */
+  signedDecisions: 'effects' | 'all' | 'none';
+  autonomy: AutonomyGrant;
+}
+
+/** What the record shows of the trust a run pinned (the allowed signers by path and hash). */
+export type TrustRecord = Omit<Trust, 'allowedSigners'> & { allowedSigners: { path: string; sha256: string; keys: number } | null };
+
+/**
+ * Whether the run may use the autonomy it asked for: granted by the loop's definition (L1, and L2
+ * where the loop allows it without a grant), by an operator's signed grant, or refused with what
+ * is missing.
+ */
+export type AutonomyGrant =
+  | { granted: true; level: Autonomy; via: 'loop' }
+  | { granted: true; level: Autonomy; via: 'grant'; by: string; fingerprint: string; at: string; file: string }
+  | { granted: false; level: Autonomy; reason: string };
+
+export function trustRecord(trust: Trust): TrustRecord {
+  const { allowedSigners: a, ...rest } = trust;
+  return { ...rest, allowedSigners: a ? { path: a.path, sha256: a.sha256, keys: a.keys } : null };
+}
