@@ -6,9 +6,9 @@ import { readConfig } from '../common/config';
 import type { DiscoveredItem } from '../common/discovery';
 import { ConfigError, LoopwrightError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
-import { currentHarness } from '../client/harness';
-import { planRun } from '../client/plan-run';
-import { readPrices } from '../client/prices';
+import { currentHarness } from '../harness/store';
+import { planRun } from '../loops/plan-run';
+import { readPrices } from '../common/pricing';
 import { runTestCommand } from './discovery/run-tests';
 import { SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
 

@@ -1,14 +1,14 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { harnessState, publishHarness, type CurrentHarness } from '../client/harness';
-import { planRun } from '../client/plan-run';
-import { readPrices } from '../client/prices';
+import { harnessState, publishHarness } from '../harness/store';
+import type { CurrentHarness } from '../common/improve/types';
+import { planRun } from '../loops/plan-run';
+import { readPrices, type ModelPrice } from '../common/pricing';
 import { readConfig } from '../common/config';
 import { LoopwrightError } from '../common/errors';
 import { mineFailures, type MineResult } from '../common/improve/mining';
 import type { FailureGroup, Harness, RegressionTask } from '../common/improve/types';
 import type { LoopInput } from '../common/loop-input';
-import type { ModelPrice } from '../common/pricing';
 import type { RunRecord } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { getLoop } from '../loops';

@@ -5,11 +5,11 @@ import type { LoopInput } from '../common/loop-input';
 import { getLoop } from '../loops';
 import type { ImprovementRecord, ImproveInput } from '../workflows/improve-workflow';
 import { improveStateQuery } from '../workflows/messages';
-import { addRegression } from './harness';
+import { addRegression } from '../harness/store';
 import type { LoopwrightClient } from './loopwright-client';
-import { pinPrices } from './prices';
+import { pinPrices } from '../common/pricing';
 import { newRunId } from './run-id';
-import { decode } from './trace/history';
+import { decode } from '../trace/history';
 import { decodeHistory } from '../crypto/decode-history';
 
 /** Options of `loopwright improve` (strings as the CLI gives them). */

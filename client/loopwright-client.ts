@@ -13,9 +13,8 @@ import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { decisionUpdate, stateQuery } from '../workflows/messages';
-import { planRun } from './plan-run';
-import { readPrices } from './prices';
-import type { ModelPrice } from '../common/pricing';
+import { planRun } from '../loops/plan-run';
+import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
@@ -24,7 +23,8 @@ import { serviceError } from './service-errors';
 import { checkInputValue } from './prechecks';
 import { allOf, clause } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
-import { currentHarness, type CurrentHarness } from './harness';
+import { currentHarness } from '../harness/store';
+import type { CurrentHarness } from '../common/improve/types';
 import type { RunSummary } from './types';
 
 export interface ClientOptions {

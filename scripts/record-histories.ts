@@ -15,7 +15,7 @@ import { trustPathsFromEnv } from '../activities/trust';
 import { generateSigningKey } from '../client/signing';
 import { DECISION_NAMESPACE } from '../common/sshsig';
 import { createAnthropic } from '../activities/model';
-import { harnessStoreId } from '../client/harness';
+import { harnessStoreId } from '../harness/store';
 import { improveInput, regressionFromRun, waitImprovement } from '../client/improve';
 import { LoopwrightClient } from '../client/loopwright-client';
 import { getLoop } from '../loops';

@@ -20,7 +20,7 @@ import { resolveCommit } from '../git/commit-tree';
 import { snapshotWorkingTree } from '../git/snapshot';
 import { GitError, workerGit } from '../git/worker-git';
 import type { ModelReply, ModelRequest } from '../model';
-import { hashRubric } from './rubric-hash';
+import { hashRubric } from '../../loops/rubric-hash';
 
 /** The change a judge reviews: where it is and what to compare. */
 export interface JudgeChange {

@@ -1,16 +1,10 @@
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { UsageError } from '../common/errors';
-import type { Harness } from '../common/improve/types';
+import type { CurrentHarness, Harness } from '../common/improve/types';
 import { getLoop } from '../loops';
 import {
   addRegressionUpdate, HARNESS_MEMO, harnessStateQuery, publishHarnessUpdate, rollbackHarnessUpdate, type HarnessState, type harnessWorkflow,
 } from '../workflows/harness-workflow';
-
-/** A loop's current harness version. */
-export interface CurrentHarness {
-  version: number;
-  harness: Harness;
-}
 
 /**
  * The id of a loop's harness store: one workflow per loop and task queue, because a task queue is

@@ -1,13 +1,13 @@
-import type { ToolCallRef, TurnResult } from '../../common/agent';
-import type { DecisionInput } from '../../common/decision';
-import { LoopwrightError } from '../../common/errors';
-import type { LoopInput } from '../../common/loop-input';
-import type { CheckKind, RunRecord, Verdict } from '../../common/run-record';
-import { addUsage, type Usage } from '../../common/usage';
+import type { ToolCallRef, TurnResult } from '../common/agent';
+import type { DecisionInput } from '../common/decision';
+import { LoopwrightError } from '../common/errors';
+import type { LoopInput } from '../common/loop-input';
+import type { CheckKind, RunRecord, Verdict } from '../common/run-record';
+import { addUsage, type Usage } from '../common/usage';
 import { activityFailure, decode, durationMs, eventMs, failureMessage, failureUsage, scheduledIdOf, summaryOf, type History, type HistoryEvent } from './history';
 import { completeFromRecord, type TurnCalls } from './from-record';
 import { guessKind, outcomeOf, outcomeOfRecord } from './outcome';
-import { redactDeep, type Redaction } from '../../common/redact';
+import { redactDeep, type Redaction } from '../common/redact';
 import type { Trace, TraceAttempt, TraceCheck, TraceEffect, TraceEscalation, TraceModelCall, TraceTime, TraceToolCall } from './types';
 
 type Pending =
