@@ -2,7 +2,7 @@
 // no import cycles, and one fence per layer so that the layers point one way (see README.md, Layout):
 //
 //   common <- loops <- server <- crypto <- trace <- activities <- workers <- client <- scripts
-//   common <- model-server;  common, loops <- workflows (activity *types* only) <- harness <- activities
+//   common <- model-server;  common <- workflows (activity *types* only) <- harness <- activities
 //
 // Each top-level folder's README.md says what lives there and what it may import.
 import importPlugin from 'eslint-plugin-import';
@@ -78,7 +78,8 @@ export default tseslint.config(
   fence('crypto', ['common', 'server']),
   fence('trace', ['common', 'crypto']),
   fence('harness', ['common', 'loops', 'workflows']),
-  fence('activities', ['common', 'loops', 'server', 'crypto', 'trace', 'harness']),
+  // activities import workflow functions for their names and types (visibility queries, typed results), never to run them.
+  fence('activities', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'workflows']),
   // The worker process; workers/main.ts is `loopwright worker` under its container name, so it runs the CLI.
   fence('workers', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server'], { ignores: ['workers/main.ts'] }),
   fence('client', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server', 'workers']),

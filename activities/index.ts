@@ -38,6 +38,7 @@ import type { Trust } from '../common/trust';
 import { loadTrust, trustPathsFromEnv, type LoadTrustInput, type TrustPaths } from './trust';
 import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
 import { allOf, clause } from '../common/visibility-query';
+import { loopWorkflow } from '../workflows/loop-workflow';
 
 export interface ActivityDeps {
   anthropic: Anthropic;
@@ -207,7 +208,7 @@ export function createActivities(deps: ActivityDeps) {
 
     /** How many of a loop's runs wait for a human now (verification debt), from the visibility store. */
     async countPendingReviews(input: { loop: string }): Promise<number> {
-      const query = allOf(clause('WorkflowType', 'loopWorkflow'), clause('ExecutionStatus', 'Running'), clause('LoopName', input.loop), clause('LoopState', 'awaiting_human'));
+      const query = allOf(clause('WorkflowType', loopWorkflow.name), clause('ExecutionStatus', 'Running'), clause('LoopName', input.loop), clause('LoopState', 'awaiting_human'));
       const { count } = await Context.current().client.workflow.count(query);
       return count;
     },

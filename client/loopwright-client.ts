@@ -13,6 +13,7 @@ import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { decisionUpdate, stateQuery } from '../workflows/messages';
+import { loopWorkflow } from '../workflows/loop-workflow';
 import { planRun } from '../loops/plan-run';
 import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';
@@ -94,7 +95,7 @@ export class LoopwrightClient {
     const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey, await this.call(() => currentHarness(this.temporal, this.config.taskQueue, loop)));
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
-      const handle = await this.temporal.workflow.start('loopWorkflow', {
+      const handle = await this.temporal.workflow.start(loopWorkflow, {
         taskQueue: this.config.taskQueue,
         workflowId,
         args: [plan],
@@ -153,7 +154,7 @@ export class LoopwrightClient {
   async status(workflowId: string): Promise<RunRecord> {
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
-    if (description.status.name === 'COMPLETED') return (await handle.result()) as RunRecord;
+    if (description.status.name === 'COMPLETED') return handle.result();
     try {
       return await this.connection.withDeadline(Date.now() + 10_000, () => handle.query(stateQuery));
     } catch (err) {
@@ -253,7 +254,7 @@ export class LoopwrightClient {
       throw new UsageError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`);
     }
     const query = allOf(
-      clause('WorkflowType', 'loopWorkflow'),
+      clause('WorkflowType', loopWorkflow.name),
       filter.state !== undefined && clause('LoopState', filter.state),
       filter.loop !== undefined && clause('LoopName', filter.loop),
       filter.needsAudit === true && clause('LoopAudit', 'needed'),
@@ -287,15 +288,15 @@ export class LoopwrightClient {
     const description = await this.describe(handle);
     if (description.status.name !== 'RUNNING') throw new UsageError(`run ${escapeLine(workflowId)} has already ended (${endedState(description)})`);
     await handle.cancel();
-    return (await handle.result()) as RunRecord;
+    return handle.result();
   }
 
   async close(): Promise<void> {
     await this.connection.close();
   }
 
-  private handle(workflowId: string): WorkflowHandle {
-    return this.temporal.workflow.getHandle(workflowId);
+  private handle(workflowId: string): WorkflowHandle<typeof loopWorkflow> {
+    return this.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId);
   }
 
   private async describe(handle: WorkflowHandle) {

@@ -3,7 +3,7 @@ import { UsageError } from '../common/errors';
 import type { CurrentHarness, Harness } from '../common/improve/types';
 import { getLoop } from '../loops';
 import {
-  addRegressionUpdate, HARNESS_MEMO, harnessStateQuery, publishHarnessUpdate, rollbackHarnessUpdate, type HarnessState, type harnessWorkflow,
+  addRegressionUpdate, HARNESS_MEMO, harnessStateQuery, publishHarnessUpdate, rollbackHarnessUpdate, type HarnessState, harnessWorkflow,
 } from '../workflows/harness-workflow';
 
 /**
@@ -54,7 +54,7 @@ export async function addRegression(temporal: Client, taskQueue: string, req: { 
 /** The loop's store, started with its built-in harness as v1 when it does not exist yet. */
 async function store(temporal: Client, loop: string, taskQueue: string) {
   const builtIn = getLoop(loop).harness;
-  return temporal.workflow.start<typeof harnessWorkflow>('harnessWorkflow', {
+  return temporal.workflow.start(harnessWorkflow, {
     taskQueue,
     workflowId: harnessStoreId(taskQueue, loop),
     args: [{ loop, builtIn }],

@@ -1,3 +1,4 @@
+import { isImprovement } from '../improve';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
 import { renderTraceMarkdown } from '../../trace/render-markdown';
@@ -17,7 +18,7 @@ import { renderTrace } from '../../trace/render-trace';
  */
 export async function traceCommand(client: LoopwrightClient, id: string, opts: { json?: boolean; markdown?: boolean }, io: Output): Promise<number> {
   if (opts.json && opts.markdown) throw new UsageError('--json and --markdown are two formats of the same trace: give one');
-  if ((await client.workflowType(id)) === 'improveWorkflow') {
+  if (await isImprovement(client, id)) {
     throw new UsageError(`${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) has a trace`);
   }
   const trace = buildTrace(await fetchHistories(client.temporal, id), { redaction: client.redaction });
