@@ -6,9 +6,10 @@ import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../common/
 import { CHECK_CALL, TOOL_CALL } from './activities';
 import { loopWorkflow } from './loop-workflow';
 import { discoveryStateQuery } from './messages';
+import { FailureType } from '../common/failure-types';
 
-const { listFailingTests } = proxyActivities<Activities>({ ...CHECK_CALL, retry: { ...CHECK_CALL.retry, nonRetryableErrorTypes: ['DiscoveryError'] } });
-const { planTriageRun, describeRun, countPendingReviews } = proxyActivities<Activities>({ ...TOOL_CALL, retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: ['InputError', 'UsageError'] } });
+const { listFailingTests } = proxyActivities<Activities>({ ...CHECK_CALL, retry: { ...CHECK_CALL.retry, nonRetryableErrorTypes: [FailureType.Discovery] } });
+const { planTriageRun, describeRun, countPendingReviews } = proxyActivities<Activities>({ ...TOOL_CALL, retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: [FailureType.Input, FailureType.Usage] } });
 
 /** Child starts in flight at once, unless the input says otherwise. */
 export const DEFAULT_FAN_OUT = 4;

@@ -19,6 +19,7 @@ import { canaryFor } from './tests/canary';
 import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evaluate';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 
 /** Input of `runTestsCheck`. */
 export interface TestsCheckInput {
@@ -43,9 +44,7 @@ function activityContext(): Context | undefined {
   }
 }
 
-function configError(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'ConfigError', nonRetryable: true, message });
-}
+const configError = (message: string): ApplicationFailure => nonRetryableFailure(FailureType.Config, message);
 
 const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !== b?.oid || a?.mode !== b?.mode;
 
@@ -68,7 +67,7 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const ctx = activityContext();
   const root = realpathSync(input.root);
   const base = await resolveCommit(root, input.baseRef);
-  if (!base) throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `base ${input.baseRef} is not a commit in the repository at ${root}` });
+  if (!base) throw nonRetryableFailure(FailureType.Workspace, `base ${input.baseRef} is not a commit in the repository at ${root}`);
   if (check.heldOut) checkHeldOut(check.heldOut.dir, root);
   const commit = input.commit ? await resolveCommit(root, input.commit) : undefined;
   const baseTree = await treeOf(root, base);
