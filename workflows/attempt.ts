@@ -12,6 +12,7 @@ import { modelTimeouts } from '../common/loop-spec';
 import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activities';
 import type { BudgetLimits, BudgetUse } from './budget';
 import { callWithinBudget } from './model-call';
+import { checkSummary, judgeCallSummary, workerCallSummary } from '../common/activity-summary';
 
 /** What an attempt needs from its run. */
 export interface AttemptContext {
@@ -92,7 +93,7 @@ async function attemptSteps(ctx: AttemptContext, n: number, progress: AttemptPro
     requestedMaxTokens: input.spec.agent.maxTokens,
     price: priceOf(workerModel, input.prices),
     invoke: (maxTokens, tryNo) =>
-      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `claude (worker): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: workerCallSummary(n, tryNo) }, [
         { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
       ]),
   });
@@ -116,7 +117,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
     if (check.kind === 'human') continue;
     if (check.kind !== 'judge') {
       progress.verdicts.push(
-        await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: `check ${check.name} (${check.kind}): attempt ${n}` }, [
+        await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: checkSummary(check.name, check.kind, n) }, [
           {
             workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace, baseRef: ctx.session?.base,
             ...(ctx.session?.branch ? { commit: progress.commit ?? null, isolated: true } : {}),
@@ -138,7 +139,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),
       invoke: (maxTokens, tryNo) =>
-        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `check ${check.name} (judge): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: judgeCallSummary(check.name, n, tryNo) }, [
           {
             workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens, timeouts: modelTimeouts(input.spec.models),
             ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),

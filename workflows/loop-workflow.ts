@@ -23,6 +23,7 @@ import { inAuditSample } from './audit';
 import { deliver, type DeliveryContext } from './deliver';
 import { runMetrics } from './metrics';
 import { forDisplay, redact } from '../common/redact';
+import { auditWaitSummary, HUMAN_WAIT_MAX_CHARS, humanWaitSummary } from '../common/activity-summary';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -141,7 +142,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       clock.resume(now);
       return undefined;
     }
-    const decided = await condition(() => pending !== undefined, escalationMs, { summary: forDisplay(`wait for a human: ${reason}`, secrets).slice(0, 200) });
+    const decided = await condition(() => pending !== undefined, escalationMs, { summary: forDisplay(humanWaitSummary(reason), secrets).slice(0, HUMAN_WAIT_MAX_CHARS) });
     if (!decided) record.escalation.timedOut = true;
     const decision = pending;
     pending = undefined;
@@ -317,7 +318,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     if (!done.audit?.needed) return done;
     upsertSearchAttributes([{ key: LoopAudit, value: 'needed' }]);
     setCurrentDetails(forDisplay(`${runDetails(done)}\n\nwaiting for an audit: ${done.audit.reason}`, secrets));
-    const reviewed = await condition(() => done.audit?.reviewedBy !== undefined, '30d', { summary: 'wait for an audit' });
+    const reviewed = await condition(() => done.audit?.reviewedBy !== undefined, '30d', { summary: auditWaitSummary() });
     upsertSearchAttributes([{ key: LoopAudit, value: reviewed ? 'reviewed' : 'expired' }]);
     return done;
   }
