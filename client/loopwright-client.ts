@@ -8,7 +8,7 @@ import { DECISION_NAMESPACE } from '../common/sshsig';
 import { signingKeyPath, signMessage } from './signing';
 import { levelNeedingGrant } from '../common/trust';
 import { BUILT_IN_LOOPS } from '../loops';
-import { DecisionRefusedError, LoopwrightError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
+import { DecisionRefusedError, LoopwrightError, NotGrantedError, NoWorkerError, RunAlreadyExistsError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
 import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
@@ -323,31 +323,10 @@ export class LoopwrightClient {
   }
 }
 
-/** A running run whose state query no worker answered (none is running, or all are busy or restarting). */
-export class NoWorkerError extends LoopwrightError {
-  constructor(workflowId: string, status: string, detail: string) {
-    super(`run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`);
-  }
-}
-
-/** A run refused at start: it asked for autonomy its loop is not granted on the worker. Exit 2. */
-export class NotGrantedError extends UsageError {
-  constructor(readonly workflowId: string, reason: string) {
-    super(`run ${workflowId} was refused: ${reason}`);
-  }
-}
-
 /** True when a run's autonomy needs an operator's grant (as the loop's definition on this side says). */
 function needsGrant(plan: LoopInput): boolean {
   const commits = (plan.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit');
   return levelNeedingGrant(plan.spec.autonomy, commits, BUILT_IN_LOOPS.get(plan.loop)?.ungrantedAutonomy ?? 'L2') !== null;
-}
-
-/** An id that a run already has (running, or closed and not reusable). Exit 2. */
-export class RunAlreadyExistsError extends UsageError {
-  constructor(readonly workflowId: string) {
-    super(`a run with id ${workflowId} already exists: choose another --id`);
-  }
 }
 
 /**

@@ -4,11 +4,12 @@ import { parseDuration } from '../common/duration';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt } from '../common/prompts';
 import { modelTimeouts } from '../common/loop-spec';
-import { acts, modelCallOptions, TOOL_CALL } from './activities';
+import { acts, modelCallOptions, TOOL_CALL } from './activity-proxies';
 import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
 import { callWithinBudget } from './model-call';
 import type { SessionCheckpoint } from './resume';
 import { agentTurnSummary, toolCallSummary } from '../common/activity-summary';
+import { outputVerdict } from './record-keeping';
 
 /** Rough size of the tool definitions in the prompt, per tool (for the input estimate). */
 const TOOL_DEF_CHARS = 600;
@@ -78,12 +79,10 @@ export async function runAgentSession(
     pending = await runCalls(answer.toolCalls, turn);
   }
   progress.candidate = '';
-  progress.verdicts.push({
-    check: 'output', kind: 'output', passed: false,
-    reason: `step cap: the agent used all ${agent.maxTurns} turns without a final answer`,
-    failedItems: ['output'], requiredCorrection: `finish with a final answer (no tool call) within ${agent.maxTurns} turns`,
-    usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
-  });
+  progress.verdicts.push(outputVerdict(
+    `step cap: the agent used all ${agent.maxTurns} turns without a final answer`,
+    `finish with a final answer (no tool call) within ${agent.maxTurns} turns`,
+  ));
   return { kind: 'checked' };
 
   async function runCalls(calls: ToolCallRef[], turn: number): Promise<ToolResultRef[]> {

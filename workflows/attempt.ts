@@ -9,10 +9,11 @@ import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { StopReason, Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { modelTimeouts } from '../common/loop-spec';
-import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activities';
+import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activity-proxies';
 import type { BudgetLimits, BudgetUse } from './budget';
 import { callWithinBudget } from './model-call';
 import { checkSummary, judgeCallSummary, workerCallSummary } from '../common/activity-summary';
+import { outputVerdict } from './record-keeping';
 
 /** What an attempt needs from its run. */
 export interface AttemptContext {
@@ -150,10 +151,6 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
     progress.verdicts.push(pinnedRubric(judged.value, input.rubricHashes[check.name]));
   }
   return { kind: 'checked' };
-}
-
-function outputVerdict(reason: string, correction: string): Verdict {
-  return { check: 'output', kind: 'output', passed: false, reason, failedItems: ['output'], requiredCorrection: correction, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 } };
 }
 
 /** A verdict given against another rubric than the one pinned at start does not count as a pass. */

@@ -3,7 +3,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ActivityFailure, ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../common/discovery';
-import { CHECK_CALL, TOOL_CALL } from './activities';
+import { CHECK_CALL, TOOL_CALL } from './activity-proxies';
 import { loopWorkflow } from './loop-workflow';
 import { discoveryStateQuery } from './messages';
 import { FailureType } from '../common/failure-types';

@@ -10,7 +10,7 @@ import { ProposalSchema, type EvalRun, type FailureGroup, type Harness, type Pro
 import type { ModelPrice } from '../common/pricing';
 import type { RunRecord } from '../common/run-record';
 import { addUsage, ZERO_USAGE, type Usage } from '../common/usage';
-import { acts, CHECK_CALL, MODEL_CALL, TOOL_CALL } from './activities';
+import { acts, CHECK_CALL, MODEL_CALL, TOOL_CALL } from './activity-proxies';
 import { loopWorkflow } from './loop-workflow';
 import { improveStateQuery } from './messages';
 import { FailureType } from '../common/failure-types';

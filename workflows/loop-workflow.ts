@@ -1,4 +1,4 @@
-import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../common/decision';
 import { trustRecord, type Trust } from '../common/trust';
 import { parseDuration } from '../common/duration';
@@ -9,14 +9,14 @@ import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../co
 import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
 import { ActiveClock } from './active-clock';
-import { acts, TOOL_CALL } from './activities';
+import { acts, TOOL_CALL } from './activity-proxies';
 import { runAttempt, type AttemptProgress } from './attempt';
 import type { SessionSetup } from '../common/agent';
 import { attemptStop, describeStop, extendLimits, type BudgetUse } from './budget';
 import { handleDecisions, refusalReason } from './decisions';
 import { runDetails } from './details';
 import { stateQuery } from './messages';
-import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './run-record';
+import { activityErrorMessage, chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './record-keeping';
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
 import { inAuditSample } from './audit';
@@ -54,7 +54,7 @@ async function writeTrace(record: RunRecord, dir: string | undefined, workspace:
     );
     record.traceReport = { path: written.path, error: null };
   } catch (err) {
-    record.traceReport = { path: null, error: err instanceof ActivityFailure && err.cause ? err.cause.message : String(err) };
+    record.traceReport = { path: null, error: activityErrorMessage(err) };
   }
 }
 
@@ -263,7 +263,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       return trust;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      record.error = activityErrorMessage(err);
       return undefined;
     }
   }
@@ -286,7 +286,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       return setup;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      record.error = activityErrorMessage(err);
       return null;
     }
   }
@@ -301,7 +301,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       return true;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      record.error = activityErrorMessage(err);
       return false;
     }
   }

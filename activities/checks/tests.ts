@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
@@ -20,6 +19,7 @@ import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evalua
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 import { FailureType, nonRetryableFailure } from '../../common/failure-types';
+import { currentActivityContext } from '../activity-context';
 
 /** Input of `runTestsCheck`. */
 export interface TestsCheckInput {
@@ -34,14 +34,6 @@ export interface TestsCheckInput {
   commit?: string | null;
   /** The loop's command environment (`spec.sandbox.env`): the gate's runs get exactly what the agent's commands got. */
   env?: Record<string, string>;
-}
-
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
 }
 
 const configError = (message: string): ApplicationFailure => nonRetryableFailure(FailureType.Config, message);
@@ -64,7 +56,7 @@ const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !
  */
 export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = defaultSandbox()): Promise<Verdict> {
   const { check } = input;
-  const ctx = activityContext();
+  const ctx = currentActivityContext();
   const root = realpathSync(input.root);
   const base = await resolveCommit(root, input.baseRef);
   if (!base) throw nonRetryableFailure(FailureType.Workspace, `base ${input.baseRef} is not a commit in the repository at ${root}`);

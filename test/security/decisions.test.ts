@@ -7,11 +7,11 @@ import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/samp
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { DecisionSchema, decisionMessage, type DecisionInput } from '../../common/decision';
-import { DecisionRefusedError } from '../../common/errors';
+import { DecisionRefusedError, NotGrantedError } from '../../common/errors';
 import type { RunRecord } from '../../common/run-record';
 import { DECISION_NAMESPACE, GRANT_NAMESPACE } from '../../common/sshsig';
 import { grantMessage, type Grant } from '../../common/trust';
-import { LoopwrightClient, NotGrantedError } from '../../client/loopwright-client';
+import { LoopwrightClient } from '../../client/loopwright-client';
 import { summarize } from '../../client/output';
 import { grantCommand } from '../../client/commands/grant';
 import { generateSigningKey, signMessage } from '../../client/signing';
