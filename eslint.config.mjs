@@ -1,4 +1,11 @@
-// ESLint: type-aware rules for promises everywhere, and a determinism fence around workflows/.
+// ESLint: type-aware rules for promises everywhere, a determinism fence around workflows/ and common/,
+// no import cycles, and one fence per layer so that the layers point one way (see README.md, Layout):
+//
+//   common <- loops <- server <- crypto <- trace <- activities <- workers <- client <- scripts
+//   common <- model-server;  common <- workflows (activity *types* only) <- harness <- activities
+//
+// Each top-level folder's README.md says what lives there and what it may import.
+import importPlugin from 'eslint-plugin-import';
 import tseslint from 'typescript-eslint';
 
 const nodeBuiltins = [
@@ -7,33 +14,74 @@ const nodeBuiltins = [
   'tls', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
 ];
 
+const layers = ['activities', 'client', 'common', 'crypto', 'harness', 'loops', 'model-server', 'scripts', 'server', 'trace', 'workers', 'workflows', 'test'];
+
+/** A pattern that matches a relative import of the top-level folder `name` (or a file in it). */
+const layer = (name) => `^(\\.\\./)+${name}(/|$)`;
+
+/** The no-restricted-imports patterns that keep `from` off every layer it may not import. */
+function fenceOf(from, mayImport) {
+  return layers
+    .filter((name) => name !== from && !mayImport.includes(name))
+    .map((name) => ({ regex: layer(name), message: `${from}/ may not import ${name}/: see ${from}/README.md for what it may import.` }));
+}
+
+const deterministic = 'workflows/ and common/ must stay deterministic: do I/O in an activity.';
+const deterministicPaths = [
+  ...nodeBuiltins.map((name) => ({ name, message: deterministic })),
+  ...nodeBuiltins.map((name) => ({ name: `node:${name}`, message: deterministic })),
+  { name: '@anthropic-ai/sdk', message: 'Model calls belong in activities/model.ts.' },
+  { name: '@temporalio/worker', message: 'Workflow code may import only @temporalio/workflow.' },
+  { name: '@temporalio/client', message: 'Workflow code may import only @temporalio/workflow.' },
+  { name: '@temporalio/activity', message: 'Workflow code may import only @temporalio/workflow.' },
+];
+
+/** One config block: the files of `from` may import only the layers in `mayImport` (and themselves). */
+function fence(from, mayImport, { paths = [], patterns = [], files = [`${from}/**/*.ts`], ignores = [] } = {}) {
+  return {
+    files,
+    ignores,
+    rules: { 'no-restricted-imports': ['error', { paths, patterns: [...patterns, ...fenceOf(from, mayImport)] }] },
+  };
+}
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.loopwright/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
   {
     files: ['**/*.ts'],
     extends: [tseslint.configs.base],
+    plugins: { import: importPlugin },
     languageOptions: { parserOptions: { project: './tsconfig.json', tsconfigRootDir: import.meta.dirname } },
+    settings: {
+      'import/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import/resolver': { node: { extensions: ['.ts', '.js', '.json'] } },
+    },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/await-thenable': 'error',
+      // A cycle of value imports (type-only imports are erased and do not count).
+      'import/no-cycle': ['error', { ignoreExternal: true }],
     },
   },
-  {
-    // Workflow code is replayed: it must not reach the outside world or the model SDK directly.
-    files: ['workflows/**/*.ts', 'common/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', {
-        paths: [
-          ...nodeBuiltins.map((name) => ({ name, message: 'workflows/ and common/ must stay deterministic: do I/O in an activity.' })),
-          ...nodeBuiltins.map((name) => ({ name: `node:${name}`, message: 'workflows/ and common/ must stay deterministic: do I/O in an activity.' })),
-          { name: '@anthropic-ai/sdk', message: 'Model calls belong in activities/model.ts.' },
-          { name: '@temporalio/worker', message: 'Workflow code may import only @temporalio/workflow.' },
-          { name: '@temporalio/client', message: 'Workflow code may import only @temporalio/workflow.' },
-          { name: '@temporalio/activity', message: 'Workflow code may import only @temporalio/workflow.' },
-        ],
-        patterns: [{ group: ['@anthropic-ai/*', '../activities/*', '!../activities/index'], message: 'Import activity types only (import type).', allowTypeImports: true }],
-      }],
-    },
-  },
+  // Pure and deterministic: replayed by workflows, shared by every side.
+  fence('common', [], { paths: deterministicPaths }),
+  // Workflow code is replayed: it must not reach the outside world or the model SDK directly, and it
+  // imports activities as types only (for proxyActivities).
+  fence('workflows', ['common', 'activities'], {
+    paths: deterministicPaths,
+    patterns: [{ regex: layer('activities'), message: 'Import activity types only (import type).', allowTypeImports: true }],
+  }),
+  fence('loops', ['common']),
+  fence('model-server', ['common']),
+  fence('server', ['common']),
+  fence('crypto', ['common', 'server']),
+  fence('trace', ['common', 'crypto']),
+  fence('harness', ['common', 'loops', 'workflows']),
+  // activities import workflow functions for their names and types (visibility queries, typed results), never to run them.
+  fence('activities', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'workflows']),
+  // The worker process; workers/main.ts is `loopwright worker` under its container name, so it runs the CLI.
+  fence('workers', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server'], { ignores: ['workers/main.ts'] }),
+  fence('client', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server', 'workers']),
+  fence('scripts', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server', 'workers', 'client']),
 );

@@ -6,11 +6,12 @@ import { readConfig } from '../common/config';
 import type { DiscoveredItem } from '../common/discovery';
 import { ConfigError, LoopwrightError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
-import { currentHarness } from '../client/harness';
-import { planRun } from '../client/plan-run';
-import { readPrices } from '../client/prices';
+import { currentHarness } from '../harness/store';
+import { planRun } from '../loops/plan-run';
+import { readPrices } from '../common/pricing';
 import { runTestCommand } from './discovery/run-tests';
 import { SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
+import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 /** Input of `listFailingTests`. */
 export interface ListFailingTestsInput {
@@ -48,17 +49,17 @@ export function createDiscoveryActivities(env: Record<string, string | undefined
      */
     async listFailingTests(input: ListFailingTestsInput): Promise<DiscoveredItem[]> {
       if (!existsSync(input.repo) || !statSync(input.repo).isDirectory()) {
-        throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: `repository ${input.repo} is not a folder on this worker` });
+        throw nonRetryableFailure(FailureType.Discovery, `repository ${input.repo} is not a folder on this worker`);
       }
       const { failing, run } = await runTestCommand({ cwd: input.repo, testCommand: input.testCommand, timeoutMs: input.timeoutMs ?? 600_000 }, sandbox).catch((err: unknown) => {
         // No sandbox, or a runner that cannot be told from the command: the same again would fail the same way.
-        if (err instanceof SandboxUnavailableError || err instanceof ConfigError) throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: err.message });
+        if (err instanceof SandboxUnavailableError || err instanceof ConfigError) throw nonRetryableFailure(FailureType.Discovery, err.message);
         throw err;
       });
-      if (run.timedOut) throw ApplicationFailure.create({ type: 'DiscoveryError', message: `\`${input.testCommand}\` timed out in ${input.repo}` });
+      if (run.timedOut) throw ApplicationFailure.create({ type: FailureType.Discovery, message: `\`${input.testCommand}\` timed out in ${input.repo}` });
       // No results is not "nothing fails": the runner did not report (see run.problem).
       if (run.results.length === 0) {
-        throw ApplicationFailure.create({ type: 'DiscoveryError', nonRetryable: true, message: `\`${input.testCommand}\` reported no tests in ${input.repo} (${run.runner}): ${run.problem ?? 'no results'}` });
+        throw nonRetryableFailure(FailureType.Discovery, `\`${input.testCommand}\` reported no tests in ${input.repo} (${run.runner}): ${run.problem ?? 'no results'}`);
       }
       return failing;
     },

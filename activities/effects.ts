@@ -4,6 +4,7 @@ import { commitTree, moveRef, resolveCommit, treeOf } from './git/commit-tree';
 import { landingTree, LandingRefusedError } from './git/land';
 import { workerGit } from './git/worker-git';
 import { pauseForTest } from './test-pause';
+import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 const TRAILER = 'Loopwright-Effect';
 
@@ -33,9 +34,7 @@ export interface GitCommitEffectResult {
   checkout?: CheckoutOutcome;
 }
 
-function effectFailure(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'EffectError', nonRetryable: true, message });
-}
+const effectFailure = (message: string): ApplicationFailure => nonRetryableFailure(FailureType.Effect, message);
 
 const trim = (out: string) => out.trim();
 

@@ -1,19 +1,20 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { harnessState, publishHarness, type CurrentHarness } from '../client/harness';
-import { planRun } from '../client/plan-run';
-import { readPrices } from '../client/prices';
+import { harnessState, publishHarness } from '../harness/store';
+import type { CurrentHarness } from '../common/improve/types';
+import { planRun } from '../loops/plan-run';
+import { readPrices, type ModelPrice } from '../common/pricing';
 import { readConfig } from '../common/config';
 import { LoopwrightError } from '../common/errors';
 import { mineFailures, type MineResult } from '../common/improve/mining';
 import type { FailureGroup, Harness, RegressionTask } from '../common/improve/types';
 import type { LoopInput } from '../common/loop-input';
-import type { ModelPrice } from '../common/pricing';
 import type { RunRecord } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { getLoop } from '../loops';
 import type { ModelReply, ModelRequest } from './model';
 import { allOf, clause } from '../common/visibility-query';
+import { loopWorkflow } from '../workflows/loop-workflow';
 
 /** Runs read per mining (the newest first); older ones are left out and counted. */
 const MAX_RUNS = 500;
@@ -99,7 +100,7 @@ export async function mineRecentFailures(input: { loop: string; sinceMs: number;
   const client = Context.current().client;
   const since = new Date(input.sinceMs).toISOString();
   // The runs of this deployment (task queue) only: another deployment's runs have their own harness.
-  const query = allOf(clause('WorkflowType', 'loopWorkflow'), clause('LoopName', input.loop), clause('TaskQueue', Context.current().info.taskQueue), clause('ExecutionStatus', 'Completed'), clause('CloseTime', since, '>'));
+  const query = allOf(clause('WorkflowType', loopWorkflow.name), clause('LoopName', input.loop), clause('TaskQueue', Context.current().info.taskQueue), clause('ExecutionStatus', 'Completed'), clause('CloseTime', since, '>'));
   const records: RunRecord[] = [];
   let truncated = false;
   for await (const wf of client.workflow.list({ query })) {
@@ -107,7 +108,7 @@ export async function mineRecentFailures(input: { loop: string; sinceMs: number;
       truncated = true;
       break;
     }
-    records.push((await client.workflow.getHandle(wf.workflowId, wf.runId).result()) as RunRecord);
+    records.push(await client.workflow.getHandle<typeof loopWorkflow>(wf.workflowId, wf.runId).result());
     Context.current().heartbeat();
   }
   // Oldest first, so each group lists its runs in the order they failed.

@@ -18,7 +18,6 @@ import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 import { heartbeatAlive } from './model-heartbeat';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import path from 'node:path';
 import type { SessionSetup, TurnResult } from '../common/agent';
 import type { Autonomy } from '../common/loop-spec';
@@ -38,6 +37,8 @@ import type { Trust } from '../common/trust';
 import { loadTrust, trustPathsFromEnv, type LoadTrustInput, type TrustPaths } from './trust';
 import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
 import { allOf, clause } from '../common/visibility-query';
+import { loopWorkflow } from '../workflows/loop-workflow';
+import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 export interface ActivityDeps {
   anthropic: Anthropic;
@@ -104,7 +105,7 @@ export interface RunCheckInput {
 
 /** The one-line refusal of a worker without a working sandbox, as a non-retryable activity failure. */
 function sandboxFailure(err: unknown): unknown {
-  return err instanceof SandboxUnavailableError ? ApplicationFailure.create({ type: 'SandboxUnavailable', nonRetryable: true, message: err.message }) : err;
+  return err instanceof SandboxUnavailableError ? nonRetryableFailure(FailureType.SandboxUnavailable, err.message) : err;
 }
 
 /**
@@ -167,7 +168,7 @@ export function createActivities(deps: ActivityDeps) {
     async prepareSession(input: { workflowId: string; workspace: string; autonomy: Autonomy; isolate?: boolean; tools: string[]; runsCommands?: boolean }): Promise<SessionSetup> {
       const unknown = input.tools.filter((t) => !registry.get(t));
       if (unknown.length) {
-        throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `unknown tools ${unknown.join(', ')}: this worker has ${registry.names().join(', ')}` });
+        throw nonRetryableFailure(FailureType.Workspace, `unknown tools ${unknown.join(', ')}: this worker has ${registry.names().join(', ')}`);
       }
       const ran = input.runsCommands ? await requireSandbox() : undefined;
       const where = await prepareWorkspace(worktreesDir, input);
@@ -207,7 +208,7 @@ export function createActivities(deps: ActivityDeps) {
 
     /** How many of a loop's runs wait for a human now (verification debt), from the visibility store. */
     async countPendingReviews(input: { loop: string }): Promise<number> {
-      const query = allOf(clause('WorkflowType', 'loopWorkflow'), clause('ExecutionStatus', 'Running'), clause('LoopName', input.loop), clause('LoopState', 'awaiting_human'));
+      const query = allOf(clause('WorkflowType', loopWorkflow.name), clause('ExecutionStatus', 'Running'), clause('LoopName', input.loop), clause('LoopState', 'awaiting_human'));
       const { count } = await Context.current().client.workflow.count(query);
       return count;
     },
@@ -252,19 +253,19 @@ export function createActivities(deps: ActivityDeps) {
           return runSchemaCheck(input.check, input.candidate);
         case 'diff':
           if (!input.workspace || !input.baseRef) {
-            throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs a git workspace and the commit the run started from` });
+            throw nonRetryableFailure(FailureType.Workspace, `check ${input.check.name} needs a git workspace and the commit the run started from`);
           }
           return runDiffPolicyCheck({ check: input.check, root: input.workspace, baseRef: input.baseRef, isolated: input.isolated });
         case 'tests':
           if (!input.workspace || !input.baseRef) {
-            throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs a git workspace and the commit the run started from` });
+            throw nonRetryableFailure(FailureType.Workspace, `check ${input.check.name} needs a git workspace and the commit the run started from`);
           }
           return runTestsCheck({ workflowId: input.workflowId, attempt: input.attempt, check: input.check, root: input.workspace, baseRef: input.baseRef, commit: input.commit, env: input.env }, sandbox).catch((err: unknown) => {
             throw sandboxFailure(err);
           });
         case 'citations':
           if (!input.workspace) {
-            throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `check ${input.check.name} needs the run's workspace (the repository it cites)` });
+            throw nonRetryableFailure(FailureType.Workspace, `check ${input.check.name} needs the run's workspace (the repository it cites)`);
           }
           return runCitationsCheck({ check: input.check, candidate: input.candidate, workspace: input.workspace, env: input.env }, sandbox).catch((err: unknown) => {
             throw sandboxFailure(err);

@@ -2,6 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Usage } from '../common/usage';
 import { ModelStreamError } from './model-stream';
+import { FailureType } from '../common/failure-types';
 
 /** What a failed model call tells the workflow: the HTTP status, usage the provider reported, retry-after. */
 export interface ModelFailureDetails {
@@ -11,8 +12,8 @@ export interface ModelFailureDetails {
 }
 
 /** Failure types the model activity raises; the workflow matches on these, never on classes. */
-export const MODEL_RETRYABLE = 'ModelRetryableError';
-export const MODEL_NON_RETRYABLE = 'ModelRequestError';
+export const MODEL_RETRYABLE = FailureType.ModelRetryable;
+export const MODEL_NON_RETRYABLE = FailureType.ModelRequest;
 
 /** Who made the failed call, the usage its stream reported, and whether Temporal asked for the cancellation. */
 export interface ModelFailureContext {

@@ -1,4 +1,3 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { KeyRing } from '../crypto/keyring';
@@ -6,6 +5,7 @@ import { isWithin, reportFile, reportRing, SEALED_SUFFIX, tryReadReportFile, wri
 import { redact, redactionFromEnv } from '../common/redact';
 import { escapeBlock, escapeLine } from '../common/terminal';
 import { testKey } from '../common/test-key';
+import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 /** Input of `writeReport`. */
 export interface WriteReportInput {
@@ -45,7 +45,7 @@ export function reportDir(dir: string, workspace: string | undefined): string {
   const check = (existing: string) => {
     const real = realpathSync(existing);
     if (!isWithin(realpathSync(workspace!), real)) {
-      throw ApplicationFailure.create({ type: 'ReportError', nonRetryable: true, message: `report folder ${dir} leads out of the workspace ${workspace} (to ${real}) through a symlink: nothing was written` });
+      throw nonRetryableFailure(FailureType.Report, `report folder ${dir} leads out of the workspace ${workspace} (to ${real}) through a symlink: nothing was written`);
     }
   };
   if (inside) {

@@ -1,7 +1,7 @@
-import { Context } from '@temporalio/activity';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { activityCancellation } from './activity-context';
 
 /**
  * A hook for crash tests, inert in production: it does something only when the worker's
@@ -18,7 +18,7 @@ export async function pauseForTest(step: string, key: string): Promise<void> {
   const files = pauseFiles(dir, key);
   if (!existsSync(files.at) || readFileSync(files.at, 'utf8').trim() !== step) return;
   writeFileSync(files.held, `${key}\n${step}\n`);
-  const signal = activitySignal();
+  const signal = activityCancellation();
   await new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
 }
 
@@ -28,10 +28,3 @@ export function pauseFiles(dir: string, key: string): { at: string; held: string
   return { at: path.join(dir, `${id}.at`), held: path.join(dir, `${id}.held`) };
 }
 
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
-  }
-}

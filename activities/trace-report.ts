@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { buildTrace } from '../client/trace/build-trace';
-import { fetchHistories } from '../client/trace/fetch-histories';
-import { renderTraceMarkdown } from '../client/trace/render-markdown';
+import { buildTrace } from '../trace/build-trace';
+import { fetchHistories } from '../trace/fetch-histories';
+import { renderTraceMarkdown } from '../trace/render-markdown';
 import { redactionFromEnv } from '../common/redact';
 import type { RunRecord } from '../common/run-record';
 import { testKey } from '../common/test-key';

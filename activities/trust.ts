@@ -8,6 +8,7 @@ import { GRANT_NAMESPACE, parseAllowedSigners, verifySignature } from '../common
 import { atLeast, grantMessage, levelNeedingGrant, SignedGrantSchema, type AutonomyGrant, type Trust } from '../common/trust';
 import { BUILT_IN_LOOPS } from '../loops';
 import { loopwrightHome } from '../server/paths';
+import { FailureType } from '../common/failure-types';
 
 /**
  * Where a worker finds what it trusts (files its operator controls; the sandbox never mounts
@@ -61,9 +62,9 @@ function readAllowedSigners(p: TrustPaths): Trust['allowedSigners'] {
   const file = path.resolve(p.allowedSigners);
   if (!existsSync(file)) {
     if (!p.explicit) return null;
-    throw ApplicationFailure.nonRetryable(`LOOPWRIGHT_ALLOWED_SIGNERS names ${file}, which does not exist: create it (git's allowed_signers format) or set the variable empty for none`, 'TrustError');
+    throw ApplicationFailure.nonRetryable(`LOOPWRIGHT_ALLOWED_SIGNERS names ${file}, which does not exist: create it (git's allowed_signers format) or set the variable empty for none`, FailureType.Trust);
   }
-  if (statSync(file).size > MAX_ALLOWED_SIGNERS_BYTES) throw ApplicationFailure.nonRetryable(`the allowed signers file ${file} is over ${MAX_ALLOWED_SIGNERS_BYTES / 1024} KB: keep one line per person`, 'TrustError');
+  if (statSync(file).size > MAX_ALLOWED_SIGNERS_BYTES) throw ApplicationFailure.nonRetryable(`the allowed signers file ${file} is over ${MAX_ALLOWED_SIGNERS_BYTES / 1024} KB: keep one line per person`, FailureType.Trust);
   const text = readFileSync(file, 'utf8');
   return { path: file, sha256: createHash('sha256').update(text).digest('hex'), text, keys: parseAllowedSigners(text).entries.length };
 }

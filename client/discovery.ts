@@ -5,6 +5,7 @@ import { zodIssues } from '../common/format';
 import { getLoop } from '../loops';
 import type { LoopwrightClient } from './loopwright-client';
 import { newRunId } from './run-id';
+import { discoveryWorkflow } from '../workflows/discovery-workflow';
 
 /**
  * Starts `discoveryWorkflow` for `loop` (id `<loop>/discovery/<time>-<hex>`) and returns its id.
@@ -20,7 +21,7 @@ export async function startDiscovery(client: LoopwrightClient, loop: string, raw
   }
   const input = parsed.data as Omit<DiscoveryInput, 'loop'>;
   const workflowId = newRunId(`${loop}/discovery`);
-  await client.temporal.workflow.start('discoveryWorkflow', {
+  await client.temporal.workflow.start(discoveryWorkflow, {
     taskQueue: client.config.taskQueue,
     workflowId,
     args: [{ ...input, loop, repo: path.resolve(input.repo) } satisfies DiscoveryInput],
@@ -40,5 +41,5 @@ export function discoverySchemaOf(loop: string) {
 
 /** The result of a discovery run, once it has ended. */
 export async function discoveryResult(client: LoopwrightClient, workflowId: string): Promise<DiscoveryResult> {
-  return (await client.temporal.workflow.getHandle(workflowId).result()) as DiscoveryResult;
+  return client.temporal.workflow.getHandle<typeof discoveryWorkflow>(workflowId).result();
 }

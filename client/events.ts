@@ -1,8 +1,8 @@
 import { WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
-import { RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
+import { RunAlreadyExistsError, RunNotFoundError, RunStillRunningError, ServerUnavailableError, UsageError } from '../common/errors';
 import { LoopState } from '../common/search-attributes';
 import { escapeLine, terminalJson } from '../common/terminal';
-import { RunAlreadyExistsError, type LoopwrightClient } from './loopwright-client';
+import type { LoopwrightClient } from './loopwright-client';
 
 /** Letters, digits and `._:-/`, 1 to 200 characters: safe inside a workflow id and a URL. */
 const EVENT_KEY = /^[A-Za-z0-9._:/-]{1,200}$/;
@@ -27,16 +27,6 @@ export interface EventDelivery {
   duplicate: boolean;
   /** The run's state: its LoopState while running or once completed, else Temporal's status. */
   state: string;
-}
-
-/** An event with --force whose earlier run has not ended. Exit 2. */
-export class RunStillRunningError extends UsageError {
-  constructor(
-    readonly workflowId: string,
-    readonly state: string,
-  ) {
-    super(`run ${workflowId} is still running (state ${state}): cancel it first (\`loopwright cancel ${workflowId}\`) or wait for it to end, then deliver with --force`);
-  }
 }
 
 /** The key checked: a UsageError names what is wrong with it. */

@@ -3,13 +3,13 @@ import { parseDuration } from '../common/duration';
 import { UsageError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
 import { getLoop } from '../loops';
-import type { ImprovementRecord, ImproveInput } from '../workflows/improve-workflow';
+import { improveWorkflow, type ImprovementRecord, type ImproveInput } from '../workflows/improve-workflow';
 import { improveStateQuery } from '../workflows/messages';
-import { addRegression } from './harness';
+import { addRegression } from '../harness/store';
 import type { LoopwrightClient } from './loopwright-client';
-import { pinPrices } from './prices';
+import { pinPrices } from '../common/pricing';
 import { newRunId } from './run-id';
-import { decode } from './trace/history';
+import { decode } from '../trace/history';
 import { decodeHistory } from '../crypto/decode-history';
 
 /** Options of `loopwright improve` (strings as the CLI gives them). */
@@ -55,7 +55,7 @@ export function improveInput(client: LoopwrightClient, loop: string, opts: Impro
 /** Starts an improvement run of `loop`; returns its id (`improve/<loop>/<time>-<hex>`). */
 export async function startImprovement(client: LoopwrightClient, input: ImproveInput): Promise<string> {
   const workflowId = `improve/${newRunId(input.loop)}`;
-  await client.temporal.workflow.start('improveWorkflow', {
+  await client.temporal.workflow.start(improveWorkflow, {
     taskQueue: client.config.taskQueue, workflowId, args: [input], staticSummary: `improve ${input.loop}: mine failures, propose, evaluate, review`,
   });
   return workflowId;
@@ -69,17 +69,22 @@ export async function scheduleImprovement(client: LoopwrightClient, input: Impro
   await client.temporal.schedule.create({
     scheduleId,
     spec: { intervals: [{ every: ms }] },
-    action: { type: 'startWorkflow', workflowType: 'improveWorkflow', args: [{ ...input, by: `schedule ${scheduleId}` }], taskQueue: client.config.taskQueue, workflowId: `improve/${input.loop}/scheduled` },
+    action: { type: 'startWorkflow', workflowType: improveWorkflow, args: [{ ...input, by: `schedule ${scheduleId}` }], taskQueue: client.config.taskQueue, workflowId: `improve/${input.loop}/scheduled` },
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
   });
   return scheduleId;
 }
 
+/** Whether `workflowId` is an improvement run (an unknown id is a RunNotFoundError). */
+export async function isImprovement(client: LoopwrightClient, workflowId: string): Promise<boolean> {
+  return (await client.workflowType(workflowId)) === improveWorkflow.name;
+}
+
 /** The improvement's record: live while it runs, its result once it ended. */
 export async function improvementStatus(client: LoopwrightClient, workflowId: string): Promise<ImprovementRecord> {
-  const handle = client.temporal.workflow.getHandle(workflowId);
+  const handle = client.temporal.workflow.getHandle<typeof improveWorkflow>(workflowId);
   const { status } = await handle.describe();
-  return status.name === 'RUNNING' ? handle.query(improveStateQuery) : ((await handle.result()) as ImprovementRecord);
+  return status.name === 'RUNNING' ? handle.query(improveStateQuery) : handle.result();
 }
 
 /** Waits until the improvement ends or waits for a review. */

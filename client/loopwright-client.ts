@@ -9,14 +9,14 @@ import { DECISION_NAMESPACE } from '../common/sshsig';
 import { signingKeyPath, signMessage } from './signing';
 import { levelNeedingGrant } from '../common/trust';
 import { BUILT_IN_LOOPS } from '../loops';
-import { DecisionRefusedError, LoopwrightError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
+import { DecisionRefusedError, LoopwrightError, NotGrantedError, NoWorkerError, RunAlreadyExistsError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
 import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
 import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { decisionUpdate, stateQuery } from '../workflows/messages';
-import { planRun } from './plan-run';
-import { readPrices } from './prices';
-import type { ModelPrice } from '../common/pricing';
+import { loopWorkflow } from '../workflows/loop-workflow';
+import { planRun } from '../loops/plan-run';
+import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
@@ -25,7 +25,8 @@ import { serviceError } from './service-errors';
 import { checkInputValue } from './prechecks';
 import { allOf, clause } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
-import { currentHarness, type CurrentHarness } from './harness';
+import { currentHarness } from '../harness/store';
+import type { CurrentHarness } from '../common/improve/types';
 import type { RunSummary } from './types';
 
 export interface ClientOptions {
@@ -97,7 +98,7 @@ export class LoopwrightClient {
     const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey, await this.call(() => currentHarness(this.temporal, this.config.taskQueue, loop)));
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
-      const handle = await this.temporal.workflow.start('loopWorkflow', {
+      const handle = await this.temporal.workflow.start(loopWorkflow, {
         taskQueue: this.config.taskQueue,
         workflowId,
         args: [plan],
@@ -156,7 +157,7 @@ export class LoopwrightClient {
   async status(workflowId: string): Promise<RunRecord> {
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
-    if (description.status.name === 'COMPLETED') return (await handle.result()) as RunRecord;
+    if (description.status.name === 'COMPLETED') return handle.result();
     try {
       return await this.connection.withDeadline(Date.now() + 10_000, () => handle.query(stateQuery));
     } catch (err) {
@@ -271,7 +272,7 @@ export class LoopwrightClient {
       throw new UsageError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`);
     }
     const query = allOf(
-      clause('WorkflowType', 'loopWorkflow'),
+      clause('WorkflowType', loopWorkflow.name),
       filter.state !== undefined && clause('LoopState', filter.state),
       filter.loop !== undefined && clause('LoopName', filter.loop),
       filter.needsAudit === true && clause('LoopAudit', 'needed'),
@@ -305,15 +306,15 @@ export class LoopwrightClient {
     const description = await this.describe(handle);
     if (description.status.name !== 'RUNNING') throw new UsageError(`run ${escapeLine(workflowId)} has already ended (${endedState(description)})`);
     await handle.cancel();
-    return (await handle.result()) as RunRecord;
+    return handle.result();
   }
 
   async close(): Promise<void> {
     await this.connection.close();
   }
 
-  private handle(workflowId: string): WorkflowHandle {
-    return this.temporal.workflow.getHandle(workflowId);
+  private handle(workflowId: string): WorkflowHandle<typeof loopWorkflow> {
+    return this.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId);
   }
 
   private async describe(handle: WorkflowHandle) {
@@ -340,31 +341,10 @@ export class LoopwrightClient {
   }
 }
 
-/** A running run whose state query no worker answered (none is running, or all are busy or restarting). */
-export class NoWorkerError extends LoopwrightError {
-  constructor(workflowId: string, status: string, detail: string) {
-    super(`run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`);
-  }
-}
-
-/** A run refused at start: it asked for autonomy its loop is not granted on the worker. Exit 2. */
-export class NotGrantedError extends UsageError {
-  constructor(readonly workflowId: string, reason: string) {
-    super(`run ${workflowId} was refused: ${reason}`);
-  }
-}
-
 /** True when a run's autonomy needs an operator's grant (as the loop's definition on this side says). */
 function needsGrant(plan: LoopInput): boolean {
   const commits = (plan.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit');
   return levelNeedingGrant(plan.spec.autonomy, commits, BUILT_IN_LOOPS.get(plan.loop)?.ungrantedAutonomy ?? 'L2') !== null;
-}
-
-/** An id that a run already has (running, or closed and not reusable). Exit 2. */
-export class RunAlreadyExistsError extends UsageError {
-  constructor(readonly workflowId: string) {
-    super(`a run with id ${workflowId} already exists: choose another --id`);
-  }
 }
 
 /**

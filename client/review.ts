@@ -6,7 +6,7 @@ import type { AttemptRecord, Escalation, RunRecord, RunState, SandboxName, StopR
 import type { TestEvidence, TestOutcome } from '../common/test-results';
 import type { Usage } from '../common/usage';
 import { escapeBlock, escapeLine, terminalJson } from '../common/terminal';
-import { money, oneLine } from './trace/render-trace';
+import { money, oneLine } from '../trace/render-trace';
 
 /**
  * What a person needs to approve or review one attempt of a run: the run's state and why it

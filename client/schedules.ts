@@ -4,6 +4,7 @@ import { ServerUnavailableError, UsageError } from '../common/errors';
 import { escapeLine, requireOneLine } from '../common/terminal';
 import { isUnavailable, runState } from './events';
 import { runPresentation, type LoopwrightClient } from './loopwright-client';
+import { loopWorkflow } from '../workflows/loop-workflow';
 
 /** Overlap policies as the CLI spells them, and Temporal's names. */
 export const OVERLAP_POLICIES = { skip: 'SKIP', 'buffer-one': 'BUFFER_ONE', 'allow-all': 'ALLOW_ALL' } as const satisfies Record<string, ScheduleOverlapPolicy>;
@@ -79,7 +80,7 @@ export async function createSchedule(client: LoopwrightClient, request: CreateSc
     await client.temporal.schedule.create({
       scheduleId,
       spec,
-      action: { type: 'startWorkflow', workflowType: 'loopWorkflow', args: [plan], taskQueue: client.config.taskQueue, workflowId: `${plan.loop}/scheduled`, ...runPresentation(plan, client.redaction) },
+      action: { type: 'startWorkflow', workflowType: loopWorkflow, args: [plan], taskQueue: client.config.taskQueue, workflowId: `${plan.loop}/scheduled`, ...runPresentation(plan, client.redaction) },
       policies: { overlap: OVERLAP_POLICIES[overlapName], catchupWindow: '1m' },
       memo: { loopwright: { loop: plan.loop, ...memo } satisfies ScheduleMemo },
     });
@@ -97,7 +98,7 @@ export async function listSchedules(client: LoopwrightClient): Promise<ScheduleV
   const rows: ScheduleView[] = [];
   try {
     for await (const s of client.temporal.schedule.list()) {
-      if (s.action?.workflowType !== 'loopWorkflow') continue;
+      if (s.action?.workflowType !== loopWorkflow.name) continue;
       const memo = readMemo(s.memo);
       rows.push({
         scheduleId: s.scheduleId,

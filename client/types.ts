@@ -1,13 +1,4 @@
-import type { Models } from '../common/loop-spec';
-import type { ModelPrice } from '../common/pricing';
 import type { RunState } from '../common/run-record';
-
-/** Settings a client applies to the runs it starts. */
-export interface LoopConfig {
-  models: Models;
-  /** Price table; the run pins the prices of its models. */
-  prices: Record<string, ModelPrice>;
-}
 
 /** One row of `list`. */
 export interface RunSummary {

@@ -1,4 +1,4 @@
-import type { Decision } from './decision-schema';
+import type { Decision, DecisionInput, DecisionKind } from './decision-schema';
 import { canonicalJson } from './sshsig';
 
 // What a decision is: its schema (common/decision-schema.ts, for senders: the client, the CLI)
@@ -12,7 +12,7 @@ export const MAX_DECISION_BYTES = 16_384;
 /** The longest note, reason or guidance a decision may carry. */
 export const MAX_TEXT = 4000;
 
-export type { Decision, DecisionInput, DecisionKind } from './decision-schema';
+export type { Decision, DecisionInput, DecisionKind };
 
 /**
  * What a signature covers: the decision (defaults applied, without its signature) and the run's

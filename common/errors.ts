@@ -43,6 +43,37 @@ export class DecisionRefusedError extends UsageError {
   }
 }
 
+/** An id that a run already has (running, or closed and not reusable). Exit 2. */
+export class RunAlreadyExistsError extends UsageError {
+  constructor(readonly workflowId: string) {
+    super(`a run with id ${workflowId} already exists: choose another --id`);
+  }
+}
+
+/** An event with --force whose earlier run has not ended. Exit 2. */
+export class RunStillRunningError extends UsageError {
+  constructor(
+    readonly workflowId: string,
+    readonly state: string,
+  ) {
+    super(`run ${workflowId} is still running (state ${state}): cancel it first (\`loopwright cancel ${workflowId}\`) or wait for it to end, then deliver with --force`);
+  }
+}
+
+/** A run refused at start: it asked for autonomy its loop is not granted on the worker. Exit 2. */
+export class NotGrantedError extends UsageError {
+  constructor(readonly workflowId: string, reason: string) {
+    super(`run ${workflowId} was refused: ${reason}`);
+  }
+}
+
+/** A running run whose state query no worker answered (none is running, or all are busy or restarting). */
+export class NoWorkerError extends LoopwrightError {
+  constructor(workflowId: string, status: string, detail: string) {
+    super(`run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`);
+  }
+}
+
 /** Configuration (environment or files) that cannot work. Exit 2. */
 export class ConfigError extends UsageError {}
 

@@ -227,12 +227,13 @@ export const SandboxSpecSchema = z.object({
 export type SandboxSpec = z.infer<typeof SandboxSpecSchema>;
 
 /** Who decides when the loop gives up, and how long the run waits for them. */
-export const EscalationSchema = z.object({
+export const EscalationPolicySchema = z.object({
   approvers: z.array(z.string()).default([]),
   /** How long a run waits for a human decision; with none by then it ends `budget_exhausted`. */
   timeout: DurationSchema.default('24h'),
 });
-export type Escalation = z.infer<typeof EscalationSchema>;
+/** A loop's escalation policy (not a run's escalation: that is `Escalation` in run-record.ts). */
+export type EscalationPolicy = z.infer<typeof EscalationPolicySchema>;
 
 /**
  * A loop declared as data. A run pins a snapshot of it at start (see `LoopInput`): the budgets,
@@ -269,7 +270,7 @@ export const LoopSpecSchema = z.object({
     .min(1)
     .refine((checks) => new Set(checks.map((c) => c.name)).size === checks.length, { message: 'check names must be unique' }),
   budget: BudgetSchema,
-  escalation: EscalationSchema,
+  escalation: EscalationPolicySchema,
   autonomy: AutonomySchema.default('L1'),
   /**
    * What a verified run does with its result. L1 never applies effects (it reports); L2 waits

@@ -1,7 +1,7 @@
 import type { ToolCallRecord } from './agent';
 import type { AppliedDecision, DecisionRecord } from './decision';
 import type { TrustRecord } from './trust';
-import type { Autonomy } from './loop-spec';
+import type { Autonomy, Check } from './loop-spec';
 import type { TestEvidence } from './test-results';
 import type { Usage } from './usage';
 
@@ -54,7 +54,8 @@ export type StopReason =
   | 'canceled'
   | 'error';
 
-export type CheckKind = 'judge' | 'command' | 'schema' | 'human' | 'diff' | 'citations' | 'tests' | 'output';
+/** The kind of a verdict: a check's kind from the loop spec, or `output` (the worker's output itself failed). */
+export type CheckKind = Check['kind'] | 'output';
 
 /**
  * What ran a command the agent wrote or chose: `bwrap` (the bubblewrap sandbox) or `none`

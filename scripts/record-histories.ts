@@ -15,7 +15,7 @@ import { trustPathsFromEnv } from '../activities/trust';
 import { generateSigningKey } from '../client/signing';
 import { DECISION_NAMESPACE } from '../common/sshsig';
 import { createAnthropic } from '../activities/model';
-import { harnessStoreId } from '../client/harness';
+import { harnessStoreId } from '../harness/store';
 import { improveInput, regressionFromRun, waitImprovement } from '../client/improve';
 import { LoopwrightClient } from '../client/loopwright-client';
 import { getLoop } from '../loops';
@@ -30,6 +30,7 @@ import { WORKER_TUNING } from '../workers/create-worker';
 import { workflowSource } from '../workers/workflow-bundle';
 import { workerDataConverter } from '../crypto/codec';
 import { redactionFromEnv } from '../common/redact';
+import { improveWorkflow } from '../workflows/improve-workflow';
 
 const verdict = (passed: boolean, item = 'mentions a crash') => ({
   content: [{ type: 'tool_use', name: 'submit_verdict', input: { passed, reason: passed ? 'ok' : `misses: ${item}`, failed_items: passed ? [] : [item], required_correction: passed ? '' : `Fix: ${item}.` } }],
@@ -140,7 +141,7 @@ const RECORDERS: Record<string, Recorder> = {
     }
     for (const runId of sources.slice(0, 2)) await regressionFromRun(client, { loop: 'evaluate-optimize', runId, expect: 'pass', by: 'ada' });
     const improve = improveInput(client, 'evaluate-optimize', { since: '1h', minOccurrences: '3', repeats: '2' }, {});
-    await client.temporal.workflow.start('improveWorkflow', { taskQueue: client.config.taskQueue, workflowId: 'replay-improve', args: [improve] });
+    await client.temporal.workflow.start(improveWorkflow, { taskQueue: client.config.taskQueue, workflowId: 'replay-improve', args: [improve] });
     await waitImprovement(client, 'replay-improve');
     await client.decide('replay-improve', { kind: 'approve', by: 'ada', note: 'better' });
     await client.temporal.workflow.getHandle('replay-improve').result();

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { readConfig } from '../common/config';
 import { UsageError } from '../common/errors';
 import { keyRingFromEnv } from '../crypto/keyring';
-import { startCodecServer, type CodecServer } from '../server/codec-server';
+import { startCodecServer, type CodecServer } from '../crypto/codec-server';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { isPortFree } from '../server/free-port';
 import { loopwrightHome } from '../server/paths';

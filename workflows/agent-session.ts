@@ -4,10 +4,12 @@ import { parseDuration } from '../common/duration';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt } from '../common/prompts';
 import { modelTimeouts } from '../common/loop-rules';
-import { acts, modelCallOptions, TOOL_CALL } from './activities';
+import { acts, modelCallOptions, TOOL_CALL } from './activity-proxies';
 import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
 import { callWithinBudget } from './model-call';
 import type { SessionCheckpoint } from './resume';
+import { agentTurnSummary, toolCallSummary } from '../common/activity-summary';
+import { outputVerdict } from './record-keeping';
 
 /** Rough size of the tool definitions in the prompt, per tool (for the input estimate). */
 const TOOL_DEF_CHARS = 600;
@@ -58,7 +60,7 @@ export async function runAgentSession(
       requestedMaxTokens: agent.maxTokens,
       price,
       invoke: (maxTokens, tryNo) =>
-        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: `claude: turn ${turn} (attempt ${n})${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: agentTurnSummary(turn, n, tryNo) }, [
           {
             workflowId, attempt: n, turn, model, price, systemPrompt: agent.systemPrompt, toolNames: offered, maxTokens,
             contextBudgetChars: agent.contextBudgetChars, head, userText: turn === 1 ? userText : undefined, toolResults: pending,
@@ -77,12 +79,10 @@ export async function runAgentSession(
     pending = await runCalls(answer.toolCalls, turn);
   }
   progress.candidate = '';
-  progress.verdicts.push({
-    check: 'output', kind: 'output', passed: false,
-    reason: `step cap: the agent used all ${agent.maxTurns} turns without a final answer`,
-    failedItems: ['output'], requiredCorrection: `finish with a final answer (no tool call) within ${agent.maxTurns} turns`,
-    usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
-  });
+  progress.verdicts.push(outputVerdict(
+    `step cap: the agent used all ${agent.maxTurns} turns without a final answer`,
+    `finish with a final answer (no tool call) within ${agent.maxTurns} turns`,
+  ));
   return { kind: 'checked' };
 
   async function runCalls(calls: ToolCallRef[], turn: number): Promise<ToolResultRef[]> {
@@ -94,7 +94,7 @@ export async function runAgentSession(
         records[i] = { turn, name: call.name, summary: call.summary, allowed: false, reason: denied, isError: true };
         return { toolUseId: call.id, isError: true, text: `denied: ${denied}` };
       }
-      const done = await acts.runTool.executeWithOptions({ ...TOOL_CALL, summary: forDisplay(`tool ${call.name} ${call.summary}`.trim(), { names: input.redact ?? [] }) }, [
+      const done = await acts.runTool.executeWithOptions({ ...TOOL_CALL, summary: forDisplay(toolCallSummary(call.name, call.summary), { names: input.redact ?? [] }) }, [
         {
           workflowId, attempt: n, turn, assistantHead: head!, toolUseId: call.id, name: call.name, root: setup.root, autonomy: input.spec.autonomy,
           available, allowedCommands: agent.commandAllowList, commandTimeoutMs: parseDuration(agent.commandTimeout) ?? 120_000, outputCapChars: agent.toolOutputCapChars,

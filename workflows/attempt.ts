@@ -9,9 +9,11 @@ import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { StopReason, Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { modelTimeouts } from '../common/loop-rules';
-import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activities';
+import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activity-proxies';
 import type { BudgetLimits, BudgetUse } from './budget';
 import { callWithinBudget } from './model-call';
+import { checkSummary, judgeCallSummary, workerCallSummary } from '../common/activity-summary';
+import { outputVerdict } from './record-keeping';
 
 /** What an attempt needs from its run. */
 export interface AttemptContext {
@@ -92,7 +94,7 @@ async function attemptSteps(ctx: AttemptContext, n: number, progress: AttemptPro
     requestedMaxTokens: input.spec.agent.maxTokens,
     price: priceOf(workerModel, input.prices),
     invoke: (maxTokens, tryNo) =>
-      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `claude (worker): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: workerCallSummary(n, tryNo) }, [
         { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
       ]),
   });
@@ -116,7 +118,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
     if (check.kind === 'human') continue;
     if (check.kind !== 'judge') {
       progress.verdicts.push(
-        await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: `check ${check.name} (${check.kind}): attempt ${n}` }, [
+        await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: checkSummary(check.name, check.kind, n) }, [
           {
             workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace, baseRef: ctx.session?.base,
             ...(ctx.session?.branch ? { commit: progress.commit ?? null, isolated: true } : {}),
@@ -138,7 +140,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),
       invoke: (maxTokens, tryNo) =>
-        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `check ${check.name} (judge): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: judgeCallSummary(check.name, n, tryNo) }, [
           {
             workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens, timeouts: modelTimeouts(input.spec.models),
             ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),
@@ -149,10 +151,6 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
     progress.verdicts.push(pinnedRubric(judged.value, input.rubricHashes[check.name]));
   }
   return { kind: 'checked' };
-}
-
-function outputVerdict(reason: string, correction: string): Verdict {
-  return { check: 'output', kind: 'output', passed: false, reason, failedItems: ['output'], requiredCorrection: correction, usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 } };
 }
 
 /** A verdict given against another rubric than the one pinned at start does not count as a pass. */

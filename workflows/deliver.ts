@@ -1,12 +1,13 @@
-import { ActivityFailure, isCancellation } from '@temporalio/workflow';
+import { isCancellation } from '@temporalio/workflow';
 import type { SessionSetup } from '../common/agent';
 import type { Decision } from '../common/decision';
 import type { LoopInput } from '../common/loop-input';
 import type { EffectSpec } from '../common/loop-spec';
 import { forDisplay, type Redaction } from '../common/redact';
 import type { Escalation, RunRecord, RunState, StopReason } from '../common/run-record';
-import { acts, TOOL_CALL } from './activities';
+import { acts, TOOL_CALL } from './activity-proxies';
 import type { BudgetLimits } from './budget';
+import { activityErrorMessage } from './record-keeping';
 
 /** What delivering a verified candidate needs of its run (see loop-workflow.ts). */
 export interface DeliveryContext {
@@ -90,7 +91,7 @@ function sideEffectsSpent(ctx: DeliveryContext): boolean {
 function effectFailed(ctx: DeliveryContext, err: unknown, candidate: string): RunRecord {
   const { record, finish } = ctx;
   if (isCancellation(err)) throw err;
-  record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+  record.error = activityErrorMessage(err);
   return finish('blocked', 'effect_error', candidate);
 }
 

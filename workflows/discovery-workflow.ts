@@ -3,12 +3,13 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ActivityFailure, ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../common/discovery';
-import { CHECK_CALL, TOOL_CALL } from './activities';
+import { CHECK_CALL, TOOL_CALL } from './activity-proxies';
 import { loopWorkflow } from './loop-workflow';
 import { discoveryStateQuery } from './messages';
+import { FailureType } from '../common/failure-types';
 
-const { listFailingTests } = proxyActivities<Activities>({ ...CHECK_CALL, retry: { ...CHECK_CALL.retry, nonRetryableErrorTypes: ['DiscoveryError'] } });
-const { planTriageRun, describeRun, countPendingReviews } = proxyActivities<Activities>({ ...TOOL_CALL, retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: ['InputError', 'UsageError'] } });
+const { listFailingTests } = proxyActivities<Activities>({ ...CHECK_CALL, retry: { ...CHECK_CALL.retry, nonRetryableErrorTypes: [FailureType.Discovery] } });
+const { planTriageRun, describeRun, countPendingReviews } = proxyActivities<Activities>({ ...TOOL_CALL, retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: [FailureType.Input, FailureType.Usage] } });
 
 /** Child starts in flight at once, unless the input says otherwise. */
 export const DEFAULT_FAN_OUT = 4;

@@ -1,4 +1,4 @@
-import { ActivityFailure, allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../common/decision';
 import { trustRecord, type Trust } from '../common/trust-record';
 import { parseDuration } from '../common/duration';
@@ -9,20 +9,21 @@ import type { Escalation, RunRecord, RunState, StopReason, Verdict } from '../co
 import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
 import { ActiveClock } from './active-clock';
-import { acts, TOOL_CALL } from './activities';
+import { acts, TOOL_CALL } from './activity-proxies';
 import { runAttempt, type AttemptProgress } from './attempt';
 import type { SessionSetup } from '../common/agent';
 import { attemptStop, describeStop, extendLimits, type BudgetUse } from './budget';
 import { handleDecisions, refusalReason } from './decisions';
 import { runDetails } from './details';
 import { stateQuery } from './messages';
-import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './run-record';
+import { activityErrorMessage, chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './record-keeping';
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
 import { inAuditSample } from './audit';
 import { deliver, type DeliveryContext } from './deliver';
 import { runMetrics } from './metrics';
 import { forDisplay, redact } from '../common/redact';
+import { auditWaitSummary, HUMAN_WAIT_MAX_CHARS, humanWaitSummary } from '../common/activity-summary';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -53,7 +54,7 @@ async function writeTrace(record: RunRecord, dir: string | undefined, workspace:
     );
     record.traceReport = { path: written.path, error: null };
   } catch (err) {
-    record.traceReport = { path: null, error: err instanceof ActivityFailure && err.cause ? err.cause.message : String(err) };
+    record.traceReport = { path: null, error: activityErrorMessage(err) };
   }
 }
 
@@ -141,7 +142,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       clock.resume(now);
       return undefined;
     }
-    const decided = await condition(() => pending !== undefined, escalationMs, { summary: forDisplay(`wait for a human: ${reason}`, secrets).slice(0, 200) });
+    const decided = await condition(() => pending !== undefined, escalationMs, { summary: forDisplay(humanWaitSummary(reason), secrets).slice(0, HUMAN_WAIT_MAX_CHARS) });
     if (!decided) record.escalation.timedOut = true;
     const decision = pending;
     pending = undefined;
@@ -262,7 +263,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       return trust;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      record.error = activityErrorMessage(err);
       return undefined;
     }
   }
@@ -285,7 +286,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       return setup;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      record.error = activityErrorMessage(err);
       return null;
     }
   }
@@ -300,7 +301,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       return true;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      record.error = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+      record.error = activityErrorMessage(err);
       return false;
     }
   }
@@ -317,7 +318,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     if (!done.audit?.needed) return done;
     upsertSearchAttributes([{ key: LoopAudit, value: 'needed' }]);
     setCurrentDetails(forDisplay(`${runDetails(done)}\n\nwaiting for an audit: ${done.audit.reason}`, secrets));
-    const reviewed = await condition(() => done.audit?.reviewedBy !== undefined, '30d', { summary: 'wait for an audit' });
+    const reviewed = await condition(() => done.audit?.reviewedBy !== undefined, '30d', { summary: auditWaitSummary() });
     upsertSearchAttributes([{ key: LoopAudit, value: reviewed ? 'reviewed' : 'expired' }]);
     return done;
   }

@@ -6,12 +6,11 @@ import { commitTree, messageOf, moveRef, resolveCommit, treeOf } from '../git/co
 import { LOOPWRIGHT_IDENTITY } from '../git/git-env';
 import { snapshotWorkingTree } from '../git/snapshot';
 import { workerGit } from '../git/worker-git';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 
 const trim = (out: string) => out.trim();
 
-function setupError(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message });
-}
+const setupError = (message: string): ApplicationFailure => nonRetryableFailure(FailureType.Workspace, message);
 
 /** The branch an L2 run works on. */
 export function runBranch(workflowId: string): string {

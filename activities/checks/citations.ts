@@ -1,4 +1,3 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseDuration } from '../../common/duration';
@@ -10,6 +9,7 @@ import { ZERO_USAGE } from '../../common/usage';
 import { runTestCommand } from '../discovery/run-tests';
 import type { Sandbox } from '../sandbox/sandbox';
 import { matchTests } from '../tests/test-names';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 
 /** A `path:line` (or `path:line-line`) citation: the path has a file extension, e.g. `src/math.js:3`. */
 const CITATION = /(?<![\w./@-])((?:[\w@-][\w.@-]*\/)*[\w@-][\w.@-]*\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?/g;
@@ -75,7 +75,7 @@ export async function runCitationsCheck(input: { check: CitationsCheck; candidat
   if (check.testCommand) {
     const { failing, run } = await runTestCommand({ cwd: workspace, testCommand: check.testCommand, timeoutMs: parseDuration(check.timeout) ?? 600_000, env: input.env }, sandbox).catch((err: unknown) => {
       // The runner cannot be told from the command: the loop's configuration, not the diagnosis, is wrong.
-      if (err instanceof ConfigError) throw ApplicationFailure.create({ type: 'ConfigError', nonRetryable: true, message: `check ${check.name}: ${err.message}` });
+      if (err instanceof ConfigError) throw nonRetryableFailure(FailureType.Config, `check ${check.name}: ${err.message}`);
       throw err;
     });
     ranIn = run.sandbox;

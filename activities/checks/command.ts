@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDuration } from '../../common/duration';
@@ -7,6 +6,7 @@ import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { defaultSandbox, type Sandbox } from '../sandbox/sandbox';
 import { runScratchDir } from './workspace';
+import { currentActivityContext } from '../activity-context';
 
 /** How much of a command's output a verdict keeps as evidence (its tail). */
 export const EVIDENCE_CHARS = 4000;
@@ -43,7 +43,7 @@ export async function runCommandCheck(input: CommandCheckInput, sandbox: Sandbox
     file = { host: candidateFile, variable: 'LOOPWRIGHT_CANDIDATE_FILE' };
   }
   const timeoutMs = parseDuration(input.check.timeout) ?? 300_000;
-  const ctx = activityContext();
+  const ctx = currentActivityContext();
   const result = await sandbox.run(['sh', '-c', input.check.command], {
     workspace: input.workspace,
     env: input.env,
@@ -73,10 +73,3 @@ export async function runCommandCheck(input: CommandCheckInput, sandbox: Sandbox
   };
 }
 
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}

@@ -1,10 +1,10 @@
-import { ApplicationFailure } from '@temporalio/common';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { EVIDENCE_CHARS } from './command';
 import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from './diff-policy/git';
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 
 export { DEFAULT_TEST_PATTERN } from './diff-policy/paths';
 
@@ -141,11 +141,7 @@ function infraMatcher(check: DiffPolicyCheck): (file: string) => boolean {
   try {
     return testInfraMatcher(check.testPattern);
   } catch (err) {
-    throw ApplicationFailure.create({
-      type: 'ConfigError',
-      nonRetryable: true,
-      message: `check ${check.name} has an invalid testPattern ${JSON.stringify(check.testPattern)}: ${(err as Error).message}; fix the loop spec`,
-    });
+    throw nonRetryableFailure(FailureType.Config, `check ${check.name} has an invalid testPattern ${JSON.stringify(check.testPattern)}: ${(err as Error).message}; fix the loop spec`);
   }
 }
 

@@ -1,4 +1,3 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
 import { CODE_REVIEW_SYSTEM_PROMPT, renderChangeCandidate, type ChangeDiff } from '../../common/code-review';
 import type { JudgeCheck, ModelTimeouts } from '../../common/loop-spec';
@@ -20,7 +19,8 @@ import { resolveCommit } from '../git/commit-tree';
 import { snapshotWorkingTree } from '../git/snapshot';
 import { GitError, workerGit } from '../git/worker-git';
 import type { ModelReply, ModelRequest } from '../model';
-import { hashRubric } from './rubric-hash';
+import { hashRubric } from '../../loops/rubric-hash';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 
 /** The change a judge reviews: where it is and what to compare. */
 export interface JudgeChange {
@@ -70,9 +70,6 @@ const STAT_LIMIT_BYTES = 8 * 1024 * 1024;
 const DIFF_ARGS = ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--text', '--ignore-submodules=dirty', '--no-relative', '-O/dev/null', '--src-prefix=a/', '--dst-prefix=b/', '-M'];
 const CODE_TRIES = 8;
 
-function judgeFailure(type: 'WorkspaceError' | 'JudgeError', message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type, nonRetryable: true, message });
-}
 
 const tooLarge = (err: unknown) => err instanceof GitError && err.exitCode === null && /output passed/.test(err.reason);
 
@@ -81,15 +78,15 @@ export async function readChange(change: JudgeChange): Promise<ChangeDiff> {
   const { root } = change;
   const resolve = (rev: string) => (rev.startsWith('-') ? Promise.resolve(undefined) : resolveCommit(root, rev));
   const base = await resolve(change.base);
-  if (!base) throw judgeFailure('WorkspaceError', `judge: base ${change.base} is not a commit in the repository at ${root}: give the commit the run started from`);
+  if (!base) throw nonRetryableFailure(FailureType.Workspace, `judge: base ${change.base} is not a commit in the repository at ${root}: give the commit the run started from`);
   let target: string;
   if (change.commit !== null) {
     const commit = await resolve(change.commit);
-    if (!commit) throw judgeFailure('WorkspaceError', `judge: the attempt's commit ${change.commit} is not a commit in the repository at ${root}`);
+    if (!commit) throw nonRetryableFailure(FailureType.Workspace, `judge: the attempt's commit ${change.commit} is not a commit in the repository at ${root}`);
     target = commit;
   } else {
     target = await snapshotWorkingTree(root).catch((err: Error) => {
-      throw judgeFailure('WorkspaceError', `judge: cannot read the working state of ${root}: ${err.message}`);
+      throw nonRetryableFailure(FailureType.Workspace, `judge: cannot read the working state of ${root}: ${err.message}`);
     });
   }
   const range = [base, target, '--'];
@@ -112,7 +109,7 @@ export function drawBoundaryCode(texts: readonly string[], draw: () => string = 
     const code = draw();
     if (new RegExp(`^[0-9a-f]{${BOUNDARY_CODE_LENGTH}}$`).test(code) && codeIsFree(code, texts)) return code;
   }
-  throw judgeFailure('JudgeError', `judge: no boundary code absent from the prompt in ${CODE_TRIES} draws`);
+  throw nonRetryableFailure(FailureType.Judge, `judge: no boundary code absent from the prompt in ${CODE_TRIES} draws`);
 }
 
 /** The judge's system prompt and message for one call, with a boundary code of its own. */
@@ -129,7 +126,7 @@ export async function buildJudgeRequest(input: JudgeInput, opts: JudgeOptions = 
   for (const { begin, end } of blocks) {
     const at = prompt.split('\n');
     if (countLines(prompt, begin) !== 1 || countLines(prompt, end) !== 1 || at.indexOf(begin) > at.indexOf(end)) {
-      throw judgeFailure('JudgeError', `judge: the prompt does not hold exactly one ${begin} line before one ${end} line`);
+      throw nonRetryableFailure(FailureType.Judge, `judge: the prompt does not hold exactly one ${begin} line before one ${end} line`);
     }
   }
   return { system: input.change ? CODE_REVIEW_SYSTEM_PROMPT : JUDGE_SYSTEM_PROMPT, prompt, code };

@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
@@ -19,6 +18,8 @@ import { canaryFor } from './tests/canary';
 import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evaluate';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
+import { currentActivityContext } from '../activity-context';
 
 /** Input of `runTestsCheck`. */
 export interface TestsCheckInput {
@@ -35,17 +36,7 @@ export interface TestsCheckInput {
   env?: Record<string, string>;
 }
 
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}
-
-function configError(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'ConfigError', nonRetryable: true, message });
-}
+const configError = (message: string): ApplicationFailure => nonRetryableFailure(FailureType.Config, message);
 
 const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !== b?.oid || a?.mode !== b?.mode;
 
@@ -65,10 +56,10 @@ const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !
  */
 export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = defaultSandbox()): Promise<Verdict> {
   const { check } = input;
-  const ctx = activityContext();
+  const ctx = currentActivityContext();
   const root = realpathSync(input.root);
   const base = await resolveCommit(root, input.baseRef);
-  if (!base) throw ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message: `base ${input.baseRef} is not a commit in the repository at ${root}` });
+  if (!base) throw nonRetryableFailure(FailureType.Workspace, `base ${input.baseRef} is not a commit in the repository at ${root}`);
   if (check.heldOut) checkHeldOut(check.heldOut.dir, root);
   const commit = input.commit ? await resolveCommit(root, input.commit) : undefined;
   const baseTree = await treeOf(root, base);

@@ -1,17 +1,9 @@
-import { Context } from '@temporalio/activity';
 import type { DiscoveredItem } from '../../common/discovery';
 import type { TestRunner } from '../../common/test-results';
 import { defaultSandbox, type Sandbox } from '../sandbox/sandbox';
 import { runTests, type TestRun } from '../tests/run-tests';
 import { failingTestItems } from './failing-tests';
-
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}
+import { currentActivityContext } from '../activity-context';
 
 /**
  * Runs `testCommand` in `cwd` through the test-results layer (activities/tests/run-tests.ts: the
@@ -24,7 +16,7 @@ export async function runTestCommand(
   input: { cwd: string; testCommand: string; timeoutMs: number; env?: Record<string, string>; runner?: TestRunner; junitPath?: string },
   sandbox: Sandbox = defaultSandbox(),
 ): Promise<{ failing: DiscoveredItem[]; run: TestRun }> {
-  const ctx = activityContext();
+  const ctx = currentActivityContext();
   const run = await runTests(
     { command: input.testCommand, runner: input.runner, junitPath: input.junitPath },
     { sandbox, workspace: input.cwd, env: input.env, timeoutMs: input.timeoutMs, signal: ctx?.cancellationSignal, heartbeat: ctx ? () => ctx.heartbeat() : undefined },

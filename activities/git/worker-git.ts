@@ -1,7 +1,7 @@
-import { Context } from '@temporalio/activity';
 import { spawn } from 'node:child_process';
 import { workerGitEnv } from './git-env';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
+import { activityCancellation } from '../activity-context';
 
 /**
  * The one way the worker runs git on a workspace or repository. The repository is untrusted
@@ -67,7 +67,7 @@ export async function workerGit(cwd: string, args: string[], opts: WorkerGitOpti
 
 /** {@link workerGit} resolving stdout as bytes (`cat-file --batch` output holds binary blobs). */
 export async function workerGitBytes(cwd: string, args: string[], given: WorkerGitOptions = {}): Promise<Buffer> {
-  const opts = { ...given, timeoutMs: given.timeoutMs ?? DEFAULT_TIMEOUT_MS, signal: given.signal ?? activitySignal() };
+  const opts = { ...given, timeoutMs: given.timeoutMs ?? DEFAULT_TIMEOUT_MS, signal: given.signal ?? activityCancellation() };
   const extra = { ...opts.env, ...(opts.indexFile ? { GIT_INDEX_FILE: opts.indexFile } : {}) };
   const env = workerGitEnv(extra);
   // Reading config runs nothing; it names the drivers to neutralize (includes followed).
@@ -130,15 +130,6 @@ function runGit(cwd: string, args: string[], env: Record<string, string>, opts: 
       child.stdin!.end(opts.input);
     }
   });
-}
-
-/** The cancellation of the activity this runs in, if it runs in one. */
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The line of stderr that says what went wrong: the first `fatal:`/`error:` line, else the first line. */

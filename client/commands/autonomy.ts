@@ -7,7 +7,8 @@ import type { RunRecord } from '../../common/run-record';
 import { BUILT_IN_LOOPS } from '../../loops';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
-import { clause } from '../../common/visibility-query';
+import { allOf, clause } from '../../common/visibility-query';
+import { loopWorkflow } from '../../workflows/loop-workflow';
 
 /**
  * Runs read at most. Each one costs a visibility page entry and a `result()` call, so the
@@ -37,7 +38,7 @@ export async function loopEvidence(client: LoopwrightClient, loop: string, opts:
   const rule = (spec as { promotion?: PromotionRule }).promotion;
   const level = asked ?? spec.autonomy;
 
-  const clauses = [clause('WorkflowType', 'loopWorkflow'), clause('LoopName', loop), clause('LoopAutonomy', level), clause('ExecutionStatus', 'Running', '!=')];
+  const clauses = [clause('WorkflowType', loopWorkflow.name), clause('LoopName', loop), clause('LoopAutonomy', level), clause('ExecutionStatus', 'Running', '!=')];
   if (opts.since !== undefined) {
     const ms = parseDuration(opts.since);
     if (ms === undefined) throw new UsageError(`--since takes a duration like 7d, 12h or 30m, not "${opts.since}"`);
@@ -48,7 +49,7 @@ export async function loopEvidence(client: LoopwrightClient, loop: string, opts:
   const completed: Array<{ workflowId: string; runId: string }> = [];
   const skipped: Record<string, number> = {};
   let capped = false;
-  for await (const wf of client.temporal.workflow.list({ query: clauses.join(' AND ') })) {
+  for await (const wf of client.temporal.workflow.list({ query: allOf(...clauses) })) {
     // A continued-as-new execution is one link of a run whose last link is listed on its own.
     if (wf.status.name === 'CONTINUED_AS_NEW') continue;
     if (completed.length + Object.values(skipped).reduce((a, b) => a + b, 0) >= MAX_RUNS) {

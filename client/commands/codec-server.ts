@@ -1,6 +1,6 @@
 import { ConfigError } from '../../common/errors';
 import { keyRingFromEnv, type KeyRing } from '../../crypto/keyring';
-import { DEFAULT_CODEC_PORT, isLoopback, startCodecServer, type CodecServer } from '../../server/codec-server';
+import { DEFAULT_CODEC_PORT, isLoopback, startCodecServer, type CodecServer } from '../../crypto/codec-server';
 import type { Output } from '../output';
 import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';

@@ -4,7 +4,7 @@ import { escapeBlock, escapeLine, terminalJson } from '../../common/terminal';
 import { diffHarness, harnessPrompt } from '../../common/improve/proposal';
 import type { HarnessVersion } from '../../common/improve/types';
 import type { ImprovementRecord } from '../../workflows/improve-workflow';
-import { harnessState, rollbackHarness } from '../harness';
+import { harnessState, rollbackHarness } from '../../harness/store';
 import { improveInput, regressionFromRun, scheduleImprovement, startImprovement, waitImprovement, type ImproveOptions } from '../improve';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';

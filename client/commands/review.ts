@@ -8,6 +8,7 @@ import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
 import { runRedaction } from '../run-redaction';
 import { buildReview, renderReview, reviewedAttempt, reviewJson, type Review, type ReviewDiff, type ReviewTarget } from '../review';
+import { isImprovement } from '../improve';
 
 export interface ReviewOptions {
   json?: boolean;
@@ -29,7 +30,7 @@ export const MAX_PATCH_BYTES = 8 * 1024 * 1024;
 export async function reviewCommand(client: LoopwrightClient, id: string, opts: ReviewOptions, io: Output, env: Record<string, string | undefined>): Promise<number> {
   const n = opts.attempt === undefined ? undefined : Number(opts.attempt);
   if (n !== undefined && !(Number.isInteger(n) && n >= 1)) throw new UsageError(`--attempt must be an attempt number (1, 2, ...), not "${opts.attempt}"`);
-  if ((await client.workflowType(id)) === 'improveWorkflow') {
+  if (await isImprovement(client, id)) {
     throw new UsageError(`${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) can be reviewed`);
   }
   const review = await reviewOf(await client.status(id), { attempt: n, diff: opts.diff !== false, redaction: await runRedaction(client, id) });

@@ -1,4 +1,4 @@
-import { improvementStatus } from '../improve';
+import { improvementStatus, isImprovement } from '../improve';
 import { redactDeep } from '../../common/redact';
 import { terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
@@ -13,7 +13,7 @@ import { improvementLines } from './improve';
  * redaction and the run's pinned names (client/run-redaction.ts), as `trace` is.
  */
 export async function statusCommand(client: LoopwrightClient, id: string, opts: { json?: boolean }, io: Output): Promise<number> {
-  if ((await client.workflowType(id)) === 'improveWorkflow') {
+  if (await isImprovement(client, id)) {
     const record = redactDeep(await improvementStatus(client, id), client.redaction);
     if (opts.json) io.out(terminalJson(record, 2));
     else improvementLines(record).forEach((l) => io.out(l));

@@ -1,23 +1,24 @@
+import { isImprovement } from '../improve';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
-import { renderTraceMarkdown } from '../trace/render-markdown';
+import { renderTraceMarkdown } from '../../trace/render-markdown';
 import { UsageError } from '../../common/errors';
 import { terminalJson } from '../../common/terminal';
-import { buildTrace } from '../trace/build-trace';
-import { fetchHistories } from '../trace/fetch-histories';
-import { renderTrace } from '../trace/render-trace';
+import { buildTrace } from '../../trace/build-trace';
+import { fetchHistories } from '../../trace/fetch-histories';
+import { renderTrace } from '../../trace/render-trace';
 
 /**
  * `trace <id> [--json | --markdown]`: the run's story rebuilt from its Temporal history (all runs of its
  * continue-as-new chain), so it works on running runs, ended ones and with no worker up.
- * Text is a timeline; `--json` prints the `Trace` (client/trace/types.ts); `--markdown` the report
+ * Text is a timeline; `--json` prints the `Trace` (trace/types.ts); `--markdown` the report
  * `delivery.trace` writes (render-markdown.ts). Secrets are redacted; every format is inert on a
  * terminal (common/terminal.ts).
  * An unknown id is a RunNotFoundError (exit 2).
  */
 export async function traceCommand(client: LoopwrightClient, id: string, opts: { json?: boolean; markdown?: boolean }, io: Output): Promise<number> {
   if (opts.json && opts.markdown) throw new UsageError('--json and --markdown are two formats of the same trace: give one');
-  if ((await client.workflowType(id)) === 'improveWorkflow') {
+  if (await isImprovement(client, id)) {
     throw new UsageError(`${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) has a trace`);
   }
   const trace = buildTrace(await fetchHistories(client.temporal, id), { redaction: client.redaction });

@@ -98,3 +98,9 @@ export interface EvalRun {
   /** The child's workflow id. */
   workflowId: string;
 }
+
+/** A loop's current harness version. */
+export interface CurrentHarness {
+  version: number;
+  harness: Harness;
+}

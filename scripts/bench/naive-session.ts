@@ -7,7 +7,7 @@ import { getLoop } from '../../loops';
 import { WORKER_TUNING } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
 import { createNaiveActivities } from './naive-activities';
-import type { naiveSessionWorkflow } from './naive-workflow';
+import { naiveSessionWorkflow } from './naive-workflow';
 import { benchInput, BUNDLER_LOGGER, uniqueName, type SessionOptions, type SessionRun } from './session';
 
 /** Bundles the naive baseline's workflow (naive-workflow.ts), apart from Loopwright's bundle. */
@@ -36,7 +36,7 @@ export async function runNaiveSession(opts: SessionOptions): Promise<SessionRun>
     const workflowId = uniqueName(`bench-naive-${opts.turns}t`);
     const started = Date.now();
     const result = await worker.runUntil(
-      client.workflow.execute<typeof naiveSessionWorkflow>('naiveSessionWorkflow', {
+      client.workflow.execute(naiveSessionWorkflow, {
         taskQueue,
         workflowId,
         args: [{ task: renderWorkerPrompt(task, []), systemPrompt: spec.agent.systemPrompt, model: spec.models.worker, toolNames: input.tools, root: opts.workspace, maxTurns: input.maxTurns }],

@@ -8,8 +8,9 @@
  * `npm run bench` (throughput.ts) calls {@link measureParked} too.
  */
 import { parseModelScript } from '../../model-server/script';
-import type { RunRecord } from '../../common/run-record';
+import type { loopWorkflow } from '../../workflows/loop-workflow';
 import { uniqueName } from './session';
+import { allOf, clause } from '../../common/visibility-query';
 import { load1, startBenchStack } from './worker-stack';
 
 /** The `p`th percentile (nearest rank) of ascending `sorted`. */
@@ -60,7 +61,7 @@ export async function measureParked(runs: number, workerArgs: string[] = [], log
     for (let i = 0; i < runs; i += 50) {
       ids.push(...(await Promise.all(Array.from({ length: Math.min(50, runs - i) }, () => client.run('evaluate-optimize', input, { id: uniqueName('parked') }).then((r) => r.workflowId)))));
     }
-    const parked = `TaskQueue = '${stack.env.LOOPWRIGHT_TASK_QUEUE}' AND LoopState = 'awaiting_human' AND ExecutionStatus = 'Running'`;
+    const parked = allOf(clause('TaskQueue', stack.env.LOOPWRIGHT_TASK_QUEUE!), clause('LoopState', 'awaiting_human'), clause('ExecutionStatus', 'Running'));
     while ((await client.temporal.workflow.count(parked)).count < runs) await new Promise((r) => setTimeout(r, 500));
     const parkSeconds = (Date.now() - parkStart) / 1000;
     // Let the worker settle (its caches and GC) before the reading that counts.
@@ -79,7 +80,7 @@ export async function measureParked(runs: number, workerArgs: string[] = [], log
         } catch (err) {
           error = err instanceof Error ? err.message : String(err);
         }
-        const record = (await client.temporal.workflow.getHandle(id).result()) as RunRecord;
+        const record = await client.temporal.workflow.getHandle<typeof loopWorkflow>(id).result();
         const applied = record.decisions.filter((d) => d.status === 'applied').length === 1 && record.state === 'completed';
         return { ms: Date.now() - t0, error, applied };
       }),

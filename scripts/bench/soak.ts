@@ -12,6 +12,7 @@ import { benchScript, makeBenchWorkspace } from './bench-model';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
 import { runScript, wholeArgs } from './run-script';
+import type { loopWorkflow } from '../../workflows/loop-workflow';
 
 /** Runs `count` runs, `concurrency` at a time, each waited for through its result (a long poll). */
 async function runMany(client: LoopwrightClient, count: number, concurrency: number, input: unknown): Promise<number> {
@@ -21,7 +22,7 @@ async function runMany(client: LoopwrightClient, count: number, concurrency: num
     while (next < count) {
       next++;
       const { workflowId } = await client.run('evaluate-optimize', input, { id: uniqueName('soak') });
-      const record = (await client.temporal.workflow.getHandle(workflowId).result()) as { state: string };
+      const record = await client.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId).result();
       if (record.state !== 'completed') failed++;
     }
   };

@@ -14,6 +14,7 @@ import { procCpuSeconds as cpuSeconds } from './proc-cpu';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
 import { runScript, wholeArgs } from './run-script';
+import type { loopWorkflow } from '../../workflows/loop-workflow';
 
 async function measure(sync: SqliteSync, runs: number, concurrency: number, workspace: string): Promise<string> {
   const stack = await startBenchStack(benchScript(2), [], sync);
@@ -27,7 +28,7 @@ async function measure(sync: SqliteSync, runs: number, concurrency: number, work
       while (next < runs) {
         next++;
         const { workflowId } = await stack.client.run('evaluate-optimize', input, { id: uniqueName('sync') });
-        const record = (await stack.client.temporal.workflow.getHandle(workflowId).result()) as { state: string };
+        const record = await stack.client.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId).result();
         if (record.state !== 'completed') failed++;
       }
     };

@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import { loadavg } from 'node:os';
-import type { RunRecord } from '../../common/run-record';
+import type { loopWorkflow } from '../../workflows/loop-workflow';
 import { parseModelScript, type ModelRule, type ModelScript } from '../../model-server/script';
 import { plainModelCaller, runPlainLoop } from './plain-loop';
 import { procCpuSeconds, selfCpuSeconds } from './proc-cpu';
@@ -100,7 +100,7 @@ export async function measureLoopwright(stack: BenchStack, runs: number, latency
   const results = await Promise.all(
     Array.from({ length: runs }, async (_, i) => {
       const { workflowId } = await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: `${prefix}-${i}` });
-      const record = (await client.temporal.workflow.getHandle(workflowId).result()) as RunRecord;
+      const record = await client.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId).result();
       return { workflowId, ok: record.state === 'completed' && record.attempts.length === 2 };
     }),
   );

@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildTrace } from '../../client/trace/build-trace';
-import { fetchHistories } from '../../client/trace/fetch-histories';
+import { buildTrace } from '../../trace/build-trace';
+import { fetchHistories } from '../../trace/fetch-histories';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { initKeyFile, rotateRing } from '../../crypto/key-file';
 import { keyRingFromEnv } from '../../crypto/keyring';

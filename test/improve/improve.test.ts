@@ -1,6 +1,6 @@
-import { harnessState, rollbackHarness } from '../../client/harness';
-import { buildTrace } from '../../client/trace/build-trace';
-import { fetchHistories } from '../../client/trace/fetch-histories';
+import { harnessState, rollbackHarness } from '../../harness/store';
+import { buildTrace } from '../../trace/build-trace';
+import { fetchHistories } from '../../trace/fetch-histories';
 import { improveInput, regressionFromRun, startImprovement, waitImprovement } from '../../client/improve';
 import type { RunRecord } from '../../common/run-record';
 import type { ModelRule } from '../../model-server/script';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { newKey, parseKeyFile, type KeyRing } from '../../crypto/keyring';
 import { runCli, startCli } from '../helpers/cli';
-import { DEFAULT_UI_ORIGINS, startCodecServer, type CodecServer } from '../../server/codec-server';
+import { DEFAULT_UI_ORIGINS, startCodecServer, type CodecServer } from '../../crypto/codec-server';
 
 const UI = 'http://localhost:8233';
 const MARKER = 'codec-marker-7f3a hunter2';

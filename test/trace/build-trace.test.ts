@@ -1,8 +1,8 @@
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildTrace } from '../../client/trace/build-trace';
-import type { History, HistoryEvent } from '../../client/trace/history';
+import { buildTrace } from '../../trace/build-trace';
+import type { History, HistoryEvent } from '../../trace/history';
 
 /** A committed history (test/replay/histories), as `fetchHistory()` would return it. */
 function recorded(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'sandbox'): History {

@@ -1,9 +1,9 @@
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildTrace } from '../../client/trace/build-trace';
-import { renderTraceMarkdown } from '../../client/trace/render-markdown';
-import type { Trace } from '../../client/trace/types';
+import { buildTrace } from '../../trace/build-trace';
+import { renderTraceMarkdown } from '../../trace/render-markdown';
+import type { Trace } from '../../trace/types';
 
 type Name = 'feedback' | 'escalate' | 'approve' | 'agent' | 'effect';
 

@@ -1,9 +1,9 @@
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildTrace } from '../../client/trace/build-trace';
-import { formatOffset, renderTrace } from '../../client/trace/render-trace';
-import type { Trace } from '../../client/trace/types';
+import { buildTrace } from '../../trace/build-trace';
+import { formatOffset, renderTrace } from '../../trace/render-trace';
+import type { Trace } from '../../trace/types';
 
 function traceOf(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'signed'): Trace {
   return buildTrace([historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')))]);

@@ -1,6 +1,6 @@
 import { traceCommand } from '../../client/commands/trace';
 import type { Output } from '../../client/output';
-import type { Trace } from '../../client/trace/types';
+import type { Trace } from '../../trace/types';
 import { RunNotFoundError } from '../../common/errors';
 import { scriptedStacks } from '../helpers/temporal';
 import { judgeSays, script, workerSays } from '../helpers/scripts';

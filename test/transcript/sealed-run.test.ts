@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { traceCommand } from '../../client/commands/trace';
 import type { Output } from '../../client/output';
-import type { Trace } from '../../client/trace/types';
+import type { Trace } from '../../trace/types';
 import { keyRingFromEnv, newKey } from '../../crypto/keyring';
 import { createFileBlobStore } from '../../activities/transcript/store';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';

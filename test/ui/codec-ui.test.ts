@@ -20,7 +20,7 @@ import { runUrl } from '../../client/commands/demo';
 import { clientDataConverter } from '../../crypto/codec';
 import { newKey, parseKeyFile } from '../../crypto/keyring';
 import { dumpDom, findChromium } from '../../server/chromium';
-import { startCodecServer, type CodecServer } from '../../server/codec-server';
+import { startCodecServer, type CodecServer } from '../../crypto/codec-server';
 import { freePort, startDevServer, type DevServer } from '../../server/dev-server';
 import { findTemporalCli } from '../../server/temporal-binary';
 

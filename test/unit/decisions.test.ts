@@ -4,7 +4,7 @@ import { LoopSpecSchema } from '../../common/loop-spec';
 import type { Escalation, RunRecord, RunState } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { refusalReason } from '../../workflows/decisions';
-import { newRecord, recordAttempt } from '../../workflows/run-record';
+import { newRecord, recordAttempt } from '../../workflows/record-keeping';
 
 const NOW = '2025-01-02T03:04:05.000Z';
 const input: LoopInput = {

@@ -1,5 +1,5 @@
-import { hashRubric } from '../../activities/checks/rubric-hash';
-import { planRun } from '../../client/plan-run';
+import { hashRubric } from '../../loops/rubric-hash';
+import { planRun } from '../../loops/plan-run';
 import { InputError, UsageError } from '../../common/errors';
 import { parseDuration } from '../../common/duration';
 

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { snapshotWorkingTree } from '../../git/snapshot';
 import { workerGit } from '../../git/worker-git';
+import { FailureType, nonRetryableFailure } from '../../../common/failure-types';
 
 /** Listings and blobs of large repositories fit. */
 const BIG = { maxBuffer: 256 * 1024 * 1024 };
@@ -16,9 +17,7 @@ export interface Change {
   newOid: string | null;
 }
 
-function workspaceError(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: 'WorkspaceError', nonRetryable: true, message });
-}
+const workspaceError = (message: string): ApplicationFailure => nonRetryableFailure(FailureType.Workspace, message);
 
 /**
  * The workspace's place in its repository and the two trees to compare: the subtree at `root`

@@ -1,16 +1,10 @@
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { UsageError } from '../common/errors';
-import type { Harness } from '../common/improve/types';
+import type { CurrentHarness, Harness } from '../common/improve/types';
 import { getLoop } from '../loops';
 import {
-  addRegressionUpdate, HARNESS_MEMO, harnessStateQuery, publishHarnessUpdate, rollbackHarnessUpdate, type HarnessState, type harnessWorkflow,
+  addRegressionUpdate, HARNESS_MEMO, harnessStateQuery, publishHarnessUpdate, rollbackHarnessUpdate, type HarnessState, harnessWorkflow,
 } from '../workflows/harness-workflow';
-
-/** A loop's current harness version. */
-export interface CurrentHarness {
-  version: number;
-  harness: Harness;
-}
 
 /**
  * The id of a loop's harness store: one workflow per loop and task queue, because a task queue is
@@ -60,7 +54,7 @@ export async function addRegression(temporal: Client, taskQueue: string, req: { 
 /** The loop's store, started with its built-in harness as v1 when it does not exist yet. */
 async function store(temporal: Client, loop: string, taskQueue: string) {
   const builtIn = getLoop(loop).harness;
-  return temporal.workflow.start<typeof harnessWorkflow>('harnessWorkflow', {
+  return temporal.workflow.start(harnessWorkflow, {
     taskQueue,
     workflowId: harnessStoreId(taskQueue, loop),
     args: [{ loop, builtIn }],

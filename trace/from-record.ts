@@ -1,5 +1,5 @@
-import type { ToolCallRef } from '../../common/agent';
-import type { RunRecord, Verdict } from '../../common/run-record';
+import type { ToolCallRef } from '../common/agent';
+import type { RunRecord, Verdict } from '../common/run-record';
 import type { Trace, TraceAttempt, TraceCheck, TraceTime, TraceToolCall } from './types';
 
 /** The tool calls one model turn asked for (from its result), and when it answered. */

@@ -4,6 +4,7 @@ import { parseDuration } from '../common/duration';
 import type { FeedbackEntry } from '../common/prompts';
 import type { AttemptRecord, RunRecord, StopReason, Verdict } from '../common/run-record';
 import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
+import { ActivityFailure } from '@temporalio/workflow';
 import type { BudgetLimits } from './budget';
 
 /** The limits a run starts with, from its pinned spec. */
@@ -118,4 +119,14 @@ export function feedbackFrom(attempt: AttemptRecord): FeedbackEntry | undefined 
       .filter((v) => !v.passed)
       .map((v) => ({ check: v.check, reason: v.reason, failedItems: v.failedItems, requiredCorrection: v.requiredCorrection })),
   };
+}
+
+/** A failed verdict on the worker's output itself (no text, no final answer): it costs nothing and names `output`. */
+export function outputVerdict(reason: string, correction: string): Verdict {
+  return { check: 'output', kind: 'output', passed: false, reason, failedItems: ['output'], requiredCorrection: correction, usage: { ...ZERO_USAGE } };
+}
+
+/** What an activity's failure says, for the record: the activity's own error, not its wrapper. */
+export function activityErrorMessage(err: unknown): string {
+  return err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
 }

@@ -1,18 +1,25 @@
 import path from 'node:path';
-import { hashRubric } from '../activities/checks/rubric-hash';
+import { hashRubric } from './rubric-hash';
 import { InputError } from '../common/errors';
 import { zodIssues } from '../common/format';
 import type { LoopInput, Trigger } from '../common/loop-input';
-import type { LoopConfig } from './types';
-import { getLoop } from '../loops';
-import { pinPrices } from './prices';
-import type { CurrentHarness } from './harness';
+import type { Models } from '../common/loop-spec';
+import type { CurrentHarness } from '../common/improve/types';
+import { pinPrices, type ModelPrice } from '../common/pricing';
+import { getLoop } from './index';
+
+/** Settings a client applies to the runs it starts. */
+export interface LoopConfig {
+  models: Models;
+  /** Price table; the run pins the prices of its models. */
+  prices: Record<string, ModelPrice>;
+}
 
 /**
  * Validates a user's input against the loop's schema and builds the workflow input: the task
  * and the pinned snapshot of the spec with its rubric hash. Bad input is an InputError that
  * names each field at fault (exit 2), raised before anything reaches the server. `harness` is
- * the loop's current harness version (see client/harness.ts); without it, the built-in one (v1).
+ * the loop's current harness version (see harness/store.ts); without it, the built-in one (v1).
  */
 export function planRun(loopName: string, rawInput: unknown, config: LoopConfig, trigger: Trigger, harness?: CurrentHarness): LoopInput {
   const loop = getLoop(loopName);

@@ -1,14 +1,15 @@
-import type { ToolCallRef, TurnResult } from '../../common/agent';
-import type { DecisionInput } from '../../common/decision';
-import { LoopwrightError } from '../../common/errors';
-import type { LoopInput } from '../../common/loop-input';
-import type { CheckKind, RunRecord, Verdict } from '../../common/run-record';
-import { addUsage, type Usage } from '../../common/usage';
+import type { ToolCallRef, TurnResult } from '../common/agent';
+import type { DecisionInput } from '../common/decision';
+import { LoopwrightError } from '../common/errors';
+import type { LoopInput } from '../common/loop-input';
+import type { CheckKind, RunRecord, Verdict } from '../common/run-record';
+import { addUsage, type Usage } from '../common/usage';
 import { activityFailure, decode, durationMs, eventMs, failureMessage, failureUsage, scheduledIdOf, summaryOf, type History, type HistoryEvent } from './history';
 import { completeFromRecord, type TurnCalls } from './from-record';
 import { guessKind, outcomeOf, outcomeOfRecord } from './outcome';
-import { redactDeep, type Redaction } from '../../common/redact';
+import { redactDeep, type Redaction } from '../common/redact';
 import type { Trace, TraceAttempt, TraceCheck, TraceEffect, TraceEscalation, TraceModelCall, TraceTime, TraceToolCall } from './types';
+import { parseToolCallSummary, parseWaitSummary } from '../common/activity-summary';
 
 type Pending =
   | { kind: 'model'; call: TraceModelCall; startMs: number }
@@ -17,8 +18,6 @@ type Pending =
   | { kind: 'effect'; effect: TraceEffect; dir?: string }
   /** The activities that say which sandbox the run's commands get. */
   | { kind: 'sandbox' };
-
-const HUMAN_WAIT = 'wait for a human: ';
 
 /**
  * The story of a run from its histories (each run of its continue-as-new chain, oldest first).
@@ -121,7 +120,7 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
     }
     if (type === 'runTool') {
       const name = String(args.name ?? '');
-      const fromMeta = (summaryOf(event) ?? '').replace(new RegExp(`^tool ${name} ?`), '');
+      const fromMeta = parseToolCallSummary(summaryOf(event) ?? '', name);
       const call: TraceToolCall = {
         ...time(ms), attempt: n, turn: Number(args.turn ?? 0), name, summary: fromMeta, allowed: true, deniedReason: null,
         isError: false, preview: null, bytes: null, error: null, sandbox: null,
@@ -187,13 +186,13 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
 
   function onOtherEvent(event: HistoryEvent, ms: number, r: number): void {
     const timer = event.timerStartedEventAttributes;
-    const summary = summaryOf(event) ?? '';
-    if (timer && (summary.startsWith(HUMAN_WAIT) || summary === 'wait for an audit')) {
-      const reason = summary === 'wait for an audit' ? (record?.audit?.reason ?? 'the run needs an audit') : summary.slice(HUMAN_WAIT.length);
+    const wait = timer ? parseWaitSummary(summaryOf(event) ?? '') : undefined;
+    if (timer && wait) {
+      const reason = wait.kind === 'audit' ? (record?.audit?.reason ?? 'the run needs an audit') : wait.reason;
       const timeout = durationMs(timer.startToFireTimeout);
       const full = record?.escalation?.reason.startsWith(reason) ? record.escalation : undefined;
       const escalation: TraceEscalation = {
-        ...time(ms), kind: summary === 'wait for an audit' ? 'audit' : (full?.kind ?? guessKind(reason)), reason: full?.reason ?? reason,
+        ...time(ms), kind: wait.kind === 'audit' ? 'audit' : (full?.kind ?? guessKind(reason)), reason: full?.reason ?? reason,
         deadline: timeout === undefined ? null : new Date(ms + timeout).toISOString(), outcome: 'open', endedAt: null,
       };
       escalations.push(escalation);

@@ -2,8 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { UsageError } from '../common/errors';
-import { EncryptionCodec } from '../crypto/codec';
-import type { KeyRing } from '../crypto/keyring';
+import { EncryptionCodec } from './codec';
+import type { KeyRing } from './keyring';
 import { CodecBodySchema, fromJson, shapeProblems, toJson } from './codec-payloads';
 
 /** The port `loopwright codec-server` listens on unless told otherwise (the dev server's UI is 8233). */

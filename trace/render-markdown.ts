@@ -1,6 +1,6 @@
-import { byline } from '../../common/decision';
-import { redactDeep } from '../../common/redact';
-import { escapeBlock } from '../../common/terminal';
+import { byline } from '../common/decision';
+import { redactDeep } from '../common/redact';
+import { escapeBlock } from '../common/terminal';
 import { budgetLimits, decisionDetails, formatOffset, money, oneLine } from './render-trace';
 import type { Trace, TraceAttempt, TraceCheck, TraceDecision, TraceEffect, TraceEscalation, TraceModelCall, TraceToolCall } from './types';
 

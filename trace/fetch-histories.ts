@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { RunNotFoundError } from '../../common/errors';
-import { decodeHistory } from '../../crypto/decode-history';
+import { RunNotFoundError } from '../common/errors';
+import { decodeHistory } from '../crypto/decode-history';
 import type { History } from './history';
 
 /** A chain longer than this is cut (oldest runs dropped) rather than fetched forever. */

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../../common/run-record';
+import type { RunRecord } from '../common/run-record';
 import { failureMessage, type HistoryEvent } from './history';
 import type { TraceEscalation, TraceOutcome, TraceTime } from './types';
 

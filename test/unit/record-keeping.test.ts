@@ -2,7 +2,7 @@ import type { LoopInput } from '../../common/loop-input';
 import { LoopSpecSchema } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE, type Usage } from '../../common/usage';
-import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt } from '../../workflows/run-record';
+import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt } from '../../workflows/record-keeping';
 
 const NOW = '2025-01-02T03:04:05.000Z';
 const input: LoopInput = {

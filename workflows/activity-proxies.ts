@@ -1,6 +1,7 @@
 import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ModelTimeouts } from '../common/loop-spec';
+import { FailureType } from '../common/failure-types';
 
 /**
  * Time a model activity gets beyond its call's total deadline (loading and saving the
@@ -52,7 +53,7 @@ export const TOOL_CALL: ActivityOptions = {
   startToCloseTimeout: '15m',
   heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { ...LOST_WORKER_RETRY, nonRetryableErrorTypes: ['WorkspaceError'] },
+  retry: { ...LOST_WORKER_RETRY, nonRetryableErrorTypes: [FailureType.Workspace] },
 };
 
 export const acts = proxyActivities<Activities>(MODEL_CALL);

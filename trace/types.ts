@@ -1,6 +1,6 @@
-import type { Budget, Autonomy } from '../../common/loop-spec';
-import type { CheckKind, Escalation, RunState, SandboxName, StopReason } from '../../common/run-record';
-import type { Usage } from '../../common/usage';
+import type { Budget, Autonomy } from '../common/loop-spec';
+import type { CheckKind, Escalation, RunState, SandboxName, StopReason } from '../common/run-record';
+import type { Usage } from '../common/usage';
 
 /**
  * A run's story, rebuilt from its Temporal history alone (every run of its continue-as-new

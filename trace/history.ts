@@ -1,7 +1,7 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import type { Usage } from '../../common/usage';
-import { unmarked } from '../../common/redact';
+import type { Usage } from '../common/usage';
+import { unmarked } from '../common/redact';
 
 /** One workflow run's history, as `fetchHistory()` or `historyFromJSON` return it. */
 export type History = temporal.api.history.v1.IHistory;
