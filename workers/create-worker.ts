@@ -1,7 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { trustPathsFromEnv } from '../activities/trust';
-import { createAnthropic } from '../activities/model';
+import { createModelClient } from '../activities/providers';
 import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
@@ -57,7 +57,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     await connection.close();
     throw err;
   });
-  const activities = createActivities({ anthropic: createAnthropic(opts.env), tools: opts.tools, sandbox, trust: () => trustPathsFromEnv(opts.env) });
+  const activities = createActivities({ model: createModelClient(opts.env), tools: opts.tools, sandbox, trust: () => trustPathsFromEnv(opts.env) });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,

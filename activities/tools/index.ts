@@ -1,7 +1,7 @@
 /** The agent's tools: types, confinement, the registry and the built-in tools. */
 export * from './types';
 export { resolveInside, type ResolveOptions } from './confine';
-export { createToolRegistry, executeTool, type AnthropicToolDef, type ToolRegistry } from './registry';
+export { createToolRegistry, executeTool, type ToolRegistry } from './registry';
 export { BUILT_IN_TOOLS, BUILT_IN_TOOL_NAMES, READ_TOOLS, READ_TOOL_NAMES, WRITE_TOOLS } from './built-in';
 export { readFileTool, type ReadFileInput } from './read-file';
 export { listFilesTool, type ListFilesInput } from './list-files';

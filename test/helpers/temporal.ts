@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createActivities, type Activities } from '../../activities';
 import { trustPathsFromEnv } from '../../activities/trust';
 import type { Tool } from '../../activities/tools/types';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { workerDataConverter } from '../../crypto/codec';
 import { redactionFromEnv } from '../../common/redact';
@@ -63,7 +63,7 @@ export async function testStack(
     workflowBundle: { codePath: (ring ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)! },
     // The worker's redaction as a `loopwright worker` with this environment would have it.
     dataConverter: workerDataConverter(ring, redactionFromEnv({ ...process.env, ...fullEnv })),
-    activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
+    activities: wrap(createActivities({ model: createModelClient(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
     ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });
