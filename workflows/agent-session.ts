@@ -6,7 +6,7 @@ import { renderWorkerPrompt } from '../common/prompts';
 import { modelTimeouts } from '../common/loop-spec';
 import { acts, modelCallOptions, TOOL_CALL } from './activities';
 import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
-import { callWithinBudget } from './model-call';
+import { callWithinBudget, modelCallSummary } from './model-call';
 import type { SessionCheckpoint } from './resume';
 
 /** Rough size of the tool definitions in the prompt, per tool (for the input estimate). */
@@ -58,7 +58,7 @@ export async function runAgentSession(
       requestedMaxTokens: agent.maxTokens,
       price,
       invoke: (maxTokens, tryNo) =>
-        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: `claude: turn ${turn} (attempt ${n})${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: modelCallSummary('worker', model, `turn ${turn} (attempt ${n})`, tryNo) }, [
           {
             workflowId, attempt: n, turn, model, price, systemPrompt: agent.systemPrompt, toolNames: offered, maxTokens,
             contextBudgetChars: agent.contextBudgetChars, head, userText: turn === 1 ? userText : undefined, toolResults: pending,

@@ -11,7 +11,7 @@ import type { Usage } from '../common/usage';
 import { modelTimeouts } from '../common/loop-spec';
 import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activities';
 import type { BudgetLimits, BudgetUse } from './budget';
-import { callWithinBudget } from './model-call';
+import { callWithinBudget, modelCallSummary } from './model-call';
 
 /** What an attempt needs from its run. */
 export interface AttemptContext {
@@ -92,7 +92,7 @@ async function attemptSteps(ctx: AttemptContext, n: number, progress: AttemptPro
     requestedMaxTokens: input.spec.agent.maxTokens,
     price: priceOf(workerModel, input.prices),
     invoke: (maxTokens, tryNo) =>
-      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `claude (worker): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: modelCallSummary('worker', workerModel, `attempt ${n}`, tryNo) }, [
         { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
       ]),
   });
@@ -138,7 +138,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),
       invoke: (maxTokens, tryNo) =>
-        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: `check ${check.name} (judge): attempt ${n}${tryNo > 1 ? `, try ${tryNo}` : ''}` }, [
+        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: modelCallSummary('checker', checkerModel, `check ${check.name} (attempt ${n})`, tryNo) }, [
           {
             workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens, timeouts: modelTimeouts(input.spec.models),
             ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),

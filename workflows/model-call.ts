@@ -23,6 +23,17 @@ export interface BudgetedCall<T extends { usage: Usage }> {
 }
 
 /**
+ * A model call's summary in the Web UI timeline: the role and the model id, then what the call
+ * is for, and the try when it is not the first (`worker claude-sonnet-5-5: turn 3 (attempt 1), try 2`).
+ * Runs recorded before the model port named the provider instead (`claude (worker): attempt 1`,
+ * `claude: turn 3 (attempt 1)`, `claude (proposer)`); the trace (client/trace) reads model calls
+ * from each activity's type and input, never from its summary, so it reads both alike.
+ */
+export function modelCallSummary(role: 'worker' | 'checker' | 'proposer', model: string, what: string, tryNo = 1): string {
+  return `${role} ${model}: ${what}${tryNo > 1 ? `, try ${tryNo}` : ''}`;
+}
+
+/**
  * One model call under the run's budget. Before every try (retries included) the remaining
  * tokens and dollars must cover the worst case (estimated input + max_tokens); max_tokens is
  * lowered to what the budget can pay, and a call it cannot pay is not made. Every try's usage

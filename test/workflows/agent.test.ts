@@ -3,6 +3,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Tool } from '../../activities/tools/types';
+import { summaryOf } from '../../client/trace/history';
+import { EncryptionCodec } from '../../crypto/codec';
+import { decodeHistory } from '../../crypto/decode-history';
+import { keyRingFromEnv } from '../../crypto/keyring';
 import type { ModelServer } from '../../model-server/server';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays } from '../helpers/scripts';
@@ -40,6 +44,17 @@ describe('agent sessions', () => {
     expect(turnRequest(model, 3).lastUser).toContain('denied: write_file is a write tool');
     const offered = (turnRequest(model, 1).body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
     expect(offered.sort()).toEqual(['list_files', 'read_file']);
+    // The Web UI's summaries of the model calls name the role and the model id, not the provider.
+    const ring = keyRingFromEnv(process.env);
+    const history = await decodeHistory(await stack.client.temporal.workflow.getHandle(record.workflowId).fetchHistory(), ring ? [new EncryptionCodec(ring)] : []);
+    const summaries = history.events!.map((e) => summaryOf(e as never)).filter((x): x is string => x !== null);
+    const checker = model.requests.find((r) => r.role === 'checker')!.model;
+    expect(summaries.filter((x) => / turn \d|check judge/.test(x))).toEqual([
+      `worker ${turnRequest(model, 1).model}: turn 1 (attempt 1)`,
+      `worker ${turnRequest(model, 1).model}: turn 2 (attempt 1)`,
+      `worker ${turnRequest(model, 1).model}: turn 3 (attempt 1)`,
+      `checker ${checker}: check judge (attempt 1)`,
+    ]);
   });
 
   test('file tools refuse paths that leave the workspace, and the model gets the error as a tool result', async () => {
