@@ -45,6 +45,8 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
   const ring = keyRingFromEnv(opts.env);
   // So is a bad tuning value (LOOPWRIGHT_MAX_CACHED_WORKFLOWS, ..., see workers/tuning.ts).
   const tuning = workerTuning(opts.env);
+  // And an unknown LOOPWRIGHT_MODEL_PROVIDER (activities/providers).
+  const model = createModelClient(opts.env);
   const dataConverter = workerDataConverter(ring, redactionFromEnv(opts.env));
   const status = await sandbox.status();
   let connection: NativeConnection;
@@ -57,7 +59,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     await connection.close();
     throw err;
   });
-  const activities = createActivities({ model: createModelClient(opts.env), tools: opts.tools, sandbox, trust: () => trustPathsFromEnv(opts.env) });
+  const activities = createActivities({ model, tools: opts.tools, sandbox, trust: () => trustPathsFromEnv(opts.env) });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
