@@ -1,33 +1,23 @@
 import Anthropic from '@anthropic-ai/sdk';
-import type { ModelTimeouts } from '../../../common/loop-spec';
 import type { TokenCounts } from '../../../common/model-messages';
 import { withCallLimits } from '../../model-limits';
-import type { ModelCallError } from '../../model-port';
+import type { ModelCallControl, ModelCallError } from '../../model-port';
 import { anthropicCallError } from './faults';
 import { StreamUsage } from './usage';
-
-/** The call's limits, its cancellation, and where the token counts the stream reports go. */
-export interface StreamControl {
-  limits: ModelTimeouts;
-  /** The activity's cancellation. */
-  signal?: AbortSignal;
-  /** Called each time the reported usage changes (message_start, then message_delta). */
-  onUsage?: (tokens: TokenCounts) => void;
-}
 
 /**
  * Streams one Messages API call within the call's own limits (model-limits.ts: a total deadline
  * and an idle timeout; the SDK's request timeout is set past the total deadline, so it never cuts
  * first). Every event's usage is read ({@link StreamUsage}) and reported through
- * `control.onUsage`. Resolves with the complete message and the tokens the stream reported; a
- * call that breaks, is cut or ends without a `stop_reason` rejects with a {@link ModelCallError}
- * whose cause is the SDK's error.
+ * `control.onUsage` each time it changes (message_start, then message_delta). Resolves with the
+ * complete message and the tokens the stream reported; a call that breaks, is cut or ends
+ * without a `stop_reason` rejects with a {@link ModelCallError} whose cause is the SDK's error.
  */
 export async function streamMessage(
   anthropic: Anthropic,
   body: Anthropic.MessageStreamParams,
   headers: Record<string, string>,
-  control: StreamControl,
+  control: ModelCallControl,
 ): Promise<{ message: Anthropic.Message; tokens: TokenCounts | undefined }> {
   const { limits } = control;
   const usage = new StreamUsage();
