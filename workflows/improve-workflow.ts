@@ -124,7 +124,7 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
   const store = await acts.readHarnessStore.executeWithOptions({ ...TOOL_CALL, summary: `harness of ${input.loop}` }, [{ loop: input.loop }]);
   record.baseVersion = store.current.version;
   to('proposing', `${group.check}${group.item ? ` / ${group.item}` : ''} failed in ${group.runs.length} runs: asking the proposer`);
-  const proposed = await acts.proposeChange.executeWithOptions({ ...MODEL_CALL, retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['ModelRequestError'] }, summary: modelCallSummary('proposer', input.proposer.model, `a change to ${input.loop}`) }, [
+  const proposed = await acts.proposeChange.executeWithOptions({ ...MODEL_CALL, retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['ModelRequestError'] }, summary: modelCallSummary('proposer', input.proposer.model, `harness change for ${input.loop}`) }, [
     { workflowId: record.workflowId, loop: input.loop, harness: store.current.harness, tools: store.tools, group, model: input.proposer.model, price: input.proposer.price },
   ]);
   record.usage = addUsage(record.usage, proposed.usage);

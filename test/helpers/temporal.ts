@@ -5,7 +5,9 @@ import { trustPathsFromEnv } from '../../activities/trust';
 import type { Tool } from '../../activities/tools/types';
 import { createModelClient } from '../../activities/providers';
 import { LoopwrightClient } from '../../client/loopwright-client';
-import { workerDataConverter } from '../../crypto/codec';
+import { summaryOf } from '../../client/trace/history';
+import { EncryptionCodec, workerDataConverter } from '../../crypto/codec';
+import { decodeHistory } from '../../crypto/decode-history';
 import { redactionFromEnv } from '../../common/redact';
 import { keyRingFromEnv } from '../../crypto/keyring';
 import { installRuntime } from '../../workers/runtime';
@@ -19,6 +21,13 @@ export function testAddress(): string {
   const address = process.env.LOOPWRIGHT_TEST_ADDRESS;
   if (!address) throw new Error('LOOPWRIGHT_TEST_ADDRESS is not set: run the tests through jest (test/global-setup.ts)');
   return address;
+}
+
+/** The summaries a run's history shows in the Web UI, in order (decoded with the suite's key ring, as the UI's codec server would). */
+export async function uiSummaries(client: LoopwrightClient, workflowId: string): Promise<string[]> {
+  const ring = keyRingFromEnv(process.env);
+  const history = await decodeHistory(await client.temporal.workflow.getHandle(workflowId).fetchHistory(), ring ? [new EncryptionCodec(ring)] : []);
+  return history.events!.map((e) => summaryOf(e as never)).filter((x): x is string => x !== null);
 }
 
 /** A task queue of the test's own, so workers of other tests never pick up its runs. */

@@ -3,16 +3,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Tool } from '../../activities/tools/types';
-import { summaryOf } from '../../client/trace/history';
-import { EncryptionCodec } from '../../crypto/codec';
-import { decodeHistory } from '../../crypto/decode-history';
-import { keyRingFromEnv } from '../../crypto/keyring';
 import type { ModelServer } from '../../model-server/server';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays } from '../helpers/scripts';
 import { notesRepo } from '../helpers/notes-repo';
 import { operatorTrust } from '../helpers/trust';
-import { scriptedStacks, type TestStack } from '../helpers/temporal';
+import { scriptedStacks, uiSummaries, type TestStack } from '../helpers/temporal';
 
 /** Agent sessions with tools on a real dev server: the autonomy gate, confinement, L2 branches. */
 const setup = scriptedStacks();
@@ -45,9 +41,7 @@ describe('agent sessions', () => {
     const offered = (turnRequest(model, 1).body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
     expect(offered.sort()).toEqual(['list_files', 'read_file']);
     // The Web UI's summaries of the model calls name the role and the model id, not the provider.
-    const ring = keyRingFromEnv(process.env);
-    const history = await decodeHistory(await stack.client.temporal.workflow.getHandle(record.workflowId).fetchHistory(), ring ? [new EncryptionCodec(ring)] : []);
-    const summaries = history.events!.map((e) => summaryOf(e as never)).filter((x): x is string => x !== null);
+    const summaries = await uiSummaries(stack.client, record.workflowId);
     const checker = model.requests.find((r) => r.role === 'checker')!.model;
     expect(summaries.filter((x) => / turn \d|check judge/.test(x))).toEqual([
       `worker ${turnRequest(model, 1).model}: turn 1 (attempt 1)`,
