@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { createModelCaller, type ModelRequest } from '../activities/model';
 import type { ModelFailureDetails } from '../activities/model-errors';
+import { withCallLimits } from '../activities/model-limits';
 import { ModelCallError, type ModelCall, type ModelCallControl, type ModelClient } from '../activities/model-port';
 import { createModelClient } from '../activities/providers';
 import { VERDICT_TOOL, VERDICT_TOOL_NAME } from '../common/judge';
@@ -110,6 +111,44 @@ describe('the model caller depends only on the port', () => {
     expect(failure.type).toBe('ModelRetryableError');
     expect(failure.message).toBe('model stream broke after 7 events in 1.2s (checker, claude-test-1): connection reset');
     expect((failure.details?.[0] as ModelFailureDetails).usage).toMatchObject({ inputTokens: 1000, outputTokens: 40 });
+  });
+});
+
+describe("the call limits any provider's stream runs under (model-limits.ts)", () => {
+  /** A provider whose stream connects, sends up to `events` events 20 ms apart, then goes quiet; it fails with the watch's facts once a limit cuts it. */
+  const stalling = (events: number): ModelClient => ({
+    provider: 'stalling',
+    call: (_call, control) =>
+      withCallLimits(control.limits, control.signal, async (watch) => {
+        watch.connected();
+        for (let i = 0; i < events && !watch.signal.aborted; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          watch.event();
+          control.onUsage?.({ inputTokens: 500, outputTokens: i + 1, cacheReadTokens: 0, cacheWriteTokens: 0 });
+        }
+        if (!watch.signal.aborted) await new Promise((r) => watch.signal.addEventListener('abort', r, { once: true }));
+        throw new ModelCallError({ kind: 'broken', message: 'aborted' }, watch.facts());
+      }),
+  });
+  const callWith = (events: number, timeouts: { totalMs: number; idleMs: number }) =>
+    createModelCaller({ client: stalling(events) })({ ...base, messages: [{ role: 'user', content: 'hi' }], timeouts }).then(
+      () => {
+        throw new Error('the call answered; a limit should have cut it');
+      },
+      (e: unknown) => e as ApplicationFailure,
+    );
+
+  test('a stream that goes quiet is cut at the idle limit, retryable, and charged what it reported', async () => {
+    const failure = await callWith(3, { totalMs: 10_000, idleMs: 200 });
+    expect(failure.type).toBe('ModelRetryableError');
+    expect(failure.message).toMatch(/^model stream idle: no stream event for 0.2s \(the idle limit\) after 3 events in [\d.]+s \(checker, claude-test-1\)$/);
+    expect((failure.details?.[0] as ModelFailureDetails).usage).toMatchObject({ inputTokens: 500, outputTokens: 3 });
+  });
+
+  test('a stream that keeps talking past the total deadline is cut there', async () => {
+    const failure = await callWith(1000, { totalMs: 300, idleMs: 200 });
+    expect(failure.type).toBe('ModelRetryableError');
+    expect(failure.message).toMatch(/^model call passed its total deadline of 0.3s after \d+ events in [\d.]+s \(checker, claude-test-1\)$/);
   });
 });
 
