@@ -9,6 +9,7 @@ import { LoopwrightError } from '../common/errors';
 import { mineFailures, type MineResult } from '../common/improve/mining';
 import type { FailureGroup, Harness, RegressionTask } from '../common/improve/types';
 import type { LoopInput } from '../common/loop-input';
+import type { ToolDefinition, ToolUseBlock } from '../common/model-messages';
 import type { RunRecord } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { getLoop } from '../loops';
@@ -22,11 +23,11 @@ const MAX_RUNS = 500;
 export const PROPOSAL_TOOL_NAME = 'submit_proposal';
 
 /** The proposer's one tool: its whole answer, as `ProposalSchema` reads it. */
-const PROPOSAL_TOOL = {
+const PROPOSAL_TOOL: ToolDefinition = {
   name: PROPOSAL_TOOL_NAME,
   description: 'Submit one bounded change to the harness and its change contract.',
-  input_schema: {
-    type: 'object' as const,
+  inputSchema: {
+    type: 'object',
     properties: {
       changes: {
         type: 'array',
@@ -90,7 +91,7 @@ export async function proposeChange(callModel: (req: ModelRequest) => Promise<Mo
     role: 'proposer', model: input.model, workflowId: input.workflowId, attempt: 1, system: PROPOSER_SYSTEM,
     messages: [{ role: 'user', content: prompt }], tools: [PROPOSAL_TOOL], toolChoice: { type: 'tool', name: PROPOSAL_TOOL_NAME }, maxTokens: 8192, price: input.price,
   });
-  const calls = reply.content.filter((b) => b.type === 'tool_use' && b.name === PROPOSAL_TOOL_NAME);
+  const calls = reply.content.filter((b): b is ToolUseBlock => b.type === 'tool_use' && b.name === PROPOSAL_TOOL_NAME);
   if (calls.length !== 1) return { proposal: null, error: `expected one ${PROPOSAL_TOOL_NAME} call, got ${calls.length}`, usage: reply.usage };
   return { proposal: calls[0].input, error: null, usage: reply.usage };
 }

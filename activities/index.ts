@@ -1,4 +1,3 @@
-import type Anthropic from '@anthropic-ai/sdk';
 import type { AutomatedCheck, ModelTimeouts } from '../common/loop-spec';
 import type { ModelPrice } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
@@ -16,6 +15,7 @@ import { writeTraceReport, type TraceReportInput } from './trace-report';
 import { mineRecentFailures, planEvaluationRun, proposeChange, publishApproved, readHarnessStore, type ProposeInput, type ProposeResult } from './improve';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
+import type { ModelClient } from './model-port';
 import { heartbeatAlive } from './model-heartbeat';
 import { Context } from '@temporalio/activity';
 import path from 'node:path';
@@ -41,7 +41,8 @@ import { loopWorkflow } from '../workflows/loop-workflow';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 export interface ActivityDeps {
-  anthropic: Anthropic;
+  /** The model provider's adapter behind the model port (`createModelClient(env)`, activities/providers). */
+  model: ModelClient;
   /** Where transcripts live (default LOOPWRIGHT_TRANSCRIPTS or .loopwright/transcripts, sealed with `keys`); shared by all workers. */
   store?: BlobStore;
   /**
@@ -115,7 +116,7 @@ function sandboxFailure(err: unknown): unknown {
  * reported (see model-errors.ts); the workflow charges it and decides whether to retry.
  */
 export function createActivities(deps: ActivityDeps) {
-  const callModel = createModelCaller({ anthropic: deps.anthropic });
+  const callModel = createModelCaller({ client: deps.model });
   const env = deps.env ?? process.env;
   const keys = deps.keys ?? keyRingFromEnv(env);
   const store = deps.store ?? createFileBlobStore(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'), { keys });
@@ -185,7 +186,7 @@ export function createActivities(deps: ActivityDeps) {
 
     /** One model turn of an agent session (see agent/model-turn.ts); the conversation stays in the store. */
     async modelTurn(input: ModelTurnInput): Promise<TurnResult> {
-      return modelTurn({ store, callModel, definitions: (names) => registry.definitions(names) as Anthropic.Tool[] }, input);
+      return modelTurn({ store, callModel, definitions: (names) => registry.definitions(names) }, input);
     },
 
     /** One tool call, confined to the workspace and gated by the autonomy level (see agent/run-tool.ts). */

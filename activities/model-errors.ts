@@ -1,7 +1,6 @@
-import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Usage } from '../common/usage';
-import { ModelStreamError } from './model-stream';
+import { ModelCallError, type ModelFault } from './model-port';
 import { FailureType } from '../common/failure-types';
 
 /** What a failed model call tells the workflow: the HTTP status, usage the provider reported, retry-after. */
@@ -27,10 +26,9 @@ export interface ModelFailureContext {
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
-/** Error types of an SSE `error` event that retrying cannot fix. */
-const NON_RETRYABLE_TYPES = new Set(['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'request_too_large', 'billing_error']);
 
-function retryAfterMs(headers: Headers | undefined): number | undefined {
+/** The delay an HTTP response asks for before a retry (`retry-after-ms`, else `retry-after` in seconds or as a date); for adapters. */
+export function retryAfterMs(headers: Headers | undefined): number | undefined {
   const ms = headers?.get('retry-after-ms');
   if (ms && Number.isFinite(Number(ms))) return Number(ms);
   const value = headers?.get('retry-after');
@@ -45,19 +43,31 @@ const secs = (ms: number) => `${Math.round(ms / 100) / 10}s`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /**
+ * Any error as a fault, when no adapter knew it better: an event that is not JSON (a SyntaxError,
+ * or an error caused by one) is `not-json`, anything else `broken`.
+ */
+export function faultOf(err: unknown): ModelFault {
+  const inner = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+  if (inner instanceof SyntaxError) return { kind: 'not-json', message: inner.message };
+  return { kind: 'broken', message: err instanceof Error ? err.message : String(err) };
+}
+
+/**
  * Turns any failure of a model call into what Temporal acts on, always with the usage the
- * endpoint reported so far in its details (the workflow charges it):
- * - 408, 409, 429, 5xx (529 included), connection errors, a broken or malformed stream, an SSE
- *   `error` event of a passing kind (overloaded, api_error), a stream that ended without a
- *   `stop_reason`, the idle timeout and the total deadline retry (`ModelRetryableError`),
+ * endpoint reported so far in its details (the workflow charges it). It reads the port's
+ * {@link ModelCallError} (any other error is read with {@link faultOf}), so it is the same for
+ * every provider:
+ * - 408, 409, 429, 5xx (529 included), an unreachable endpoint, a broken or malformed stream, a
+ *   stream error the adapter calls retryable (overloaded, api_error), a stream that ended without
+ *   a stop reason, the idle timeout and the total deadline retry (`ModelRetryableError`),
  *   honouring `retry-after`;
- * - other 4xx (authentication, bad request, model not found), and SSE errors of those kinds,
+ * - other 4xx (authentication, bad request, model not found), and stream errors of those kinds,
  *   do not (`ModelRequestError`), and say what to fix;
  * - a cancellation Temporal asked for is a CancelledFailure whose details carry the usage.
  */
 export function toModelFailure(err: unknown, context: ModelFailureContext): ApplicationFailure | CancelledFailure {
-  const facts = err instanceof ModelStreamError ? err.facts : undefined;
-  const cause = err instanceof ModelStreamError ? err.cause : err;
+  const facts = err instanceof ModelCallError ? err.facts : undefined;
+  const fault = err instanceof ModelCallError ? err.fault : faultOf(err);
   const who = `(${context.role}, ${context.model})`;
   const seen = facts ? ` after ${plural(facts.events, 'event')} in ${secs(facts.elapsedMs)}` : '';
   const usage = context.usage;
@@ -74,35 +84,40 @@ export function toModelFailure(err: unknown, context: ModelFailureContext): Appl
   }
   if (facts?.cut === 'total') return retry(`model call passed its total deadline of ${secs(facts.limits.totalMs)}${seen} ${who}`);
   if (facts?.incomplete) return retry(`model stream ended without a stop_reason${seen} ${who}: the answer is incomplete`);
-  if (cause instanceof Anthropic.APIConnectionError) return retry(`cannot reach the model endpoint ${who}: ${cause.message}`);
-  if (cause instanceof Anthropic.APIError && cause.status === undefined && cause.type) {
-    // An SSE `error` event: the stream was answered, then reported an error of this type.
-    const message = `model stream reported ${cause.type}${seen} ${who}: ${cause.apiMessage ?? cause.message}`;
-    if (!NON_RETRYABLE_TYPES.has(cause.type)) return retry(message);
-    return ApplicationFailure.create({ type: MODEL_NON_RETRYABLE, nonRetryable: true, message, details: [{ usage } satisfies ModelFailureDetails] });
+  switch (fault.kind) {
+    case 'unreachable':
+      return retry(`cannot reach the model endpoint ${who}: ${fault.message}`);
+    case 'stream-error': {
+      // The stream was answered, then reported an error of this type.
+      const message = `model stream reported ${fault.errorType}${seen} ${who}: ${fault.message}`;
+      if (fault.retryable) return retry(message);
+      return ApplicationFailure.create({ type: MODEL_NON_RETRYABLE, nonRetryable: true, message, details: [{ usage } satisfies ModelFailureDetails] });
+    }
+    case 'http':
+      return httpFailure(fault, context);
+    case 'not-json':
+      return retry(`model stream sent an event that is not JSON${seen} ${who}: ${fault.message}`);
+    case 'broken':
+      return retry(`model stream broke${seen} ${who}: ${fault.message}`);
   }
-  if (cause instanceof Anthropic.APIError && cause.status !== undefined) return httpFailure(cause, cause.status, context);
-  const inner = cause instanceof Error && cause.cause instanceof Error ? cause.cause : cause;
-  if (inner instanceof SyntaxError) return retry(`model stream sent an event that is not JSON${seen} ${who}: ${inner.message}`);
-  const reason = cause instanceof Error ? cause.message : String(cause);
-  return retry(`model stream broke${seen} ${who}: ${reason}`);
 }
 
-function httpFailure(err: InstanceType<typeof Anthropic.APIError>, status: number, context: ModelFailureContext): ApplicationFailure {
+function httpFailure(fault: Extract<ModelFault, { kind: 'http' }>, context: ModelFailureContext): ApplicationFailure {
+  const { status } = fault;
   const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
   const hint =
     status === 401 || status === 403
-      ? ': check ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL)'
+      ? `: check ${fault.credentials ?? "the provider's credentials"}`
       : status === 404
         ? `: check the model id ${context.model} (LOOPWRIGHT_${context.role.toUpperCase()}_MODEL)`
         : status === 400 || status === 413 || status === 422
           ? ': check the request (prompt size, max_tokens, tool definitions); retrying will not help'
           : '';
-  const retryAfter = retryable ? retryAfterMs(err.headers) : undefined;
+  const retryAfter = retryable ? fault.retryAfterMs : undefined;
   return ApplicationFailure.create({
     type: retryable ? MODEL_RETRYABLE : MODEL_NON_RETRYABLE,
     nonRetryable: !retryable,
-    message: `model call failed with HTTP ${status} (${context.role}, ${context.model}): ${err.message}${hint}`,
+    message: `model call failed with HTTP ${status} (${context.role}, ${context.model}): ${fault.message}${hint}`,
     // nextRetryDelay does not survive the trip to the workflow's failure object, so the
     // workflow (which owns model retries) reads the delay from the details.
     details: [{ status, usage: context.usage, retryAfterMs: retryAfter } satisfies ModelFailureDetails],

@@ -1,14 +1,11 @@
-import Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
-import type { ContentBlockLike } from '../common/judge';
 import { modelTimeouts, type ModelTimeouts } from '../common/loop-spec';
-import type { ModelPrice } from '../common/pricing';
+import { textOf, type ContentBlock, type ModelMessage, type StopReason, type TokenCounts, type ToolChoice, type ToolDefinition } from '../common/model-messages';
+import { costOf, type ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
 import { toModelFailure } from './model-errors';
-import { createModelFetch } from './model-fetch';
 import { heartbeatAlive, recordHeartbeat } from './model-heartbeat';
-import { streamMessage } from './model-stream';
-import { StreamUsage, usageOfMessage } from './model-usage';
+import type { ModelClient } from './model-port';
 
 export type ModelRole = 'worker' | 'checker' | 'proposer';
 
@@ -21,9 +18,9 @@ export interface ModelRequest {
   /** The agent turn within the attempt (multi-turn sessions). */
   turn?: number;
   system: string;
-  messages: Anthropic.MessageParam[];
-  tools?: Anthropic.Tool[];
-  toolChoice?: Anthropic.ToolChoice;
+  messages: ModelMessage[];
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
   maxTokens: number;
   /** The model's price, pinned in the run's input; the reply's cost is computed with it. */
   price: ModelPrice;
@@ -33,73 +30,73 @@ export interface ModelRequest {
 
 /** The model's answer with its usage and cost. */
 export interface ModelReply {
-  content: ContentBlockLike[];
+  content: ContentBlock[];
   text: string;
-  stopReason: string | null;
+  stopReason: StopReason | null;
   usage: Usage;
 }
 
 export interface ModelDeps {
-  anthropic: Anthropic;
+  /** The model provider's adapter (activities/providers). */
+  client: ModelClient;
   /** How often a waiting model call heartbeats (ms); cancellation arrives with a heartbeat. */
   heartbeatMs?: number;
 }
 
 /**
- * Builds the function that calls the model from inside an activity. It streams the answer
- * within the call's limits (`req.timeouts`: a total deadline and an idle timeout, defaults 10m
- * and 60s, see model-stream.ts), passes the activity's cancellation to the request, marks the
- * system prompt and tools as a cacheable prefix, and sends `x-loopwright-*` headers so any
- * endpoint can tell the runs, roles and attempts apart.
+ * Builds the function that calls the model from inside an activity, through the model port: the
+ * provider's adapter streams the answer within the call's limits (`req.timeouts`: a total deadline
+ * and an idle timeout, defaults 10m and 60s, see model-limits.ts), caches the stable prefix (the
+ * system prompt and tools) and tells the endpoint the run, role and attempt; this passes it the
+ * activity's cancellation and prices what it reports at the run's pinned price.
  *
- * Usage is read from the stream's own events. Whenever it changes (`message_start`, then
- * `message_delta`) it is heartbeated, and every liveness heartbeat (one a second) repeats it, so
- * a worker lost after the endpoint answered leaves it in the activity's last heartbeat details.
- * Every failure (HTTP error, dropped or malformed stream, SSE `error` event, idle timeout, total
- * deadline, cancellation) carries the usage reported so far in its details (see model-errors.ts).
+ * Usage is what the provider reported as it streamed. Whenever it changes it is heartbeated, and
+ * every liveness heartbeat (one a second) repeats it, so a worker lost after the endpoint answered
+ * leaves it in the activity's last heartbeat details. Every failure (HTTP error, dropped or
+ * malformed stream, stream error event, idle timeout, total deadline, cancellation) carries the
+ * usage reported so far in its details (see model-errors.ts).
  */
 export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promise<ModelReply> {
   return async (req) => {
     const ctx = inActivity();
     const beat = ctx ? setInterval(() => heartbeatAlive(ctx), deps.heartbeatMs ?? 1000) : undefined;
-    const usage = new StreamUsage(req.model, req.price);
+    let reported: Usage | undefined;
     try {
       if (ctx) heartbeatAlive(ctx);
-      const tools = req.tools?.map((t, i, all) =>
-        i === all.length - 1 ? { ...t, cache_control: { type: 'ephemeral' as const } } : t,
-      );
-      const message = await streamMessage(
-        deps.anthropic,
+      const answer = await deps.client.call(
         {
           model: req.model,
-          max_tokens: req.maxTokens,
-          system: [{ type: 'text', text: req.system, cache_control: { type: 'ephemeral' } }],
+          system: req.system,
           messages: req.messages,
-          ...(tools ? { tools } : {}),
-          ...(req.toolChoice ? { tool_choice: req.toolChoice } : {}),
-        },
-        {
-          'x-loopwright-workflow-id': req.workflowId,
-          'x-loopwright-role': req.role,
-          'x-loopwright-attempt': String(req.attempt),
-          ...(req.turn === undefined ? {} : { 'x-loopwright-turn': String(req.turn) }),
+          maxTokens: req.maxTokens,
+          ...(req.tools ? { tools: req.tools } : {}),
+          ...(req.toolChoice ? { toolChoice: req.toolChoice } : {}),
+          caller: { workflowId: req.workflowId, role: req.role, attempt: req.attempt, ...(req.turn === undefined ? {} : { turn: req.turn }) },
         },
         {
           limits: req.timeouts ?? modelTimeouts({}),
           signal: ctx?.cancellationSignal,
-          usage,
-          // Recorded with the server as soon as it is known: if the worker is then lost, the
-          // workflow still finds the usage in the timeout's last heartbeat details.
-          onUsage: () => ctx && recordHeartbeat(ctx, { usage: usage.current() }),
+          onUsage: (tokens) => {
+            reported = priced(tokens, req.model, req.price);
+            // Recorded with the server as soon as it is known: if the worker is then lost, the
+            // workflow still finds the usage in the timeout's last heartbeat details.
+            if (ctx) recordHeartbeat(ctx, { usage: reported });
+          },
         },
       );
-      return toReply(message, usage.current() ?? usageOfMessage(message, req.model, req.price));
+      return { content: answer.content, text: textOf(answer.content), stopReason: answer.stopReason, usage: priced(answer.tokens, req.model, req.price) };
     } catch (err) {
-      throw toModelFailure(err, { role: req.role, model: req.model, usage: usage.current(), ...interruption(ctx) });
+      throw toModelFailure(err, { role: req.role, model: req.model, usage: reported, ...interruption(ctx) });
     } finally {
       if (beat) clearInterval(beat);
     }
   };
+}
+
+/** Token counts with their cost at the pinned price. */
+export function priced(tokens: TokenCounts, model: string, price: ModelPrice): Usage {
+  const counts = { inputTokens: tokens.inputTokens, outputTokens: tokens.outputTokens, cacheReadTokens: tokens.cacheReadTokens, cacheWriteTokens: tokens.cacheWriteTokens };
+  return { ...counts, costUsd: costOf(model, counts, { [model]: price }) };
 }
 
 function inActivity(): Context | undefined {
@@ -115,27 +112,4 @@ function interruption(ctx: Context | undefined): { cancelRequested?: boolean; ca
   if (!ctx?.cancellationSignal.aborted) return {};
   const reason = ctx.cancellationSignal.reason as { message?: unknown } | undefined;
   return { cancelRequested: ctx.cancellationDetails?.cancelRequested, cancelReason: typeof reason?.message === 'string' ? reason.message : undefined };
-}
-
-function toReply(message: Anthropic.Message, usage: Usage): ModelReply {
-  const content = message.content.map((b) => ({ ...b })) as ContentBlockLike[];
-  const text = message.content
-    .filter((b): b is Anthropic.TextBlock => b.type === 'text')
-    .map((b) => b.text)
-    .join('');
-  return { content, text, stopReason: message.stop_reason, usage };
-}
-
-/**
- * The Anthropic client Loopwright uses: endpoint from the environment, retries left to Temporal,
- * and an HTTP stack without timeouts of its own (model-fetch.ts), so each call's limits are the
- * ones its loop sets (the SDK's request timeout is set per call, past the call's total deadline).
- */
-export function createAnthropic(env: Record<string, string | undefined>): Anthropic {
-  return new Anthropic({
-    apiKey: env.ANTHROPIC_API_KEY || 'no-api-key-set',
-    baseURL: env.ANTHROPIC_BASE_URL || undefined,
-    maxRetries: 0,
-    fetch: createModelFetch(),
-  });
 }

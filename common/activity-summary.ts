@@ -13,14 +13,28 @@ export const HUMAN_WAIT_MAX_CHARS = 200;
 
 const retry = (tryNo: number) => (tryNo > 1 ? `, try ${tryNo}` : '');
 
-/** The worker model's candidate for attempt `n`: `claude (worker): attempt 2, try 2`. */
-export const workerCallSummary = (n: number, tryNo: number) => `claude (worker): attempt ${n}${retry(tryNo)}`;
+/**
+ * A model call: the role and the model id, then what the call is for, and the try when it is not
+ * the first (`worker claude-sonnet-5-5: turn 3 (attempt 1), try 2`). Runs recorded before the
+ * model port named the provider instead (`claude (worker): attempt 1`, `claude: turn 3 (attempt
+ * 1)`, `check review (judge): attempt 1`, `claude (proposer)`); the trace reads model calls from
+ * each activity's type and input, never from this summary, so it reads both alike.
+ */
+export function modelCallSummary(role: 'worker' | 'checker' | 'proposer', model: string, what: string, tryNo = 1): string {
+  return `${role} ${model}: ${what}${retry(tryNo)}`;
+}
 
-/** One turn of an agent session: `claude: turn 3 (attempt 1)`. */
-export const agentTurnSummary = (turn: number, n: number, tryNo: number) => `claude: turn ${turn} (attempt ${n})${retry(tryNo)}`;
+/** The worker model's candidate for attempt `n`: `worker claude-…: attempt 2, try 2`. */
+export const workerCallSummary = (model: string, n: number, tryNo: number) => modelCallSummary('worker', model, `attempt ${n}`, tryNo);
 
-/** A judge check of attempt `n`: `check review (judge): attempt 1`. */
-export const judgeCallSummary = (check: string, n: number, tryNo: number) => `check ${check} (judge): attempt ${n}${retry(tryNo)}`;
+/** One turn of an agent session: `worker claude-…: turn 3 (attempt 1)`. */
+export const agentTurnSummary = (model: string, turn: number, n: number, tryNo: number) => modelCallSummary('worker', model, `turn ${turn} (attempt ${n})`, tryNo);
+
+/** A judge check of attempt `n`: `checker claude-…: check review (attempt 1)`. */
+export const judgeCallSummary = (model: string, check: string, n: number, tryNo: number) => modelCallSummary('checker', model, `check ${check} (attempt ${n})`, tryNo);
+
+/** The improvement loop's proposer: `proposer claude-…: harness change for fix-test`. */
+export const proposerCallSummary = (model: string, loop: string) => modelCallSummary('proposer', model, `harness change for ${loop}`);
 
 /** Any other check of attempt `n`: `check tests (tests): attempt 1`. */
 export const checkSummary = (check: string, kind: string, n: number) => `check ${check} (${kind}): attempt ${n}`;

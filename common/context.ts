@@ -4,33 +4,12 @@
  * activities, so it stays pure (no Node built-ins, no clock, no randomness).
  */
 
-/** Plain text from the user or the model. */
-export interface TextBlock {
-  type: 'text';
-  text: string;
-}
+import type { ContentBlock, ModelMessage } from './model-messages';
 
-/** The model asks for a tool to run; `id` pairs it with its result. */
-export interface ToolUseBlock {
-  type: 'tool_use';
-  id: string;
-  name: string;
-  input: unknown;
-}
+export type { ContentBlock, TextBlock, ToolResultBlock, ToolUseBlock } from './model-messages';
 
-/** What a tool returned, sent back in the next user message. */
-export interface ToolResultBlock {
-  type: 'tool_result';
-  tool_use_id: string;
-  content: string;
-  is_error?: boolean;
-}
-
-/** An Anthropic-style content block. */
-export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
-
-/** One message of a transcript: a plain string or a list of content blocks. */
-export type TranscriptMessage = { role: 'user' | 'assistant'; content: string | ContentBlock[] };
+/** One message of a transcript (Loopwright's own message type, see model-messages.ts). */
+export type TranscriptMessage = ModelMessage;
 
 /** Characters one block counts for: its text, its tool result, or its tool name plus JSON input. */
 export function blockChars(block: ContentBlock): number {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { zodIssues } from './format';
+import type { ContentBlock, ToolDefinition, ToolUseBlock } from './model-messages';
 
 // The judge's prompt (escaping, boundaries, rendering) lives in judge-prompt.ts, free of zod so
 // that workflows may import it (see shape-check.ts); this module holds the verdict's contract.
@@ -17,13 +18,13 @@ export const VerdictInputSchema = z
   .strict();
 export type VerdictInput = z.infer<typeof VerdictInputSchema>;
 
-/** The Anthropic tool definition of `submit_verdict`. */
-export const VERDICT_TOOL = {
+/** The tool definition of `submit_verdict`. */
+export const VERDICT_TOOL: ToolDefinition = {
   name: VERDICT_TOOL_NAME,
   description:
     'Submit your verdict on the candidate. failed_items lists the rubric items (verbatim) that the candidate fails; required_correction says what must change for it to pass.',
-  input_schema: {
-    type: 'object' as const,
+  inputSchema: {
+    type: 'object',
     properties: {
       passed: { type: 'boolean', description: 'true only if every rubric item is satisfied' },
       reason: { type: 'string', description: 'why, citing the candidate' },
@@ -34,9 +35,6 @@ export const VERDICT_TOOL = {
     additionalProperties: false,
   },
 };
-
-/** A content block as the model returned it (the subset the judge reads). */
-export type ContentBlockLike = { type: string; id?: string; name?: string; input?: unknown; text?: string };
 
 /** The judge's parsed verdict: a pass, a fail, or a fail because the answer could not be read. */
 export interface ParsedVerdict {
@@ -62,8 +60,8 @@ function unparseable(detail: string): ParsedVerdict {
  * malformed input, or a self-contradicting verdict (passed with failed items) is a fail
  * whose reason starts with `unparseable_verdict`.
  */
-export function parseVerdict(content: readonly ContentBlockLike[]): ParsedVerdict {
-  const calls = content.filter((b) => b.type === 'tool_use' && b.name === VERDICT_TOOL_NAME);
+export function parseVerdict(content: readonly ContentBlock[]): ParsedVerdict {
+  const calls = content.filter((b): b is ToolUseBlock => b.type === 'tool_use' && b.name === VERDICT_TOOL_NAME);
   if (calls.length === 0) return unparseable(`no ${VERDICT_TOOL_NAME} call in the judge's answer`);
   if (calls.length > 1) return unparseable(`${calls.length} ${VERDICT_TOOL_NAME} calls; expected exactly one`);
   const parsed = VerdictInputSchema.safeParse(calls[0].input);

@@ -14,7 +14,7 @@ import { createActivities } from '../activities';
 import { trustPathsFromEnv } from '../activities/trust';
 import { generateSigningKey } from '../client/signing';
 import { DECISION_NAMESPACE } from '../common/sshsig';
-import { createAnthropic } from '../activities/model';
+import { createModelClient } from '../activities/providers';
 import { harnessStoreId } from '../harness/store';
 import { improveInput, regressionFromRun, waitImprovement } from '../client/improve';
 import { LoopwrightClient } from '../client/loopwright-client';
@@ -195,7 +195,7 @@ async function main(): Promise<void> {
     for (const [queue, url] of [['record', model.url], ['record-demo', demoModel.url]] as const) {
       const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record', ...(queue === 'record-demo' ? signing : { LOOPWRIGHT_ALLOWED_SIGNERS: '', LOOPWRIGHT_SIGNING_KEY: '' }) };
       const trust = () => trustPathsFromEnv(env);
-      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ anthropic: createAnthropic(env), trust }), dataConverter: workerDataConverter(undefined, redactionFromEnv(env)), ...workflowSource(process.env), ...WORKER_TUNING });
+      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ model: createModelClient(env), trust }), dataConverter: workerDataConverter(undefined, redactionFromEnv(env)), ...workflowSource(process.env), ...WORKER_TUNING });
       // Recorded unencrypted, whatever the shell's LOOPWRIGHT_KEYS: the replay test reads them without keys.
       const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue, LOOPWRIGHT_KEYS: '' } });
       const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate' || id === 'replay-signed';

@@ -1,5 +1,6 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { createAnthropic, createModelCaller, type ModelRequest } from '../activities/model';
+import { createModelCaller, type ModelRequest } from '../activities/model';
+import { createModelClient } from '../activities/providers';
 import { MODEL_NON_RETRYABLE, MODEL_RETRYABLE, type ModelFailureDetails } from '../activities/model-errors';
 import type { ModelRule } from '../model-server/script';
 import { startModelServer, type ModelServer } from '../model-server/server';
@@ -23,7 +24,7 @@ afterEach(async () => {
 
 async function call(rules: ModelRule[], timeouts = { totalMs: 30_000, idleMs: 5_000 }) {
   server = await startModelServer({ script: script(...rules), port: 0 });
-  const callModel = createModelCaller({ anthropic: createAnthropic({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' }) });
+  const callModel = createModelCaller({ client: createModelClient({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' }) });
   const req: ModelRequest = { role: 'worker', model: 'claude-test-1', workflowId: 'w/1', attempt: 1, system: 'sys', messages: [{ role: 'user', content: 'hi' }], maxTokens: 100, price, timeouts };
   const started = Date.now();
   const outcome = await callModel(req).then(

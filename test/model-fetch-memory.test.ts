@@ -2,10 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { getEventListeners } from 'node:events';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createAnthropic } from '../activities/model';
 import { createModelFetch } from '../activities/model-fetch';
-import { streamMessage } from '../activities/model-stream';
-import { StreamUsage } from '../activities/model-usage';
+import { createAnthropic, createAnthropicModelClient } from '../activities/providers/anthropic/client';
 import type { ModelRule } from '../model-server/script';
 import { startModelServer, type ModelServer } from '../model-server/server';
 
@@ -86,9 +84,9 @@ describe('the model transport lets go of finished calls', () => {
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 
-  test('the async context of 200 streamed calls through the real SDK is collected', async () => {
+  test('the async context of 200 streamed calls through the Anthropic adapter and the real SDK is collected', async () => {
     server = await startModelServer({ script: { rules: [{ name: 'a', reply: answer }] }, port: 0 });
-    const anthropic = createAnthropic({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' });
+    const model = createAnthropicModelClient(createAnthropic({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' }));
     const context = new AsyncLocalStorage<object>();
     let alive = 0;
     const collected = new FinalizationRegistry<void>(() => alive--);
@@ -99,9 +97,9 @@ describe('the model transport lets go of finished calls', () => {
       collected.register(store);
       await context.run(store, async () => {
         const cancel = new AbortController();
-        const usage = new StreamUsage('m', { input: 1, output: 1, cacheRead: 1, cacheWrite: 1 });
-        const message = await streamMessage(anthropic, { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, {}, { limits: { totalMs: 30_000, idleMs: 30_000 }, usage, signal: cancel.signal });
-        expect(message.stop_reason).toBe('end_turn');
+        const caller = { workflowId: 'memory', role: 'worker', attempt: 1 };
+        const answer = await model.call({ model: 'm', system: 'be brief', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, caller }, { limits: { totalMs: 30_000, idleMs: 30_000 }, signal: cancel.signal });
+        expect(answer.stopReason).toBe('end_turn');
       });
     }
     server.requests.length = 0;

@@ -1,7 +1,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { trustPathsFromEnv } from '../activities/trust';
-import { createAnthropic } from '../activities/model';
+import { createModelClient } from '../activities/providers';
 import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
@@ -45,6 +45,8 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
   const ring = keyRingFromEnv(opts.env);
   // So is a bad tuning value (LOOPWRIGHT_MAX_CACHED_WORKFLOWS, ..., see workers/tuning.ts).
   const tuning = workerTuning(opts.env);
+  // And an unknown LOOPWRIGHT_MODEL_PROVIDER (activities/providers).
+  const model = createModelClient(opts.env);
   const dataConverter = workerDataConverter(ring, redactionFromEnv(opts.env));
   const status = await sandbox.status();
   let connection: NativeConnection;
@@ -57,7 +59,7 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
     await connection.close();
     throw err;
   });
-  const activities = createActivities({ anthropic: createAnthropic(opts.env), tools: opts.tools, sandbox, trust: () => trustPathsFromEnv(opts.env) });
+  const activities = createActivities({ model, tools: opts.tools, sandbox, trust: () => trustPathsFromEnv(opts.env) });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,

@@ -60,7 +60,7 @@ export async function runAgentSession(
       requestedMaxTokens: agent.maxTokens,
       price,
       invoke: (maxTokens, tryNo) =>
-        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: agentTurnSummary(turn, n, tryNo) }, [
+        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: agentTurnSummary(model, turn, n, tryNo) }, [
           {
             workflowId, attempt: n, turn, model, price, systemPrompt: agent.systemPrompt, toolNames: offered, maxTokens,
             contextBudgetChars: agent.contextBudgetChars, head, userText: turn === 1 ? userText : undefined, toolResults: pending,

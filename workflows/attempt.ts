@@ -94,7 +94,7 @@ async function attemptSteps(ctx: AttemptContext, n: number, progress: AttemptPro
     requestedMaxTokens: input.spec.agent.maxTokens,
     price: priceOf(workerModel, input.prices),
     invoke: (maxTokens, tryNo) =>
-      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: workerCallSummary(n, tryNo) }, [
+      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: workerCallSummary(workerModel, n, tryNo) }, [
         { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
       ]),
   });
@@ -140,7 +140,7 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),
       invoke: (maxTokens, tryNo) =>
-        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: judgeCallSummary(check.name, n, tryNo) }, [
+        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: judgeCallSummary(checkerModel, check.name, n, tryNo) }, [
           {
             workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens, timeouts: modelTimeouts(input.spec.models),
             ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),

@@ -3,6 +3,7 @@ import { condition, executeChild, patched, setCurrentDetails, setHandler, workfl
 import type { AppliedDecision, DecisionRecord } from '../common/decision';
 import { trustRecord, type Trust, type TrustRecord } from '../common/trust-record';
 import { handleDecisions } from './decisions';
+import { proposerCallSummary } from '../common/activity-summary';
 import { readProposal } from '../common/improve/proposal-shape';
 import { summarizeEvaluation, heldOutTasks, type EvaluationSummary } from '../common/improve/evaluate';
 import { checkProposal } from '../common/improve/proposal';
@@ -124,7 +125,7 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
   const store = await acts.readHarnessStore.executeWithOptions({ ...TOOL_CALL, summary: `harness of ${input.loop}` }, [{ loop: input.loop }]);
   record.baseVersion = store.current.version;
   to('proposing', `${group.check}${group.item ? ` / ${group.item}` : ''} failed in ${group.runs.length} runs: asking the proposer`);
-  const proposed = await acts.proposeChange.executeWithOptions({ ...MODEL_CALL, retry: { maximumAttempts: 3, nonRetryableErrorTypes: [FailureType.ModelRequest] }, summary: 'claude (proposer)' }, [
+  const proposed = await acts.proposeChange.executeWithOptions({ ...MODEL_CALL, retry: { maximumAttempts: 3, nonRetryableErrorTypes: [FailureType.ModelRequest] }, summary: proposerCallSummary(input.proposer.model, input.loop) }, [
     { workflowId: record.workflowId, loop: input.loop, harness: store.current.harness, tools: store.tools, group, model: input.proposer.model, price: input.proposer.price },
   ]);
   record.usage = addUsage(record.usage, proposed.usage);

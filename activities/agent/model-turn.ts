@@ -1,7 +1,7 @@
-import type Anthropic from '@anthropic-ai/sdk';
 import type { ToolCallRef, ToolResultRef, TurnResult } from '../../common/agent';
-import { elideOldToolResults, transcriptChars, type ContentBlock, type TranscriptMessage } from '../../common/context';
+import { elideOldToolResults, transcriptChars, type ContentBlock, type ToolUseBlock, type TranscriptMessage } from '../../common/context';
 import type { ModelTimeouts } from '../../common/loop-spec';
+import type { ToolDefinition } from '../../common/model-messages';
 import type { ModelPrice } from '../../common/pricing';
 import type { ModelReply, ModelRequest } from '../model';
 import { appendMessage, loadText, loadTranscript } from '../transcript/transcript';
@@ -45,7 +45,7 @@ export function summarizeCall(input: unknown): string {
  * summaries, and the final text. History carries references, not the conversation.
  */
 export async function modelTurn(
-  deps: { store: BlobStore; callModel: (req: ModelRequest) => Promise<ModelReply>; definitions: (names: string[]) => Anthropic.Tool[] },
+  deps: { store: BlobStore; callModel: (req: ModelRequest) => Promise<ModelReply>; definitions: (names: string[]) => ToolDefinition[] },
   input: ModelTurnInput,
 ): Promise<TurnResult> {
   const { store } = deps;
@@ -69,16 +69,16 @@ export async function modelTurn(
     attempt: input.attempt,
     turn: input.turn,
     system: input.systemPrompt,
-    messages: messages as Anthropic.MessageParam[],
+    messages,
     tools: input.toolNames.length ? deps.definitions(input.toolNames).map((d) => ({ ...d, description: input.toolDescriptions?.[d.name] ?? d.description })) : undefined,
     maxTokens: input.maxTokens,
     timeouts: input.timeouts,
   });
-  const assistant: TranscriptMessage = { role: 'assistant', content: reply.content as ContentBlock[] };
+  const assistant: TranscriptMessage = { role: 'assistant', content: reply.content };
   const newHead = await appendMessage(store, head, assistant);
   const toolCalls: ToolCallRef[] = reply.content
-    .filter((b) => b.type === 'tool_use')
-    .map((b) => ({ id: (b as { id: string }).id, name: b.name ?? '', summary: summarizeCall(b.input) }));
+    .filter((b): b is ToolUseBlock => b.type === 'tool_use')
+    .map((b) => ({ id: b.id, name: b.name, summary: summarizeCall(b.input) }));
   return {
     head: newHead,
     toolCalls,

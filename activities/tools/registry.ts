@@ -1,33 +1,27 @@
 import { z } from 'zod';
 import { ConfigError } from '../../common/errors';
 import { zodIssues } from '../../common/format';
+import type { ObjectSchema, ToolDefinition } from '../../common/model-messages';
 import { BUILT_IN_TOOLS } from './built-in';
 import { ToolError, type Tool, type ToolClass, type ToolContext, type ToolOutcome } from './types';
-
-/** A tool as the Anthropic Messages API takes it (assignable to the SDK's `Tool`). */
-export interface AnthropicToolDef {
-  name: string;
-  description: string;
-  input_schema: { type: 'object'; properties?: unknown; required?: string[]; [key: string]: unknown };
-}
 
 /** The tools one loop can use, by name. */
 export interface ToolRegistry {
   get(name: string): Tool | undefined;
   /** Every registered name, built-ins first, in registration order. */
   names(): string[];
-  /** The definitions to send to the model for `names`, in that order; unknown names throw ConfigError. */
-  definitions(names: string[]): AnthropicToolDef[];
+  /** The definitions to send to the model for `names`, in that order (Loopwright's shape; the model's adapter maps it); unknown names throw ConfigError. */
+  definitions(names: string[]): ToolDefinition[];
   classOf(name: string): ToolClass | undefined;
 }
 
-function inputSchemaOf(tool: Tool): AnthropicToolDef['input_schema'] {
+function inputSchemaOf(tool: Tool): ObjectSchema {
   const schema = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
   delete schema.$schema;
   if (schema.type !== 'object') {
     throw new ConfigError(`tool ${tool.name} must take an object as input (its schema has type ${String(schema.type)})`);
   }
-  return schema as AnthropicToolDef['input_schema'];
+  return schema as ObjectSchema;
 }
 
 /**
@@ -36,7 +30,7 @@ function inputSchemaOf(tool: Tool): AnthropicToolDef['input_schema'] {
  */
 export function createToolRegistry(extra: Tool[] = []): ToolRegistry {
   const tools = new Map<string, Tool>();
-  const schemas = new Map<string, AnthropicToolDef['input_schema']>();
+  const schemas = new Map<string, ObjectSchema>();
   for (const tool of [...BUILT_IN_TOOLS, ...extra]) {
     if (tools.has(tool.name)) throw new ConfigError(`duplicate tool name ${tool.name}: every tool needs its own name`);
     tools.set(tool.name, tool);
@@ -50,7 +44,7 @@ export function createToolRegistry(extra: Tool[] = []): ToolRegistry {
       return names.map((name) => {
         const tool = tools.get(name);
         if (!tool) throw new ConfigError(`unknown tool ${name}: available: ${[...tools.keys()].join(', ')}`);
-        return { name, description: tool.description, input_schema: structuredClone(schemas.get(name)!) };
+        return { name, description: tool.description, inputSchema: structuredClone(schemas.get(name)!) };
       });
     },
   };

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createActivities } from '../../activities';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { workerDataConverter } from '../../crypto/codec';
 import { redactionFromEnv } from '../../common/redact';
@@ -48,7 +48,7 @@ async function side(o: { name: string; address: string; modelUrl: string; keys: 
     connection,
     taskQueue,
     workflowBundle: { code: o.code },
-    activities: createActivities({ anthropic: createAnthropic(env) }),
+    activities: createActivities({ model: createModelClient(env) }),
     dataConverter: workerDataConverter(ring, redactionFromEnv(env)),
     ...WORKER_TUNING,
   });

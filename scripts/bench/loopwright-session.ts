@@ -1,6 +1,6 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { createFileBlobStore } from '../../activities/transcript/store';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { WORKER_TUNING } from '../../workers/create-worker';
@@ -25,7 +25,7 @@ export async function runLoopwrightSession(opts: LoopwrightSessionOptions): Prom
   const env = { ANTHROPIC_BASE_URL: opts.modelUrl, ANTHROPIC_API_KEY: 'bench', TEMPORAL_ADDRESS: opts.address, LOOPWRIGHT_TASK_QUEUE: taskQueue };
   const connection = await NativeConnection.connect({ address: opts.address });
   try {
-    const activities = createActivities({ anthropic: createAnthropic(env), ...(opts.transcripts ? { store: createFileBlobStore(opts.transcripts) } : {}) });
+    const activities = createActivities({ model: createModelClient(env), ...(opts.transcripts ? { store: createFileBlobStore(opts.transcripts) } : {}) });
     const worker = await Worker.create({ connection, taskQueue, workflowBundle: opts.workflowCode, activities, ...WORKER_TUNING });
     const client = await LoopwrightClient.connect({ env });
     try {

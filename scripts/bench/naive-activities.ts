@@ -1,7 +1,7 @@
-import type Anthropic from '@anthropic-ai/sdk';
 import { createModelCaller } from '../../activities/model';
+import type { ModelClient } from '../../activities/model-port';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
-import type { ContentBlock, TranscriptMessage } from '../../common/context';
+import type { TranscriptMessage } from '../../common/context';
 
 /** Input of {@link NaiveActivities.naiveTurn}: the whole conversation, every turn. */
 export interface NaiveTurnInput {
@@ -27,8 +27,8 @@ const FREE = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
  * the same code Loopwright's activities do (the model caller with the real SDK, the tool
  * registry), so the two runs differ only in what crosses the activity boundary.
  */
-export function createNaiveActivities(deps: { anthropic: Anthropic }) {
-  const callModel = createModelCaller({ anthropic: deps.anthropic });
+export function createNaiveActivities(deps: { model: ModelClient }) {
+  const callModel = createModelCaller({ client: deps.model });
   const registry = createToolRegistry();
   return {
     /** One model turn with the whole conversation as input; returns the assistant message. */
@@ -41,11 +41,11 @@ export function createNaiveActivities(deps: { anthropic: Anthropic }) {
         attempt: 1,
         turn: input.turn,
         system: input.systemPrompt,
-        messages: input.messages as Anthropic.MessageParam[],
-        tools: registry.definitions(input.toolNames) as Anthropic.Tool[],
+        messages: input.messages,
+        tools: registry.definitions(input.toolNames),
         maxTokens: 4096,
       });
-      return { role: 'assistant', content: reply.content as ContentBlock[] };
+      return { role: 'assistant', content: reply.content };
     },
 
     /** Runs one tool call in `root` and returns its full output (read_file: the whole file). */

@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { DEFAULT_CHECKER_MODEL, DEFAULT_WORKER_MODEL } from '../../common/config';
 import { renderWorkerPrompt } from '../../common/prompts';
 import { getLoop } from '../../loops';
@@ -30,7 +30,7 @@ export async function runNaiveSession(opts: SessionOptions): Promise<SessionRun>
   const native = await NativeConnection.connect({ address: opts.address });
   const connection = await Connection.connect({ address: opts.address });
   try {
-    const activities = createNaiveActivities({ anthropic: createAnthropic({ ANTHROPIC_BASE_URL: opts.modelUrl, ANTHROPIC_API_KEY: 'bench' }) });
+    const activities = createNaiveActivities({ model: createModelClient({ ANTHROPIC_BASE_URL: opts.modelUrl, ANTHROPIC_API_KEY: 'bench' }) });
     const worker = await Worker.create({ connection: native, taskQueue, workflowBundle: opts.workflowCode, activities, ...WORKER_TUNING });
     const client = new Client({ connection });
     const workflowId = uniqueName(`bench-naive-${opts.turns}t`);

@@ -1,5 +1,5 @@
-import type Anthropic from '@anthropic-ai/sdk';
-import { createAnthropic, createModelCaller } from '../../activities/model';
+import { createModelCaller } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { JUDGE_SYSTEM_PROMPT, parseVerdict, renderJudgePrompt, VERDICT_TOOL, VERDICT_TOOL_NAME } from '../../common/judge';
 import { renderWorkerPrompt, type FeedbackEntry } from '../../common/prompts';
 import { DEFAULT_CHECKER_MODEL, DEFAULT_WORKER_MODEL } from '../../common/config';
@@ -41,7 +41,7 @@ export async function runPlainLoop(callModel: ReturnType<typeof createModelCalle
       attempt,
       system: JUDGE_SYSTEM_PROMPT,
       messages: [{ role: 'user', content: renderJudgePrompt({ rubric, task, candidate: answer.text }) }],
-      tools: [VERDICT_TOOL as Anthropic.Tool],
+      tools: [VERDICT_TOOL],
       toolChoice: { type: 'tool', name: VERDICT_TOOL_NAME },
       maxTokens: 1024,
     });
@@ -52,7 +52,7 @@ export async function runPlainLoop(callModel: ReturnType<typeof createModelCalle
   return { passed: false, attempts: maxAttempts };
 }
 
-/** The model caller the plain loop uses: Loopwright's, with the SDK client pointed at `modelUrl`. */
+/** The model caller the plain loop uses: Loopwright's, with the Anthropic adapter pointed at `modelUrl`. */
 export function plainModelCaller(modelUrl: string): ReturnType<typeof createModelCaller> {
-  return createModelCaller({ anthropic: createAnthropic({ ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'bench' }) });
+  return createModelCaller({ client: createModelClient({ ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'bench' }) });
 }

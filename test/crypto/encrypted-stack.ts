@@ -2,7 +2,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createActivities, type Activities } from '../../activities';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { trustPathsFromEnv } from '../../activities/trust';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { workerDataConverter } from '../../crypto/codec';
@@ -34,7 +34,7 @@ export async function keyedStack(o: { address: string; taskQueue: string; keys: 
   const worker = await Worker.create({
     connection,
     taskQueue: o.taskQueue,
-    activities: wrap(createActivities({ anthropic: createAnthropic(env), trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
+    activities: wrap(createActivities({ model: createModelClient(env), trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
     dataConverter: workerDataConverter(ring, redactionFromEnv(env)),
     ...workflowSource(process.env, ring !== undefined),
     ...WORKER_TUNING,

@@ -3,9 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { createActivities, type Activities } from '../../activities';
 import { trustPathsFromEnv } from '../../activities/trust';
 import type { Tool } from '../../activities/tools/types';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { LoopwrightClient } from '../../client/loopwright-client';
-import { workerDataConverter } from '../../crypto/codec';
+import { summaryOf } from '../../trace/history';
+import { EncryptionCodec, workerDataConverter } from '../../crypto/codec';
+import { decodeHistory } from '../../crypto/decode-history';
 import { redactionFromEnv } from '../../common/redact';
 import { keyRingFromEnv } from '../../crypto/keyring';
 import { installRuntime } from '../../workers/runtime';
@@ -19,6 +21,13 @@ export function testAddress(): string {
   const address = process.env.LOOPWRIGHT_TEST_ADDRESS;
   if (!address) throw new Error('LOOPWRIGHT_TEST_ADDRESS is not set: run the tests through jest (test/global-setup.ts)');
   return address;
+}
+
+/** The summaries a run's history shows in the Web UI, in order (decoded with the suite's key ring, as the UI's codec server would). */
+export async function uiSummaries(client: LoopwrightClient, workflowId: string): Promise<string[]> {
+  const ring = keyRingFromEnv(process.env);
+  const history = await decodeHistory(await client.temporal.workflow.getHandle(workflowId).fetchHistory(), ring ? [new EncryptionCodec(ring)] : []);
+  return history.events!.map((e) => summaryOf(e as never)).filter((x): x is string => x !== null);
 }
 
 /** A task queue of the test's own, so workers of other tests never pick up its runs. */
@@ -63,7 +72,7 @@ export async function testStack(
     workflowBundle: { codePath: (ring ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)! },
     // The worker's redaction as a `loopwright worker` with this environment would have it.
     dataConverter: workerDataConverter(ring, redactionFromEnv({ ...process.env, ...fullEnv })),
-    activities: wrap(createActivities({ anthropic: createAnthropic(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
+    activities: wrap(createActivities({ model: createModelClient(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
     ...WORKER_TUNING,
   });
   const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });

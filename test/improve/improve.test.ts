@@ -8,7 +8,7 @@ import type { ModelServer } from '../../model-server/server';
 import { deleteSchedule, triggerSchedule } from '../../client/schedules';
 import { runCli } from '../helpers/cli';
 import { judgeSays } from '../helpers/scripts';
-import { scriptedStacks, testAddress, type TestStack } from '../helpers/temporal';
+import { scriptedStacks, testAddress, uiSummaries, type TestStack } from '../helpers/temporal';
 
 /**
  * The improvement loop end to end, on the real dev server with scripted sessions: repeated
@@ -137,6 +137,9 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
     expect(done.reason).toMatch(/rubric.*outside the improvable surface.*refused before evaluation/);
     expect(done.evalRuns).toEqual([]);
     expect(model.requests.filter((r) => r.role === 'worker').length).toBe(workersBefore);
+    // The Web UI's summary of the proposer's call names the role and the model id.
+    const proposerModel = model.requests.find((r) => r.role === 'proposer')!.model;
+    expect(await uiSummaries(s.client, lines[0])).toContain(`proposer ${proposerModel}: harness change for evaluate-optimize`);
     expect((await harnessState(s.client.temporal, 'evaluate-optimize', s.taskQueue)).current).toBe(1);
   });
 });

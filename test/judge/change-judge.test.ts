@@ -2,7 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import type { JudgeInput } from '../../activities/checks/judge';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { CODE_REVIEW_SYSTEM_PROMPT, FIX_TEST_REVIEW_RUBRIC, judgeInputChars } from '../../common/code-review';
 import type { Verdict } from '../../common/run-record';
 import type { ModelRule } from '../../model-server/script';
@@ -37,7 +37,7 @@ async function judgeOnWorker(rules: ModelRule[], input: JudgeInput): Promise<Ver
       connection,
       taskQueue,
       workflowsPath: require.resolve('./judge-workflow'),
-      activities: createActivities({ anthropic: createAnthropic({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
+      activities: createActivities({ model: createModelClient({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
       ...WORKER_TUNING,
     });
     const client = new Client({ connection: clientConnection });

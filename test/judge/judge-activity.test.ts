@@ -14,7 +14,7 @@ function recordingModel() {
   const call = (req: ModelRequest): Promise<ModelReply> => {
     requests.push(req);
     const input = { passed: false, reason: 'special-cases the test', failed_items: [FIX_TEST_REVIEW_RUBRIC[0]], required_correction: 'fix add() for every input' };
-    return Promise.resolve({ content: [{ type: 'tool_use', name: VERDICT_TOOL_NAME, input }], text: '', stopReason: 'tool_use', usage: ZERO_USAGE });
+    return Promise.resolve({ content: [{ type: 'tool_use', id: 'toolu_1', name: VERDICT_TOOL_NAME, input }], text: '', stopReason: 'tool_use', usage: ZERO_USAGE });
   };
   return { requests, call, prompt: (i: number) => requests[i].messages[0].content as string };
 }

@@ -1,4 +1,4 @@
-import type Anthropic from '@anthropic-ai/sdk';
+import type { ToolDefinition } from '../../common/model-messages';
 import { z } from 'zod';
 import { BUILT_IN_TOOLS, READ_TOOLS, WRITE_TOOLS } from '../../activities/tools/built-in';
 import { COMMAND_DEADLINE_MARGIN_MS, createToolRegistry, DEFAULT_TOOL_DEADLINE_MS, executeTool, toolDeadlineMs } from '../../activities/tools/registry';
@@ -55,20 +55,20 @@ describe('createToolRegistry', () => {
 
   test('definitions() gives JSON Schema objects with required fields and no $schema key', () => {
     const registry = createToolRegistry([greet]);
-    const defs: Anthropic.Tool[] = registry.definitions(['read_file', 'search', 'write_file', 'git_diff', 'greet']);
+    const defs: ToolDefinition[] = registry.definitions(['read_file', 'search', 'write_file', 'git_diff', 'greet']);
     expect(defs.map((d) => d.name)).toEqual(['read_file', 'search', 'write_file', 'git_diff', 'greet']);
     for (const def of defs) {
-      expect(def.input_schema.type).toBe('object');
-      expect(def.input_schema).not.toHaveProperty('$schema');
+      expect(def.inputSchema.type).toBe('object');
+      expect(def.inputSchema).not.toHaveProperty('$schema');
       expect(def.description).toEqual(expect.any(String));
     }
-    expect(defs[0].input_schema.required).toEqual(['path']);
-    expect(defs[0].input_schema.properties).toEqual({ path: expect.objectContaining({ type: 'string' }) });
-    expect(defs[1].input_schema.required).toEqual(['pattern']);
-    expect(defs[2].input_schema.required).toEqual(['path', 'content']);
-    expect(defs[3].input_schema.properties).toEqual({});
+    expect(defs[0].inputSchema.required).toEqual(['path']);
+    expect(defs[0].inputSchema.properties).toEqual({ path: expect.objectContaining({ type: 'string' }) });
+    expect(defs[1].inputSchema.required).toEqual(['pattern']);
+    expect(defs[2].inputSchema.required).toEqual(['path', 'content']);
+    expect(defs[3].inputSchema.properties).toEqual({});
     // `times` has a default, so the model may leave it out.
-    expect(defs[4].input_schema.required).toEqual(['who']);
+    expect(defs[4].inputSchema.required).toEqual(['who']);
   });
 
   test('definitions() of an unknown name throws and lists what exists', () => {

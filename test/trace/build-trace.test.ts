@@ -2,11 +2,30 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildTrace } from '../../trace/build-trace';
-import type { History, HistoryEvent } from '../../trace/history';
+import { summaryOf, type History, type HistoryEvent } from '../../trace/history';
+import { modelCallSummary } from '../../common/activity-summary';
 
-/** A committed history (test/replay/histories), as `fetchHistory()` would return it. */
-function recorded(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'sandbox'): History {
-  return historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')));
+type Recorded = 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'sandbox';
+
+/** A committed history (test/replay/histories), as `fetchHistory()` would return it; `summaries` rewrites the UI summaries. */
+function recorded(name: Recorded, summaries?: (summary: string) => string): History {
+  const json = JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')) as { events: Array<{ userMetadata?: { summary?: { data: string } } }> };
+  for (const e of json.events) {
+    const summary = e.userMetadata?.summary;
+    if (summary && summaries) summary.data = Buffer.from(JSON.stringify(summaries(JSON.parse(Buffer.from(summary.data, 'base64').toString('utf8')) as string))).toString('base64');
+  }
+  return historyFromJSON(json);
+}
+
+/** The summaries of model calls as runs before the model port wrote them, in today's form (role and model id). */
+function portSummary(summary: string): string {
+  const turn = /^claude: (turn \d+ \(attempt \d+\))(?:, try (\d+))?$/.exec(summary);
+  if (turn) return modelCallSummary('worker', 'claude-sonnet-5-5', turn[1], Number(turn[2] ?? 1));
+  const single = /^claude \(worker\): (attempt \d+)(?:, try (\d+))?$/.exec(summary);
+  if (single) return modelCallSummary('worker', 'claude-sonnet-5-5', single[1], Number(single[2] ?? 1));
+  const judge = /^check (\S+) \(judge\): attempt (\d+)(?:, try (\d+))?$/.exec(summary);
+  if (judge) return modelCallSummary('checker', 'claude-haiku-5-5', `check ${judge[1]} (attempt ${judge[2]})`, Number(judge[3] ?? 1));
+  return summary;
 }
 
 describe('buildTrace over recorded histories', () => {
@@ -140,6 +159,16 @@ describe('buildTrace over recorded histories', () => {
     expect(trace.attempts.map((a) => [a.n, a.passed, a.modelCalls.length, a.checks.length])).toEqual([[1, false, 1, 1], [2, true, 1, 1]]);
     expect(trace.attempts[0].feedback?.toAttempt).toBe(2);
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed' });
+  });
+
+  test.each<Recorded>(['agent', 'feedback', 'escalate', 'effect'])('%s run: model calls summarised the old way (claude) and the new way (role and model id) trace alike', (name) => {
+    const before = recorded(name);
+    const after = recorded(name, portSummary);
+    const summaries = (h: History) => h.events!.map((e) => summaryOf(e)).filter((x): x is string => x !== null);
+    expect(summaries(before).some((x) => x.startsWith('claude'))).toBe(true);
+    expect(summaries(after).some((x) => x.startsWith('claude'))).toBe(false);
+    expect(summaries(after).some((x) => /^(worker claude-sonnet-5-5|checker claude-haiku-5-5): /.test(x))).toBe(true);
+    expect(buildTrace([after])).toEqual(buildTrace([before]));
   });
 
   test('refuses a history that does not start a loopWorkflow', () => {

@@ -1,11 +1,15 @@
 import {
-  agentTurnSummary, auditWaitSummary, checkSummary, humanWaitSummary, judgeCallSummary, parseToolCallSummary, parseWaitSummary, toolCallSummary, workerCallSummary,
+  agentTurnSummary, auditWaitSummary, checkSummary, humanWaitSummary, judgeCallSummary, parseToolCallSummary, parseWaitSummary, proposerCallSummary, toolCallSummary, workerCallSummary,
 } from '../../common/activity-summary';
 
 describe('activity summaries', () => {
-  it('labels model calls and checks as the Web UI timeline has always shown them', () => {
-    expect([workerCallSummary(2, 1), workerCallSummary(2, 3), agentTurnSummary(4, 1, 2), judgeCallSummary('review', 1, 1), checkSummary('tests', 'tests', 3)]).toEqual([
-      'claude (worker): attempt 2', 'claude (worker): attempt 2, try 3', 'claude: turn 4 (attempt 1), try 2', 'check review (judge): attempt 1', 'check tests (tests): attempt 3',
+  it('labels model calls with the role and the model id, and checks by name and kind', () => {
+    expect([
+      workerCallSummary('claude-sonnet-5-5', 2, 1), workerCallSummary('claude-sonnet-5-5', 2, 3), agentTurnSummary('claude-sonnet-5-5', 4, 1, 2),
+      judgeCallSummary('claude-haiku-5-5', 'review', 1, 1), proposerCallSummary('claude-opus-5', 'fix-test'), checkSummary('tests', 'tests', 3),
+    ]).toEqual([
+      'worker claude-sonnet-5-5: attempt 2', 'worker claude-sonnet-5-5: attempt 2, try 3', 'worker claude-sonnet-5-5: turn 4 (attempt 1), try 2',
+      'checker claude-haiku-5-5: check review (attempt 1)', 'proposer claude-opus-5: harness change for fix-test', 'check tests (tests): attempt 3',
     ]);
   });
 

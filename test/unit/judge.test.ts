@@ -7,11 +7,11 @@ import {
   escapeUntrusted,
   parseVerdict,
   renderJudgePrompt,
-  type ContentBlockLike,
 } from '../../common/judge';
+import type { ContentBlock } from '../../common/model-messages';
 import { TAG_FORGERIES, boundaryForgeries, boundaryLookalikes, forgeries, judgeBlocks } from '../judge/structure';
 
-const verdictCall = (input: unknown, name = VERDICT_TOOL_NAME): ContentBlockLike => ({ type: 'tool_use', name, input });
+const verdictCall = (input: unknown, name = VERDICT_TOOL_NAME): ContentBlock => ({ type: 'tool_use', id: 'toolu_1', name, input });
 const validFail = { passed: false, reason: 'only two lines', failed_items: ['has three lines'], required_correction: 'add a third line' };
 const validPass = { passed: true, reason: 'meets every item', failed_items: [], required_correction: '' };
 const CODE = '3f9a0c7e5b1d2468ace013579bdf0246';
@@ -169,7 +169,7 @@ describe('parseVerdict', () => {
     });
   });
 
-  const failsClosed: Array<[string, ContentBlockLike[]]> = [
+  const failsClosed: Array<[string, ContentBlock[]]> = [
     ['no content blocks', []],
     ['a text-only answer "PASS"', [{ type: 'text', text: 'PASS' }]],
     ['prose describing a pass', [{ type: 'text', text: 'The candidate satisfies every rubric item; verdict: passed=true.' }]],
@@ -183,7 +183,7 @@ describe('parseVerdict', () => {
     ['passed: "PASSABLE"', [verdictCall({ ...validPass, passed: 'PASSABLE' })]],
     ['passed: "true" as a string', [verdictCall({ ...validPass, passed: 'true' })]],
     ['input that is not an object', [verdictCall('passed')]],
-    ['no input at all', [{ type: 'tool_use', name: VERDICT_TOOL_NAME }]],
+    ['no input at all', [{ type: 'tool_use', id: 'toolu_1', name: VERDICT_TOOL_NAME, input: undefined }]],
     ['passed=true with failed_items', [verdictCall({ ...validPass, failed_items: ['has three lines'] })]],
   ];
 

@@ -1,16 +1,16 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MODEL_NON_RETRYABLE, MODEL_RETRYABLE, toModelFailure } from '../../activities/model-errors';
-import { ModelStreamError } from '../../activities/model-stream';
+import { anthropicCallError } from '../../activities/providers/anthropic/faults';
 
 const CONTEXT = { role: 'worker', model: 'claude-sonnet-4-6' };
 
 const apiError = (status: number, headers: Record<string, string> = {}, message = 'boom') =>
   Anthropic.APIError.generate(status, { type: 'error', error: { type: 'api_error', message } }, undefined, new Headers(headers));
 
-/** The ApplicationFailure `toModelFailure` makes of `err` (fails the test when it is anything else). */
+/** The ApplicationFailure `toModelFailure` makes of the SDK's `err`, read by the Anthropic adapter (fails the test when it is anything else). */
 function failureOf(err: unknown): ApplicationFailure {
-  const result = toModelFailure(err, CONTEXT);
+  const result = toModelFailure(anthropicCallError(err), CONTEXT);
   expect(result).toBeInstanceOf(ApplicationFailure);
   return result as ApplicationFailure;
 }
@@ -42,7 +42,7 @@ describe('toModelFailure', () => {
     const message = failureOf(apiError(404)).message;
     expect(message).toContain('check the model id claude-sonnet-4-6');
     expect(message).toContain('LOOPWRIGHT_WORKER_MODEL');
-    const checker = toModelFailure(apiError(404), { role: 'checker', model: 'm' }) as ApplicationFailure;
+    const checker = toModelFailure(anthropicCallError(apiError(404)), { role: 'checker', model: 'm' }) as ApplicationFailure;
     expect(checker.message).toContain('LOOPWRIGHT_CHECKER_MODEL');
   });
 
@@ -98,12 +98,12 @@ describe('toModelFailure', () => {
 
   test('an HTTP error carries the usage too', () => {
     const usage = { inputTokens: 5, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    expect((toModelFailure(apiError(500), { ...CONTEXT, usage }) as ApplicationFailure).details).toEqual([{ status: 500, usage }]);
+    expect((toModelFailure(anthropicCallError(apiError(500)), { ...CONTEXT, usage }) as ApplicationFailure).details).toEqual([{ status: 500, usage }]);
   });
 
   test('a cancellation Temporal asked for is a CancelledFailure whose details carry the usage; any other interruption is retryable', () => {
     const usage = { inputTokens: 1000, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.003015 };
-    const cut = new ModelStreamError({ cut: 'cancelled', connected: true, events: 1, elapsedMs: 2_300, limits: { totalMs: 600_000, idleMs: 60_000 } }, { cause: new Anthropic.APIUserAbortError() });
+    const cut = anthropicCallError(new Anthropic.APIUserAbortError(), { cut: 'cancelled', connected: true, events: 1, elapsedMs: 2_300, limits: { totalMs: 600_000, idleMs: 60_000 } });
     const cancelled = toModelFailure(cut, { ...CONTEXT, usage, cancelRequested: true });
     expect(cancelled).toBeInstanceOf(CancelledFailure);
     expect(cancelled.message).toBe('model call cancelled after 1 event in 2.3s (worker, claude-sonnet-4-6)');

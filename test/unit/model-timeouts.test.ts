@@ -1,5 +1,6 @@
 import { ModelsSchema, modelTimeouts } from '../../common/loop-spec';
-import { StreamUsage } from '../../activities/model-usage';
+import { priced } from '../../activities/model';
+import { StreamUsage } from '../../activities/providers/anthropic/usage';
 
 describe('models.timeouts', () => {
   test('a loop without them (and a run started before they existed) gets 10 minutes in total and 60 s idle', () => {
@@ -30,14 +31,14 @@ describe('StreamUsage', () => {
   const price = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };
 
   test('message_start reports the input; each message_delta replaces the counts it carries and keeps the others', () => {
-    const u = new StreamUsage('m', price);
+    const u = new StreamUsage();
     expect(u.current()).toBeUndefined();
     expect(u.observe(start)).toBe(true);
     expect(u.current()).toMatchObject({ inputTokens: 1000, outputTokens: 1, cacheReadTokens: 200, cacheWriteTokens: 50 });
     expect(u.observe({ type: 'content_block_delta' } as never)).toBe(false);
     expect(u.observe({ type: 'message_delta', usage: { output_tokens: 40, input_tokens: null, cache_read_input_tokens: null, cache_creation_input_tokens: null } } as never)).toBe(true);
     expect(u.current()).toMatchObject({ inputTokens: 1000, outputTokens: 40, cacheReadTokens: 200, cacheWriteTokens: 50 });
-    expect(u.current()!.costUsd).toBeCloseTo((1000 * 3 + 40 * 15 + 200 * 0.3 + 50 * 3.75) / 1e6, 5);
+    expect(priced(u.current()!, 'm', price).costUsd).toBeCloseTo((1000 * 3 + 40 * 15 + 200 * 0.3 + 50 * 3.75) / 1e6, 5);
     expect(u.observe({ type: 'message_delta', usage: { output_tokens: 40, input_tokens: 1000 } } as never)).toBe(false);
   });
 });

@@ -8,7 +8,7 @@ import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { judgeSays } from '../helpers/scripts';
 import { notesRepo } from '../helpers/notes-repo';
 import { operatorTrust } from '../helpers/trust';
-import { scriptedStacks, type TestStack } from '../helpers/temporal';
+import { scriptedStacks, uiSummaries, type TestStack } from '../helpers/temporal';
 
 /** Agent sessions with tools on a real dev server: the autonomy gate, confinement, L2 branches. */
 const setup = scriptedStacks();
@@ -40,6 +40,15 @@ describe('agent sessions', () => {
     expect(turnRequest(model, 3).lastUser).toContain('denied: write_file is a write tool');
     const offered = (turnRequest(model, 1).body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
     expect(offered.sort()).toEqual(['list_files', 'read_file']);
+    // The Web UI's summaries of the model calls name the role and the model id, not the provider.
+    const summaries = await uiSummaries(stack.client, record.workflowId);
+    const checker = model.requests.find((r) => r.role === 'checker')!.model;
+    expect(summaries.filter((x) => / turn \d|check judge/.test(x))).toEqual([
+      `worker ${turnRequest(model, 1).model}: turn 1 (attempt 1)`,
+      `worker ${turnRequest(model, 1).model}: turn 2 (attempt 1)`,
+      `worker ${turnRequest(model, 1).model}: turn 3 (attempt 1)`,
+      `checker ${checker}: check judge (attempt 1)`,
+    ]);
   });
 
   test('file tools refuse paths that leave the workspace, and the model gets the error as a tool result', async () => {

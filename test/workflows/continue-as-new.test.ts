@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createActivities } from '../../activities';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { planRun } from '../../loops/plan-run';
 import { readPrices } from '../../common/pricing';
 import type { RunRecord } from '../../common/run-record';
@@ -51,7 +51,7 @@ test('a long session continues as new between turns and finishes with every turn
     connection: env.nativeConnection,
     taskQueue: 'can',
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
-    activities: createActivities({ anthropic: createAnthropic({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
+    activities: createActivities({ model: createModelClient({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
     ...WORKER_TUNING,
   });
   const plan = planRun('evaluate-optimize', { task: 'Read f.txt many times.', rubric: ['r'], tools: ['read_file'], workspace, maxTurns: 20 }, { models: { worker: 'claude-sonnet-5-5', checker: 'claude-haiku-5-5' }, prices: readPrices({}) }, { kind: 'client' });

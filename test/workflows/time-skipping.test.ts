@@ -1,7 +1,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { createAnthropic } from '../../activities/model';
+import { createModelClient } from '../../activities/providers';
 import { planRun } from '../../loops/plan-run';
 import { readPrices } from '../../common/pricing';
 import type { RunRecord } from '../../common/run-record';
@@ -49,7 +49,7 @@ async function runToEnd(name: string, input: Record<string, unknown>, rules: Par
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
-    activities: createActivities({ anthropic: createAnthropic({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
+    activities: createActivities({ model: createModelClient({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
     ...WORKER_TUNING,
   });
   const plan = planRun('evaluate-optimize', input, { models: { worker: 'claude-sonnet-5-5', checker: 'claude-haiku-5-5' }, prices: readPrices({}) }, { kind: 'client' });
