@@ -13,7 +13,7 @@ import { packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 import { findTemporalCli } from '../temporal-binary';
 import { isServing } from '../temporal-operator';
-import { DB_USER, findPostgresBin, initDataDir, isPostgresReady, postgresArgs, postgresUser, RunAs } from './postgres';
+import { DB_USER, findPostgresBin, initDataDir, isPostgresReady, postgresArgs, postgresUser, queryNumber, RunAs } from './postgres';
 import { ClusterProcess, ClusterState, isRunning, launch, readState, removeState, stopProcess, writeState } from './processes';
 import { findSchemaDir, findSqlTool, findTemporalServer } from './temporal-server-binary';
 
@@ -143,7 +143,15 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     ];
     for (const [name, service, ports] of services) {
       const metrics = String(await freePort());
-      add(temporalProcess(o.dir, server, name, service, { ...base, ...ports, TEMPORAL_METRICS_PORT: metrics }));
+      const p = add(temporalProcess(o.dir, server, name, service, { ...base, ...ports, TEMPORAL_METRICS_PORT: metrics }));
+      // The first process writes the cluster's metadata into a fresh database; the others, started
+      // at the same moment, would race it and exit ("failed to initialize current cluster metadata").
+      if (name === 'history') {
+        await waitFor('the cluster metadata', async () => {
+          checkAlive([p]);
+          return ((await queryNumber(pgBin, state.pgPort, DB_PASSWORD, 'temporal', 'select count(*) from cluster_metadata_info')) ?? 0) > 0;
+        }, p.logFile);
+      }
     }
     state.addresses = frontendPorts.map((p) => `127.0.0.1:${p.TEMPORAL_FRONTEND_PORT}`);
     writeState(o.dir, state);

@@ -41,7 +41,7 @@ export function findPostgresBin(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 function complete(dir: string): boolean {
-  return ['initdb', 'postgres', 'pg_isready'].every((name) => isExecutableFile(join(dir, name)));
+  return ['initdb', 'postgres', 'pg_isready', 'psql'].every((name) => isExecutableFile(join(dir, name)));
 }
 
 /** Who PostgreSQL runs as: undefined (this process) unless this process is root. */
@@ -92,4 +92,14 @@ export function postgresArgs(dataDir: string, port: number): string[] {
 export async function isPostgresReady(bin: string, port: number): Promise<boolean> {
   const result = await runCommand(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port), '-U', DB_USER, '-d', 'postgres'], { timeoutMs: 10_000 });
   return result.code === 0;
+}
+
+/** The number `sql` (one value) yields in database `db`, or undefined when the query fails (no table yet, say). */
+export async function queryNumber(bin: string, port: number, password: string, db: string, sql: string): Promise<number | undefined> {
+  const result = await runCommand(join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', DB_USER, '-d', db, '-tAc', sql], {
+    env: { ...process.env, PGPASSWORD: password, PGCONNECT_TIMEOUT: '5' },
+    timeoutMs: 15_000,
+  });
+  const value = Number(result.stdout.trim());
+  return result.code === 0 && result.stdout.trim() !== '' && Number.isFinite(value) ? value : undefined;
 }
