@@ -39,6 +39,11 @@ const DB_PASSWORD = 'temporal';
 const DEPLOY = () => join(packageRoot(), 'deploy');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The dynamic config file every Temporal process reads: the one docker-compose.yml mounts too. */
+export function dynamicConfigFile(): string {
+  return join(DEPLOY(), 'temporal', 'dynamicconfig', 'development-sql.yaml');
+}
+
 async function waitFor(what: string, check: () => Promise<boolean>, logFile: string | undefined, timeoutMs = 120_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -134,7 +139,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     await runStep('deploy/temporal-schema.sh', join(DEPLOY(), 'temporal-schema.sh'), { PATH: env.PATH ?? '', TEMPORAL_SQL_TOOL: sqlTool, TEMPORAL_SCHEMA_DIR: schemaDir, ...dbEnv });
 
     const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2);
-    const base = { PATH: env.PATH ?? '', HOME: env.HOME ?? '', TEMPORAL_DYNAMIC_CONFIG: join(DEPLOY(), 'temporal', 'dynamicconfig', 'development-sql.yaml'), ...dbEnv, ...shared };
+    const base = { PATH: env.PATH ?? '', HOME: env.HOME ?? '', TEMPORAL_DYNAMIC_CONFIG: dynamicConfigFile(), ...dbEnv, ...shared };
     const services: Array<[string, string, Record<string, string>]> = [
       ['history', 'history', frontendPorts[0]],
       ['matching', 'matching', frontendPorts[0]],
