@@ -5,8 +5,8 @@
  * (deploy/temporal/config/loopwright.yaml), the namespace and search attributes
  * (deploy/temporal-setup.sh), and N Loopwright workers. docker-compose.yml uses the same three files.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync } from 'fs';
-import { dirname, join } from 'path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'fs';
+import { dirname, join, resolve } from 'path';
 import { UsageError } from '../../common/errors';
 import { freePort, isPortFree } from '../free-port';
 import { packageRoot } from '../paths';
@@ -196,7 +196,12 @@ function temporalProcess(dir: string, server: string, name: string, service: str
 async function startPostgres(dir: string, bin: string, runAs: RunAs | undefined, port: number, add: (p: ClusterProcess) => ClusterProcess, log: (line: string) => void): Promise<void> {
   const dataDir = join(dir, 'pgdata');
   // The unprivileged user must get through the cluster folder to its data folder (nothing else is readable).
-  if (runAs) chmodSync(dir, 0o711);
+  if (runAs) {
+    chmodSync(dir, 0o711);
+    for (let up = dirname(resolve(dir)); up !== dirname(up); up = dirname(up)) {
+      if ((statSync(up).mode & 0o001) === 0) throw new UsageError(`PostgreSQL runs as ${runAs.name}, who cannot get through ${up} to ${dir}: choose another --dir, or let others through it (chmod o+x)`);
+    }
+  }
   await initDataDir(bin, dataDir, DB_PASSWORD, runAs, log);
   log(`PostgreSQL on 127.0.0.1:${port}${runAs ? ` as ${runAs.name}` : ''}`);
   const p = add({
