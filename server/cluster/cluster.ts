@@ -86,13 +86,28 @@ async function temporalPorts(port: number, frontends: number): Promise<{ shared:
   return { shared, frontendPorts };
 }
 
-/** Throws, with the last fatal message of its log, when a Temporal process has died. */
-function checkAlive(processes: ClusterProcess[]): void {
+/** Why a Temporal process stopped: the error of the last fatal line of its log. */
+function exitReason(p: ClusterProcess): string {
+  const fatal = readFileSync(p.logFile, 'utf8').split('\n').reverse().find((line) => /"level":"fatal"|Unable to/.test(line));
+  return fatal ? (/"error":"([^"]*)"/.exec(fatal)?.[1] ?? fatal.slice(0, 300)) : 'no fatal line';
+}
+
+const startTries = new Map<string, number>();
+
+/**
+ * Starts again a Temporal process that exited while the cluster starts (once more, at most twice:
+ * a port another program took between our check and its bind, say), and throws with the reason
+ * from its log when it keeps exiting.
+ */
+function checkAlive(processes: ClusterProcess[], log: (line: string) => void): void {
   for (const p of processes) {
     if (isRunning(p)) continue;
-    const fatal = readFileSync(p.logFile, 'utf8').split('\n').reverse().find((line) => /"level":"fatal"|Unable to/.test(line));
-    const msg = fatal ? (/"error":"([^"]*)"/.exec(fatal)?.[1] ?? fatal.slice(0, 300)) : 'no fatal line';
-    throw new Error(`the Temporal ${p.name} service exited at start (${msg}): see ${p.logFile}`);
+    const reason = exitReason(p);
+    const tries = (startTries.get(p.logFile) ?? 0) + 1;
+    if (tries > 2) throw new Error(`the Temporal ${p.name} service exited at start (${reason}): see ${p.logFile}`);
+    startTries.set(p.logFile, tries);
+    log(`the Temporal ${p.name} service exited at start (${reason.slice(0, 200)}); starting it again`);
+    launch(p);
   }
 }
 
@@ -153,7 +168,8 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
       // at the same moment, would race it and exit ("failed to initialize current cluster metadata").
       if (name === 'history') {
         await waitFor('the cluster metadata', async () => {
-          checkAlive([p]);
+          checkAlive([p], log);
+          writeState(o.dir, state);
           return ((await queryNumber(pgBin, state.pgPort, DB_PASSWORD, 'temporal', 'select count(*) from cluster_metadata_info')) ?? 0) > 0;
         }, p.logFile);
       }
@@ -162,7 +178,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     writeState(o.dir, state);
     for (const address of state.addresses) {
       log(`waiting for the frontend at ${address}`);
-      await waitFor(`the frontend at ${address}`, () => (checkAlive(state.processes.filter((p) => p.command === server)), isServing({ cli, address, namespace })), join(o.dir, 'logs', 'frontend.log'));
+      await waitFor(`the frontend at ${address}`, () => (checkAlive(state.processes.filter((p) => p.command === server), log), writeState(o.dir, state), isServing({ cli, address, namespace })), join(o.dir, 'logs', 'frontend.log'));
     }
     log('namespace, retention and search attributes (deploy/temporal-setup.sh)');
     await runStep('deploy/temporal-setup.sh', join(DEPLOY(), 'temporal-setup.sh'), {
