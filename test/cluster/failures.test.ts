@@ -86,34 +86,17 @@ async function survives(tag: string, disrupt: () => Promise<void>): Promise<void
   }
 }
 
-test('kill -9 the history service mid-run and start it again: the slow run completes, the approval after it lands one commit', async () => {
-  await survives('history-kill', async () => {
-    await killService(clusterDir(), 'history');
-    await sleep(2000);
-    await restartService(clusterDir(), 'history');
-  });
-}, 600_000);
+/** Kills one process of the cluster with `signal`, waits 2 s, and starts it again as it was. */
+const bounce = (name: string, signal: NodeJS.Signals = 'SIGKILL') => async () => {
+  await killService(clusterDir(), name, signal);
+  await sleep(2000);
+  await restartService(clusterDir(), name);
+};
 
-test('kill -9 the matching service mid-run and start it again: both runs end as undisturbed', async () => {
-  await survives('matching-kill', async () => {
-    await killService(clusterDir(), 'matching');
-    await sleep(2000);
-    await restartService(clusterDir(), 'matching');
-  });
-}, 600_000);
+test('kill -9 the history service mid-run and start it again: the slow run completes, the approval after it lands one commit', () => survives('history-kill', bounce('history')), 600_000);
 
-test('kill -9 the second frontend (the clients use the first): both runs end as undisturbed', async () => {
-  await survives('frontend-kill', async () => {
-    await killService(clusterDir(), 'frontend-2');
-    await sleep(2000);
-    await restartService(clusterDir(), 'frontend-2');
-  });
-}, 600_000);
+test('kill -9 the matching service mid-run and start it again: both runs end as undisturbed', () => survives('matching-kill', bounce('matching')), 600_000);
 
-test('restart PostgreSQL mid-run (fast shutdown, start on the same data): both runs end as undisturbed', async () => {
-  await survives('postgres-restart', async () => {
-    await killService(clusterDir(), 'postgres', 'SIGINT');
-    await sleep(2000);
-    await restartService(clusterDir(), 'postgres');
-  });
-}, 600_000);
+test('kill -9 the second frontend (the clients use the first): both runs end as undisturbed', () => survives('frontend-kill', bounce('frontend-2')), 600_000);
+
+test('restart PostgreSQL mid-run (fast shutdown, start on the same data): both runs end as undisturbed', () => survives('postgres-restart', bounce('postgres', 'SIGINT')), 600_000);
