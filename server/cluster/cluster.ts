@@ -249,6 +249,8 @@ export async function stopCluster(dir: string): Promise<string[]> {
   const running = state.processes.filter(isRunning);
   const order = (p: ClusterProcess) => (p.name.startsWith('worker-') ? 0 : p.name === 'postgres' ? 2 : 1);
   for (const rank of [0, 1, 2]) await Promise.all(running.filter((p) => order(p) === rank).map((p) => stopProcess(p)));
+  const left = state.processes.filter(isRunning);
+  if (left.length > 0) throw new Error(`still running after stop: ${left.map((p) => `${p.name} (pid ${String(p.pid)})`).join(', ')}`);
   removeState(dir);
   return running.map((p) => p.name);
 }
