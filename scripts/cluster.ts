@@ -1,5 +1,5 @@
 /**
- * `npm run cluster -- start [--port 7233] [--workers 2] [--frontends 2] [--dir DIR]`,
+ * `npm run cluster -- start [--port 7233] [--workers 2] [--frontends 2] [--ui-port N] [--dir DIR]`,
  * `npm run cluster -- stop [--dir DIR]`, `npm run cluster -- status [--dir DIR]`: Loopwright's
  * production topology on one machine (see server/cluster/cluster.ts and the README's
  * "Running on a cluster"). Bad input prints one `error:` line and exits 2.
@@ -10,8 +10,8 @@ import { isRunning, readState } from '../server/cluster/processes';
 import { startCluster, stopCluster } from '../server/cluster/cluster';
 import { loopwrightHome } from '../server/paths';
 
-const USAGE = 'usage: npm run cluster -- start [--port N] [--workers N] [--frontends N] [--dir DIR] | stop [--dir DIR] | status [--dir DIR]';
-const NUMERIC = new Set(['--port', '--workers', '--frontends']);
+const USAGE = 'usage: npm run cluster -- start [--port N] [--workers N] [--frontends N] [--ui-port N] [--dir DIR] | stop [--dir DIR] | status [--dir DIR]';
+const NUMERIC = new Set(['--port', '--workers', '--frontends', '--ui-port']);
 
 /** The command and its flags, or a UsageError naming what is wrong. */
 export function parseClusterArgs(argv: string[]): { command: 'start' | 'stop' | 'status'; flags: Record<string, string> } {
@@ -34,8 +34,9 @@ async function main(argv: string[]): Promise<void> {
   const dir = flags['--dir'] ?? join(loopwrightHome(), 'cluster');
   const num = (f: string) => (flags[f] === undefined ? undefined : Number(flags[f]));
   if (command === 'start') {
-    const state = await startCluster({ dir, port: num('--port'), workers: num('--workers'), frontends: num('--frontends'), log: (l) => console.error(l) });
+    const state = await startCluster({ dir, port: num('--port'), workers: num('--workers'), frontends: num('--frontends'), uiPort: num('--ui-port'), log: (l) => console.error(l) });
     console.log(`cluster running: Temporal at ${state.addresses.join(', ')}, namespace ${state.namespace}, PostgreSQL at 127.0.0.1:${state.pgPort}`);
+    if (state.uiUrl) console.log(`Web UI: ${state.uiUrl}`);
     for (const p of state.processes) console.log(`  ${p.name.padEnd(16)} pid ${String(p.pid)}  log ${p.logFile}`);
     console.log(`use it: TEMPORAL_ADDRESS=${state.addresses[0]} npx loopwright run ...   stop it: npm run cluster -- stop`);
   } else if (command === 'stop') {

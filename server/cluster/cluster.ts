@@ -5,7 +5,7 @@
  * (deploy/temporal/config/loopwright.yaml), the namespace and search attributes
  * (deploy/temporal-setup.sh), and N Loopwright workers. docker-compose.yml uses the same three files.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'fs';
 import { dirname, join, resolve } from 'path';
 import { UsageError } from '../../common/errors';
 import { freePort, isPortFree } from '../free-port';
@@ -15,7 +15,7 @@ import { findTemporalCli } from '../temporal-binary';
 import { isServing } from '../temporal-operator';
 import { DB_USER, findPostgresBin, initDataDir, isPostgresReady, postgresArgs, postgresUser, queryNumber, RunAs } from './postgres';
 import { ClusterProcess, ClusterState, isRunning, launch, readState, removeState, stopProcess, writeState } from './processes';
-import { findSchemaDir, findSqlTool, findTemporalServer } from './temporal-server-binary';
+import { findSchemaDir, findSqlTool, findTemporalServer, findUiServer } from './temporal-server-binary';
 
 /** Options of {@link startCluster}. */
 export interface ClusterOptions {
@@ -27,6 +27,8 @@ export interface ClusterOptions {
   frontends?: number;
   /** Loopwright worker processes (default 2). */
   workers?: number;
+  /** Serve the Temporal Web UI on 127.0.0.1 at this port (default: no UI). */
+  uiPort?: number;
   namespace?: string;
   /** How long closed runs are kept (default 720h). */
   retention?: string;
@@ -118,6 +120,7 @@ function checkOptions(o: ClusterOptions): void {
   whole('--port', o.port, 1, 65535);
   whole('--frontends', o.frontends, 1, 4);
   whole('--workers', o.workers, 0, 16);
+  whole('--ui-port', o.uiPort, 1, 65535);
 }
 
 /**
@@ -135,10 +138,12 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
   const previous = readState(o.dir);
   if (previous?.processes.some(isRunning)) throw new UsageError(`a cluster is already running from ${o.dir} (frontend ${previous.addresses[0]}): stop it first with \`npm run cluster -- stop\``);
   if (!(await isPortFree(port))) throw new UsageError(`port ${port} is in use: give another with --port`);
+  if (o.uiPort !== undefined && !(await isPortFree(o.uiPort))) throw new UsageError(`port ${o.uiPort} is in use: give another with --ui-port`);
   const pgBin = findPostgresBin(env);
   const runAs = await postgresUser(env);
   const [server, sqlTool, cli] = [await findTemporalServer({ env, log }), await findSqlTool({ env, log }), await findTemporalCli({ env, log })];
   const schemaDir = await findSchemaDir(env);
+  const ui = o.uiPort === undefined ? undefined : await findUiServer({ env, log });
 
   mkdirSync(join(o.dir, 'logs'), { recursive: true });
   const state: ClusterState = { addresses: [], namespace, pgPort: await freePort(), startedAt: new Date().toISOString(), processes: [] };
@@ -185,6 +190,8 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
       PATH: `${dirname(cli)}:${env.PATH ?? ''}`, HOME: env.HOME ?? '', TEMPORAL_ADDRESS: state.addresses[0], TEMPORAL_NAMESPACE: namespace,
       LOOPWRIGHT_RETENTION: o.retention ?? '720h', TEMPORAL_SETUP_RETRY_DELAY: '1',
     });
+    if (ui && o.uiPort !== undefined) state.uiUrl = await startUi(o.dir, ui, o.uiPort, state, add);
+    writeState(o.dir, state);
     for (let i = 1; i <= (o.workers ?? 2); i++) await startWorker(o.dir, state, add, i, env);
     return state;
   } catch (err) {
@@ -230,6 +237,24 @@ async function startPostgres(dir: string, bin: string, runAs: RunAs | undefined,
   }, p.logFile, 60_000);
 }
 
+/** The Web UI server on 127.0.0.1:`port` for the first frontend, from a config file written into `<dir>/ui/`. */
+async function startUi(dir: string, server: string, port: number, state: ClusterState, add: (p: ClusterProcess) => ClusterProcess): Promise<string> {
+  const url = `http://127.0.0.1:${port}`;
+  mkdirSync(join(dir, 'ui'), { recursive: true });
+  const config = [
+    `temporalGrpcAddress: ${state.addresses[0]}`, 'host: 127.0.0.1', `port: ${port}`, 'enableUi: true', `defaultNamespace: ${state.namespace}`,
+    // Only the UI's own origin (see docker-compose.yml's temporal-ui), and no calls out of the machine.
+    'cors:', '  cookieInsecure: true', '  allowOrigins:', `    - ${url}`, 'disableNewsFetch: true', 'hideLogs: true', '',
+  ].join('\n');
+  writeFileSync(join(dir, 'ui', 'loopwright.yaml'), config);
+  const p = add({ name: 'ui', command: server, args: ['--root', dir, '--config', 'ui', '--env', 'loopwright', 'start'], env: { PATH: process.env.PATH ?? '' }, logFile: join(dir, 'logs', 'ui.log'), stopSignal: 'SIGTERM' });
+  await waitFor(`the Web UI at ${url}`, async () => {
+    if (!isRunning(p)) throw new Error(`the Web UI server exited at start: see ${p.logFile}`);
+    return fetch(url).then((res) => res.ok, () => false);
+  }, p.logFile, 60_000);
+  return url;
+}
+
 async function startWorker(dir: string, state: ClusterState, add: (p: ClusterProcess) => ClusterProcess, i: number, env: NodeJS.ProcessEnv): Promise<void> {
   const p = add({
     name: `worker-${i}`, command: process.execPath, args: [join(packageRoot(), 'dist', 'workers', 'main.js')],
@@ -247,7 +272,7 @@ export async function stopCluster(dir: string): Promise<string[]> {
   const state = readState(dir);
   if (!state) return [];
   const running = state.processes.filter(isRunning);
-  const order = (p: ClusterProcess) => (p.name.startsWith('worker-') ? 0 : p.name === 'postgres' ? 2 : 1);
+  const order = (p: ClusterProcess) => (p.name.startsWith('worker-') || p.name === 'ui' ? 0 : p.name === 'postgres' ? 2 : 1);
   for (const rank of [0, 1, 2]) await Promise.all(running.filter((p) => order(p) === rank).map((p) => stopProcess(p)));
   const left = state.processes.filter(isRunning);
   if (left.length > 0) throw new Error(`still running after stop: ${left.map((p) => `${p.name} (pid ${String(p.pid)})`).join(', ')}`);

@@ -32,6 +32,8 @@ export interface ClusterState {
   addresses: string[];
   namespace: string;
   pgPort: number;
+  /** The Web UI, when started. */
+  uiUrl?: string;
   startedAt: string;
   processes: ClusterProcess[];
 }

@@ -24,13 +24,15 @@ function versionCheck(path: string, env: NodeJS.ProcessEnv): Promise<CheckResult
   });
 }
 
-/** `go install <module>/<pkg>@v<version>` into the installer's folder; returns the binary `name` it built. */
-function goInstall(pkg: string, built: string): Installer {
-  const target = `${MODULE}/${pkg}@v${TEMPORAL_SERVER_VERSION}`;
+/** The Temporal Web UI server version (`temporalio/ui` in docker-compose.yml is the same release). */
+export const UI_SERVER_VERSION = '2.53.3';
+
+/** `go install <target>` into the installer's folder; returns the binary `built` it made there. */
+function goInstall(target: string, built: string): Installer {
   return {
     label: `go install ${target}`,
     async install({ dir, env, log }) {
-      log(`  building ${target} with go install: 3 to 4 minutes on 2 cores the first time`);
+      log(`  building ${target} with go install: minutes the first time`);
       const result = await runCommand('go', ['install', target], { env: { ...env, GOBIN: dir, GOFLAGS: '-mod=mod' }, timeoutMs: 30 * 60_000 });
       if (result.code !== 0 || result.error) throw new Error(`go install failed: ${failureReason(result)}`);
       return join(dir, built);
@@ -91,12 +93,28 @@ async function find(spec: BinarySpec, installer: Installer, opts: FindServerOpti
 
 /** Path of a working `temporal-server` of version {@link TEMPORAL_SERVER_VERSION}, built with `go install` into `<home>/temporal/bin/` when needed. */
 export function findTemporalServer(opts: FindServerOptions = {}): Promise<string> {
-  return find(TEMPORAL_SERVER_SPEC, goInstall('cmd/server', 'server'), opts);
+  return find(TEMPORAL_SERVER_SPEC, goInstall(`${MODULE}/cmd/server@v${TEMPORAL_SERVER_VERSION}`, 'server'), opts);
 }
 
 /** Path of a working `temporal-sql-tool`, found or built like {@link findTemporalServer}. */
 export function findSqlTool(opts: FindServerOptions = {}): Promise<string> {
-  return find(SQL_TOOL_SPEC, goInstall('cmd/tools/sql', 'sql'), opts);
+  return find(SQL_TOOL_SPEC, goInstall(`${MODULE}/cmd/tools/sql@v${TEMPORAL_SERVER_VERSION}`, 'sql'), opts);
+}
+
+/** How the Web UI server is looked for (`TEMPORAL_UI_SERVER`, `temporal-ui-server` on PATH, the local install). */
+export const UI_SERVER_SPEC: BinarySpec = {
+  title: 'Temporal Web UI server',
+  command: 'temporal-ui-server',
+  envVar: 'TEMPORAL_UI_SERVER',
+  version: UI_SERVER_VERSION,
+  check: versionCheck,
+  isPinned: (output) => output.includes(UI_SERVER_VERSION),
+  advice: `Install Go (https://go.dev/dl) so Loopwright can build it, or set TEMPORAL_UI_SERVER=/path/to/ui-server (version ${UI_SERVER_VERSION}).`,
+};
+
+/** Path of a working Web UI server (github.com/temporalio/ui-server, its assets built in), found or built like {@link findTemporalServer}. */
+export function findUiServer(opts: FindServerOptions = {}): Promise<string> {
+  return find(UI_SERVER_SPEC, goInstall(`github.com/temporalio/ui-server/v2/cmd/server@v${UI_SERVER_VERSION}`, 'server'), opts);
 }
 
 /**

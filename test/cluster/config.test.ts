@@ -41,3 +41,12 @@ test('rendered as compose would, the template has the persistence of docker-comp
     expect(store).toMatchObject({ pluginName: temporalEnv.DB, connectAddr: `postgresql:${temporalEnv.DB_PORT}`, user: temporalEnv.POSTGRES_USER });
   }
 });
+
+test('the cluster\'s Web UI server answers and reads the cluster\'s namespaces through its frontend', async () => {
+  const url = process.env.LOOPWRIGHT_CLUSTER_UI_URL;
+  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  const page = await fetch(`${url}/`);
+  expect(page.status).toBe(200);
+  const namespaces = (await (await fetch(`${url}/api/v1/namespaces`)).json()) as { namespaces: Array<{ namespaceInfo: { name: string } }> };
+  expect(namespaces.namespaces.map((n) => n.namespaceInfo.name)).toContain('default');
+});
