@@ -30,6 +30,8 @@ describe('parseClusterArgs', () => {
     [['launch'], /unknown command launch/],
     [['start', '--nodes', '3'], /unknown option --nodes for start/],
     [['stop', '--port', '7233'], /unknown option --port for stop/],
+    [['status', '--ui-port', '8080'], /unknown option --ui-port for status/],
+    [['start', '--ui-port', 'web'], /--ui-port must be a whole number, not web/],
     [['start', '--port'], /--port needs a value/],
     [['start', '--workers', 'two'], /--workers must be a whole number, not two/],
     [['start', '--port', '-1'], /--port must be a whole number, not -1/],
