@@ -1,9 +1,10 @@
 #!/bin/sh
 # One-shot Temporal setup for Loopwright, run by the `temporal-setup` service of
-# docker-compose.yml (image temporalio/admin-tools, which has the `temporal` CLI).
+# docker-compose.yml (image temporalio/admin-tools, which has the `temporal` CLI) and by
+# `npm run cluster` (with the Temporal CLI Loopwright installs).
 #
 #   1. waits until the Temporal server answers SERVING;
-#   2. makes sure the namespace exists (temporalio/auto-setup normally creates it);
+#   2. creates the namespace when it does not exist;
 #   3. registers Loopwright's search attributes;
 #   4. sets the namespace's retention (default 720h = 30 days);
 #   5. checks that every search attribute is listed with the right type.
@@ -100,19 +101,13 @@ all_registered() {
 log "Temporal at $TEMPORAL_ADDRESS, namespace $NS"
 wait_until "the Temporal server to be SERVING" server_serving
 
-# auto-setup registers the namespace in the background once the server is up: give it
-# some time, then create the namespace ourselves.
-tries=0
-until namespace_exists >/dev/null 2>&1; do
-  tries=$((tries + 1))
-  if [ "$tries" -gt 15 ]; then
-    log "namespace $NS not found, creating it"
-    idempotent temporal operator namespace create --namespace "$NS" --retention "$LOOPWRIGHT_RETENTION" \
-      || die "could not create namespace $NS"
-    break
-  fi
-  sleep "$TEMPORAL_SETUP_RETRY_DELAY"
-done
+# Nothing else creates the namespace (the server only makes its own temporal-system): create it
+# when it is missing. Another setup running at the same time is fine ("already exists").
+if ! namespace_exists >/dev/null 2>&1; then
+  log "namespace $NS not found, creating it"
+  idempotent temporal operator namespace create --namespace "$NS" --retention "$LOOPWRIGHT_RETENTION" \
+    || die "could not create namespace $NS"
+fi
 wait_until "namespace $NS" namespace_exists
 # A new namespace takes a moment to reach the server's namespace cache.
 wait_until "the search attributes of namespace $NS" temporal operator search-attribute list --namespace "$NS"

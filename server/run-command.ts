@@ -14,6 +14,9 @@ export interface RunCommandOptions {
   cwd?: string;
   /** Kill the command after this many milliseconds (default 60 s). */
   timeoutMs?: number;
+  /** Run as this user and group (only a root process can). */
+  uid?: number;
+  gid?: number;
 }
 
 const MAX_OUTPUT = 64 * 1024;
@@ -27,7 +30,7 @@ export function runCommand(file: string, args: readonly string[], opts: RunComma
     let stdout = '';
     let stderr = '';
     let error: string | undefined;
-    const child = spawn(file, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { env: opts.env ?? process.env, cwd: opts.cwd, uid: opts.uid, gid: opts.gid, stdio: ['ignore', 'pipe', 'pipe'] });
     const timer = setTimeout(() => {
       error = `timed out after ${Math.round((opts.timeoutMs ?? 60_000) / 1000)} s`;
       child.kill('SIGKILL');

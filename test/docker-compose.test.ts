@@ -15,6 +15,8 @@ import { join, resolve } from 'path';
 import * as ts from 'typescript';
 import { parse } from 'yaml';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import { dynamicConfigFile } from '../server/cluster/cluster';
+import { TEMPORAL_SERVER_VERSION } from '../server/cluster/temporal-server-binary';
 
 const ROOT = resolve(__dirname, '..');
 const COMPOSE_FILE = join(ROOT, 'docker-compose.yml');
@@ -144,6 +146,15 @@ describe('docker-compose.yml services', () => {
     expect(e.POSTGRES_PWD).not.toBe('');
     expect(dependsOn('temporal')).toEqual({ postgresql: 'service_healthy' });
     expect(argv(temporal.healthcheck?.test).join(' ')).toMatch(/cluster health/);
+  });
+
+  it('temporal runs the Temporal server version npm run cluster builds (one pinned version for both)', () => {
+    expect(service('temporal').image!.split(':')[1]).toBe(TEMPORAL_SERVER_VERSION);
+  });
+
+  it('temporal reads the dynamic config file npm run cluster gives its services', () => {
+    const mount = (service('temporal').volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`)).find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
+    expect(join(ROOT, mount!.split(':')[0], env('temporal').DYNAMIC_CONFIG_FILE_PATH.split('/').pop()!)).toBe(dynamicConfigFile());
   });
 
   it('temporal mounts the dynamic config file that DYNAMIC_CONFIG_FILE_PATH names', () => {

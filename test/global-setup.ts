@@ -14,6 +14,8 @@ import { findTemporalCli } from '../server/temporal-binary';
  * LOOPWRIGHT_WORKFLOW_BUNDLE; global-teardown stops the server by the pid started here.
  * The server serves its Web UI on a free port (LOOPWRIGHT_TEST_UI_URL) for test/ui, which
  * checks what a person browsing runs sees; nothing else needs the server to be headless.
+ * With LOOPWRIGHT_TEST_EXTERNAL_ADDRESS set (test/cluster/global-setup.ts sets it), the tests run
+ * against that server instead, and no dev server is started.
  */
 export default async function globalSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-test-'));
@@ -21,12 +23,13 @@ export default async function globalSetup(): Promise<void> {
   // The sandbox for agent commands: installed here (as root, with apt-get) when the machine lacks it.
   if (!/^(off|none)$/i.test(process.env.LOOPWRIGHT_SANDBOX ?? '')) await findBubblewrap({ log });
   const cli = await findTemporalCli({ log });
+  const external = process.env.LOOPWRIGHT_TEST_EXTERNAL_ADDRESS?.trim();
   const [port, uiPort] = await Promise.all([freePort(), freePort()]);
   const logger = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
   // Two bundles, as `npm run build` writes: plain, and with the encoding failure converter for
   // workers with a key ring (test/crypto).
   const [server, bundle, encryptedBundle] = await Promise.all([
-    startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') }),
+    external ? undefined : startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') }),
     bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger }),
     bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), failureConverterPath: FAILURE_CONVERTER_PATH, logger }),
   ]);
@@ -36,8 +39,8 @@ export default async function globalSetup(): Promise<void> {
   writeFileSync(encryptedBundlePath, encryptedBundle.code);
   (globalThis as { __loopwrightServer?: DevServer }).__loopwrightServer = server;
   process.env.LOOPWRIGHT_TEST_DIR = dir;
-  process.env.LOOPWRIGHT_TEST_ADDRESS = server.address;
-  if (server.uiUrl) process.env.LOOPWRIGHT_TEST_UI_URL = server.uiUrl;
+  process.env.LOOPWRIGHT_TEST_ADDRESS = server?.address ?? external;
+  if (server?.uiUrl) process.env.LOOPWRIGHT_TEST_UI_URL = server.uiUrl;
   process.env.LOOPWRIGHT_TEMPORAL_CLI = cli;
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE = bundlePath;
   process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED = encryptedBundlePath;

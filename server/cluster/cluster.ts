@@ -1,0 +1,309 @@
+/**
+ * `npm run cluster`: Loopwright's production topology on one machine. A private PostgreSQL,
+ * Temporal's databases created and migrated by its schema tool (deploy/temporal-schema.sh), the
+ * Temporal services as separate processes rendered from one config template
+ * (deploy/temporal/config/loopwright.yaml), the namespace and search attributes
+ * (deploy/temporal-setup.sh), and N Loopwright workers. docker-compose.yml uses the same three files.
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'fs';
+import { dirname, join, resolve } from 'path';
+import { UsageError } from '../../common/errors';
+import { freePort, isPortFree } from '../free-port';
+import { packageRoot } from '../paths';
+import { failureReason, runCommand } from '../run-command';
+import { findTemporalCli } from '../temporal-binary';
+import { isServing } from '../temporal-operator';
+import { DB_USER, findPostgresBin, initDataDir, isPostgresReady, postgresArgs, postgresUser, queryNumber, RunAs } from './postgres';
+import { ClusterProcess, ClusterState, isRunning, launch, readState, removeState, stopProcess, writeState } from './processes';
+import { findSchemaDir, findSqlTool, findTemporalServer, findUiServer } from './temporal-server-binary';
+
+/** Options of {@link startCluster}. */
+export interface ClusterOptions {
+  /** Where the data folder, logs and state go; default `<LOOPWRIGHT_HOME>/cluster`. */
+  dir: string;
+  /** gRPC port of the first frontend on 127.0.0.1 (default 7233); every other port is a free one. */
+  port?: number;
+  /** Frontend processes (default 2). */
+  frontends?: number;
+  /** Loopwright worker processes (default 2). */
+  workers?: number;
+  /** Serve the Temporal Web UI on 127.0.0.1 at this port (default: no UI). */
+  uiPort?: number;
+  namespace?: string;
+  /** How long closed runs are kept (default 720h). */
+  retention?: string;
+  /** The environment binaries are found with and workers inherit (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+}
+
+const DB_PASSWORD = 'temporal';
+const DEPLOY = () => join(packageRoot(), 'deploy');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The dynamic config file every Temporal process reads: the one docker-compose.yml mounts too. */
+export function dynamicConfigFile(): string {
+  return join(DEPLOY(), 'temporal', 'dynamicconfig', 'development-sql.yaml');
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, logFile: string | undefined, timeoutMs = 120_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${logFile ? `: see ${logFile}` : ''}`);
+    await sleep(500);
+  }
+}
+
+/**
+ * Free ports from `from` upward, below 32768: Temporal stores membership ports in a PostgreSQL
+ * smallint (cluster_membership.rpc_port), so an ephemeral port (32768 and up on Linux) makes the
+ * service die at start with "value out of range for type smallint".
+ */
+async function lowFreePorts(count: number, from = 6933): Promise<number[]> {
+  const ports: number[] = [];
+  for (let port = from; ports.length < count && port < 32768; port++) if (await isPortFree(port)) ports.push(port);
+  if (ports.length < count) throw new Error(`no ${count} free ports between ${from} and 32767 for Temporal's membership`);
+  return ports;
+}
+
+/** The ports every Temporal process is told about (one config for all), from the first frontend's port and free ones. */
+async function temporalPorts(port: number, frontends: number): Promise<{ shared: Record<string, string>; frontendPorts: Array<Record<string, string>> }> {
+  const membership = await lowFreePorts(3 + frontends);
+  const shared: Record<string, string> = {
+    TEMPORAL_HISTORY_PORT: String(await freePort()),
+    TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(membership[0]),
+    TEMPORAL_MATCHING_PORT: String(await freePort()),
+    TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(membership[1]),
+    TEMPORAL_WORKER_PORT: String(await freePort()),
+    TEMPORAL_WORKER_MEMBERSHIP_PORT: String(membership[2]),
+  };
+  const frontendPorts: Array<Record<string, string>> = [];
+  for (let i = 0; i < frontends; i++) {
+    frontendPorts.push({
+      TEMPORAL_FRONTEND_PORT: String(i === 0 ? port : await freePort()),
+      TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(membership[3 + i]),
+      TEMPORAL_FRONTEND_HTTP_PORT: String(await freePort()),
+    });
+  }
+  return { shared, frontendPorts };
+}
+
+/** Why a Temporal process stopped: the error of the last fatal line of its log. */
+function exitReason(p: ClusterProcess): string {
+  const fatal = readFileSync(p.logFile, 'utf8').split('\n').reverse().find((line) => /"level":"fatal"|Unable to/.test(line));
+  return fatal ? (/"error":"([^"]*)"/.exec(fatal)?.[1] ?? fatal.slice(0, 300)) : 'no fatal line';
+}
+
+const startTries = new Map<string, number>();
+
+/**
+ * Starts again a Temporal process that exited while the cluster starts (once more, at most twice:
+ * a port another program took between our check and its bind, say), and throws with the reason
+ * from its log when it keeps exiting.
+ */
+function checkAlive(processes: ClusterProcess[], log: (line: string) => void): void {
+  for (const p of processes) {
+    if (isRunning(p)) continue;
+    const reason = exitReason(p);
+    const tries = (startTries.get(p.logFile) ?? 0) + 1;
+    if (tries > 2) throw new Error(`the Temporal ${p.name} service exited at start (${reason}): see ${p.logFile}`);
+    startTries.set(p.logFile, tries);
+    log(`the Temporal ${p.name} service exited at start (${reason.slice(0, 200)}); starting it again`);
+    launch(p);
+  }
+}
+
+function checkOptions(o: ClusterOptions): void {
+  const whole = (name: string, v: number | undefined, min: number, max: number) => {
+    if (v !== undefined && (!Number.isInteger(v) || v < min || v > max)) throw new UsageError(`${name} must be a whole number from ${min} to ${max}, not ${v}`);
+  };
+  whole('--port', o.port, 1, 65535);
+  whole('--frontends', o.frontends, 1, 4);
+  whole('--workers', o.workers, 0, 16);
+  whole('--ui-port', o.uiPort, 1, 65535);
+}
+
+/**
+ * Starts the whole cluster and returns its state (also in `<dir>/state.json`). Refuses (exit 2)
+ * when a cluster already runs from `dir` or the port is taken; on any failure stops whatever it
+ * had started. Binaries are found or built first (see temporal-server-binary.ts), so a missing
+ * Go or PostgreSQL is reported before anything starts.
+ */
+export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
+  checkOptions(o);
+  const env = o.env ?? process.env;
+  const log = o.log ?? (() => undefined);
+  const port = o.port ?? 7233;
+  const namespace = o.namespace ?? 'default';
+  const previous = readState(o.dir);
+  if (previous?.processes.some(isRunning)) throw new UsageError(`a cluster is already running from ${o.dir} (frontend ${previous.addresses[0]}): stop it first with \`npm run cluster -- stop\``);
+  if (!(await isPortFree(port))) throw new UsageError(`port ${port} is in use: give another with --port`);
+  if (o.uiPort !== undefined && !(await isPortFree(o.uiPort))) throw new UsageError(`port ${o.uiPort} is in use: give another with --ui-port`);
+  const pgBin = findPostgresBin(env);
+  const runAs = await postgresUser(env);
+  const [server, sqlTool, cli] = [await findTemporalServer({ env, log }), await findSqlTool({ env, log }), await findTemporalCli({ env, log })];
+  const schemaDir = await findSchemaDir(env);
+  const ui = o.uiPort === undefined ? undefined : await findUiServer({ env, log });
+
+  mkdirSync(join(o.dir, 'logs'), { recursive: true });
+  const state: ClusterState = { addresses: [], namespace, pgPort: await freePort(), startedAt: new Date().toISOString(), processes: [] };
+  const add = (p: ClusterProcess) => {
+    state.processes.push(launch(p));
+    writeState(o.dir, state);
+    return p;
+  };
+  try {
+    const dbEnv = { TEMPORAL_DB_HOST: '127.0.0.1', TEMPORAL_DB_PORT: String(state.pgPort), TEMPORAL_DB_USER: DB_USER, TEMPORAL_DB_PASSWORD: DB_PASSWORD };
+    await startPostgres(o.dir, pgBin, runAs, state.pgPort, add, log);
+    log('creating and migrating the Temporal databases (deploy/temporal-schema.sh)');
+    await runStep('deploy/temporal-schema.sh', join(DEPLOY(), 'temporal-schema.sh'), { PATH: env.PATH ?? '', TEMPORAL_SQL_TOOL: sqlTool, TEMPORAL_SCHEMA_DIR: schemaDir, ...dbEnv });
+
+    const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2);
+    const base = { PATH: env.PATH ?? '', HOME: env.HOME ?? '', TEMPORAL_DYNAMIC_CONFIG: dynamicConfigFile(), ...dbEnv, ...shared };
+    const services: Array<[string, string, Record<string, string>]> = [
+      ['history', 'history', frontendPorts[0]],
+      ['matching', 'matching', frontendPorts[0]],
+      ...frontendPorts.map((ports, i): [string, string, Record<string, string>] => [i === 0 ? 'frontend' : `frontend-${i + 1}`, 'frontend', ports]),
+      ['internal-worker', 'worker', frontendPorts[0]],
+    ];
+    for (const [name, service, ports] of services) {
+      const metrics = String(await freePort());
+      const p = add(temporalProcess(o.dir, server, name, service, { ...base, ...ports, TEMPORAL_METRICS_PORT: metrics }));
+      // The first process writes the cluster's metadata into a fresh database; the others, started
+      // at the same moment, would race it and exit ("failed to initialize current cluster metadata").
+      if (name === 'history') {
+        await waitFor('the cluster metadata', async () => {
+          checkAlive([p], log);
+          writeState(o.dir, state);
+          return ((await queryNumber(pgBin, state.pgPort, DB_PASSWORD, 'temporal', 'select count(*) from cluster_metadata_info')) ?? 0) > 0;
+        }, p.logFile);
+      }
+    }
+    state.addresses = frontendPorts.map((p) => `127.0.0.1:${p.TEMPORAL_FRONTEND_PORT}`);
+    writeState(o.dir, state);
+    for (const address of state.addresses) {
+      log(`waiting for the frontend at ${address}`);
+      await waitFor(`the frontend at ${address}`, () => (checkAlive(state.processes.filter((p) => p.command === server), log), writeState(o.dir, state), isServing({ cli, address, namespace })), join(o.dir, 'logs', 'frontend.log'));
+    }
+    log('namespace, retention and search attributes (deploy/temporal-setup.sh)');
+    await runStep('deploy/temporal-setup.sh', join(DEPLOY(), 'temporal-setup.sh'), {
+      PATH: `${dirname(cli)}:${env.PATH ?? ''}`, HOME: env.HOME ?? '', TEMPORAL_ADDRESS: state.addresses[0], TEMPORAL_NAMESPACE: namespace,
+      LOOPWRIGHT_RETENTION: o.retention ?? '720h', TEMPORAL_SETUP_RETRY_DELAY: '1',
+    });
+    if (ui && o.uiPort !== undefined) state.uiUrl = await startUi(o.dir, ui, o.uiPort, state, add);
+    writeState(o.dir, state);
+    for (let i = 1; i <= (o.workers ?? 2); i++) await startWorker(o.dir, state, add, i, env);
+    return state;
+  } catch (err) {
+    await stopCluster(o.dir);
+    throw err;
+  }
+}
+
+async function runStep(title: string, script: string, env: Record<string, string>): Promise<void> {
+  const result = await runCommand('sh', [script], { env, timeoutMs: 10 * 60_000 });
+  if (result.code !== 0 || result.error) throw new Error(`${title} failed: ${failureReason(result)}`);
+}
+
+function temporalProcess(dir: string, server: string, name: string, service: string, env: Record<string, string>): ClusterProcess {
+  return {
+    name,
+    command: server,
+    args: ['--root', join(DEPLOY(), 'temporal'), '--config', 'config', '--env', 'loopwright', '--allow-no-auth', 'start', '--service', service],
+    env,
+    logFile: join(dir, 'logs', `${name}.log`),
+    stopSignal: 'SIGTERM',
+  };
+}
+
+async function startPostgres(dir: string, bin: string, runAs: RunAs | undefined, port: number, add: (p: ClusterProcess) => ClusterProcess, log: (line: string) => void): Promise<void> {
+  const dataDir = join(dir, 'pgdata');
+  // The unprivileged user must get through the cluster folder to its data folder (nothing else is readable).
+  if (runAs) {
+    chmodSync(dir, 0o711);
+    for (let up = dirname(resolve(dir)); up !== dirname(up); up = dirname(up)) {
+      if ((statSync(up).mode & 0o001) === 0) throw new UsageError(`PostgreSQL runs as ${runAs.name}, who cannot get through ${up} to ${dir}: choose another --dir, or let others through it (chmod o+x)`);
+    }
+  }
+  await initDataDir(bin, dataDir, DB_PASSWORD, runAs, log);
+  log(`PostgreSQL on 127.0.0.1:${port}${runAs ? ` as ${runAs.name}` : ''}`);
+  const p = add({
+    name: 'postgres', command: join(bin, 'postgres'), args: postgresArgs(dataDir, port), env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8' },
+    uid: runAs?.uid, gid: runAs?.gid, logFile: join(dir, 'logs', 'postgres.log'), stopSignal: 'SIGINT',
+  });
+  await waitFor('PostgreSQL', async () => {
+    if (!isRunning(p)) throw new Error(`PostgreSQL exited at start: see ${p.logFile}`);
+    return isPostgresReady(bin, port);
+  }, p.logFile, 60_000);
+}
+
+/** The Web UI server on 127.0.0.1:`port` for the first frontend, from a config file written into `<dir>/ui/`. */
+async function startUi(dir: string, server: string, port: number, state: ClusterState, add: (p: ClusterProcess) => ClusterProcess): Promise<string> {
+  const url = `http://127.0.0.1:${port}`;
+  mkdirSync(join(dir, 'ui'), { recursive: true });
+  const config = [
+    `temporalGrpcAddress: ${state.addresses[0]}`, 'host: 127.0.0.1', `port: ${port}`, 'enableUi: true', `defaultNamespace: ${state.namespace}`,
+    // Only the UI's own origin (see docker-compose.yml's temporal-ui), and no calls out of the machine.
+    'cors:', '  cookieInsecure: true', '  allowOrigins:', `    - ${url}`, 'disableNewsFetch: true', 'hideLogs: true', '',
+  ].join('\n');
+  writeFileSync(join(dir, 'ui', 'loopwright.yaml'), config);
+  const p = add({ name: 'ui', command: server, args: ['--root', dir, '--config', 'ui', '--env', 'loopwright', 'start'], env: { PATH: process.env.PATH ?? '' }, logFile: join(dir, 'logs', 'ui.log'), stopSignal: 'SIGTERM' });
+  await waitFor(`the Web UI at ${url}`, async () => {
+    if (!isRunning(p)) throw new Error(`the Web UI server exited at start: see ${p.logFile}`);
+    return fetch(url).then((res) => res.ok, () => false);
+  }, p.logFile, 60_000);
+  return url;
+}
+
+async function startWorker(dir: string, state: ClusterState, add: (p: ClusterProcess) => ClusterProcess, i: number, env: NodeJS.ProcessEnv): Promise<void> {
+  const p = add({
+    name: `worker-${i}`, command: process.execPath, args: [join(packageRoot(), 'dist', 'workers', 'main.js')],
+    env: { ...(env as Record<string, string>), TEMPORAL_ADDRESS: state.addresses[(i - 1) % state.addresses.length], TEMPORAL_NAMESPACE: state.namespace },
+    logFile: join(dir, 'logs', `worker-${i}.log`), stopSignal: 'SIGTERM',
+  });
+  await waitFor(`worker-${i} to poll`, async () => {
+    if (!isRunning(p)) throw new Error(`worker-${i} exited at start: see ${p.logFile}`);
+    return readFileSync(p.logFile, 'utf8').includes('worker polling task queue');
+  }, p.logFile, 60_000);
+}
+
+/** Stops every process of the cluster in `dir` (workers first, PostgreSQL last) by its recorded pid; returns their names. */
+export async function stopCluster(dir: string): Promise<string[]> {
+  const state = readState(dir);
+  if (!state) return [];
+  const running = state.processes.filter(isRunning);
+  const order = (p: ClusterProcess) => (p.name.startsWith('worker-') || p.name === 'ui' ? 0 : p.name === 'postgres' ? 2 : 1);
+  for (const rank of [0, 1, 2]) await Promise.all(running.filter((p) => order(p) === rank).map((p) => stopProcess(p)));
+  const left = state.processes.filter(isRunning);
+  if (left.length > 0) throw new Error(`still running after stop: ${left.map((p) => `${p.name} (pid ${String(p.pid)})`).join(', ')}`);
+  removeState(dir);
+  return running.map((p) => p.name);
+}
+
+function processNamed(dir: string, name: string): { state: ClusterState; p: ClusterProcess } {
+  const state = readState(dir);
+  const p = state?.processes.find((x) => x.name === name);
+  if (!state || !p) throw new UsageError(`no process ${name} in the cluster at ${dir}`);
+  return { state, p };
+}
+
+/** Kills one process of the cluster (default SIGKILL, as a crash would) and waits until it is gone. */
+export async function killService(dir: string, name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  await stopProcess(processNamed(dir, name).p, signal);
+}
+
+/** Starts one process of the cluster again exactly as it was started (same ports, environment and log). */
+export async function restartService(dir: string, name: string): Promise<void> {
+  const { state, p } = processNamed(dir, name);
+  if (isRunning(p)) throw new UsageError(`${name} is still running (pid ${String(p.pid)})`);
+  launch(p);
+  writeState(dir, state);
+  if (name === 'postgres') {
+    await waitFor('PostgreSQL', () => isPostgresReady(dirname(p.command), state.pgPort), p.logFile, 60_000);
+  }
+}
+
+/** True when `dir` holds a cluster state (running or not). */
+export function hasCluster(dir: string): boolean {
+  return existsSync(join(dir, 'state.json'));
+}
