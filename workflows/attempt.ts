@@ -10,7 +10,7 @@ import type { StopReason, Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { modelTimeouts } from '../common/loop-rules';
 import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activity-proxies';
-import type { BudgetLimits, BudgetUse } from './budget';
+import type { BudgetLimits, BudgetUse } from '../common/budget';
 import { callWithinBudget } from './model-call';
 import { checkSummary, judgeCallSummary, workerCallSummary } from '../common/activity-summary';
 import { outputVerdict } from './record-keeping';

@@ -6,7 +6,7 @@ import type { EffectSpec } from '../common/loop-spec';
 import { forDisplay, type Redaction } from '../common/redact';
 import type { Escalation, RunRecord, RunState, StopReason } from '../common/run-record';
 import { acts, TOOL_CALL } from './activity-proxies';
-import type { BudgetLimits } from './budget';
+import { describeStop, effectStop, type BudgetLimits } from '../common/budget';
 import { activityErrorMessage } from './record-keeping';
 
 /** What delivering a verified candidate needs of its run (see loop-workflow.ts). */
@@ -82,10 +82,9 @@ export async function deliver(ctx: DeliveryContext, candidate: string, n: number
 /** True (with the reason recorded) when one more effect would pass maxSideEffects. */
 function sideEffectsSpent(ctx: DeliveryContext): boolean {
   const { record } = ctx;
-  const limits = ctx.limits();
-  if (limits.maxSideEffects === undefined || record.budget.used.sideEffects < limits.maxSideEffects) return false;
-  record.error = `side-effect budget exhausted: ${record.budget.used.sideEffects}/${limits.maxSideEffects} effects applied`;
-  return true;
+  const stop = effectStop(ctx.limits(), record.budget.used);
+  if (stop) record.error = describeStop(stop, ctx.limits(), record.budget.used);
+  return stop !== null;
 }
 
 function effectFailed(ctx: DeliveryContext, err: unknown, candidate: string): RunRecord {

@@ -12,11 +12,11 @@ import { ActiveClock } from './active-clock';
 import { acts, TOOL_CALL } from './activity-proxies';
 import { runAttempt, type AttemptProgress } from './attempt';
 import type { SessionSetup } from '../common/agent';
-import { attemptStop, describeStop, extendLimits, type BudgetUse } from './budget';
+import { attemptStop, describeStop, extendLimits, extensionOf, limitsIn, setLimits, type BudgetUse } from '../common/budget';
 import { handleDecisions, refusalReason } from './decisions';
 import { runDetails } from './details';
 import { stateQuery } from './messages';
-import { activityErrorMessage, chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt, showLimits } from './record-keeping';
+import { activityErrorMessage, chargeUsage, feedbackFrom, newRecord, recordAttempt } from './record-keeping';
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
 import { inAuditSample } from './audit';
@@ -65,7 +65,8 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   // Date.now() in workflow code is Temporal's workflow time (the current workflow task's start),
   // replayed identically: the sandbox makes it deterministic, so the active clock may use it.
   const clock = new ActiveClock(Date.now(), resume?.activeMs ?? 0);
-  let limits = resume?.limits ?? limitsOf(input);
+  // The record's budget holds the limits: pinned at start, changed only by a human decision.
+  const limits = () => limitsIn(record.budget);
   const feedback: FeedbackEntry[] = resume?.feedback ?? [];
   let pending: Decision | undefined;
   let attemptUsage: Usage = resume?.inFlight?.attemptUsage ?? { ...ZERO_USAGE };
@@ -73,7 +74,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   /** Hands the run over to a fresh history (Temporal suggested it), carrying all of its state. */
   const handOver = async (session: SessionSetup | undefined, suspended?: ResumeState['inFlight']): Promise<never> => {
     await condition(allHandlersFinished);
-    const state: ResumeState = { record, feedback, limits, activeMs: clock.used(Date.now()), session: session ?? null, inFlight: suspended, ...(trust ? { trust } : {}) };
+    const state: ResumeState = { record, feedback, limits: limits(), activeMs: clock.used(Date.now()), session: session ?? null, inFlight: suspended, ...(trust ? { trust } : {}) };
     return continueAsNew<typeof loopWorkflow>({ ...input, resume: state });
   };
   const escalationMs = parseDuration(input.spec.escalation.timeout) ?? 86_400_000;
@@ -163,20 +164,19 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       case 'reject':
         return finish('rejected', 'rejected');
       case 'retry':
-        limits = { ...limits, maxAttempts: Math.max(limits.maxAttempts, record.attempts.length) + decision.attempts };
+        setLimits(record.budget, { ...limits(), maxAttempts: Math.max(record.budget.maxAttempts, record.attempts.length) + decision.attempts });
         feedback.push({ kind: 'human', by: decision.by, guidance: decision.guidance });
         record.budget.extensions.push({ by: decision.by, at, attempts: decision.attempts, guidance: decision.guidance });
         break;
       case 'extend':
-        limits = extendLimits(limits, { attempts: decision.attempts, tokens: decision.tokens, costUsd: decision.costUsd, wallTimeMs: decision.wallTime ? parseDuration(decision.wallTime) : undefined });
+        setLimits(record.budget, extendLimits(limits(), extensionOf(decision)));
         record.budget.extensions.push({ by: decision.by, at, attempts: decision.attempts, tokens: decision.tokens, costUsd: decision.costUsd, wallTime: decision.wallTime });
         break;
     }
-    showLimits(record, limits);
     return undefined;
   };
 
-  const delivery: DeliveryContext = { input, workflowId: info.workflowId, record, limits: () => limits, secrets, finish, transition, escalate };
+  const delivery: DeliveryContext = { input, workflowId: info.workflowId, record, limits, secrets, finish, transition, escalate };
 
   upsertSearchAttributes([
     { key: LoopName, value: input.loop },
@@ -200,9 +200,9 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     if (!resume && !session && runsCommands(input.spec) && patched('sandbox-preflight') && !(await sandboxReady())) return finish('blocked', 'setup_error');
     for (;;) {
       if (!inFlight && record.attempts.length > 0 && workflowInfo().continueAsNewSuggested) await handOver(session);
-      const spent = inFlight ? null : attemptStop(limits, used());
+      const spent = inFlight ? null : attemptStop(limits(), used());
       if (spent) {
-        const ended = decide(await escalate('budget', spent, describeStop(spent, limits, used())), 'budget', spent);
+        const ended = decide(await escalate('budget', spent, describeStop(spent, limits(), used())), 'budget', spent);
         if (ended) return ended;
         continue;
       }
@@ -213,11 +213,11 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       inFlight = undefined;
       transition('running');
       const progress: AttemptProgress = { candidate: null, verdicts: [] };
-      const remaining = limits.maxWallTimeMs === undefined ? undefined : limits.maxWallTimeMs - clock.used(Date.now());
+      const remaining = record.budget.maxWallTimeMs === null ? undefined : record.budget.maxWallTimeMs - clock.used(Date.now());
       const run = await withWallTime(remaining, () =>
         runAttempt(
           {
-            workflowId: info.workflowId, input, feedback, limits: () => limits, used, charge, enterVerifying: () => transition('verifying'), session,
+            workflowId: info.workflowId, input, feedback, limits, used, charge, enterVerifying: () => transition('verifying'), session,
             shouldContinueAsNew: () => workflowInfo().continueAsNewSuggested, resumeFrom,
           },
           n,

@@ -2,7 +2,7 @@ import { ActivityFailure, ApplicationFailure, CancelledFailure, isCancellation, 
 import type { ModelFailureDetails } from '../activities/model-errors';
 import type { ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
-import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from './budget';
+import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from '../common/budget';
 
 /** How often a model call is tried before the run escalates (first try included). */
 export const MAX_MODEL_TRIES = 5;

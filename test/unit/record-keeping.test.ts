@@ -2,7 +2,8 @@ import type { LoopInput } from '../../common/loop-input';
 import { LoopSpecSchema } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE, type Usage } from '../../common/usage';
-import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt } from '../../workflows/record-keeping';
+import { chargeUsage, feedbackFrom, newRecord, recordAttempt } from '../../workflows/record-keeping';
+import { limitsOf } from '../../common/budget';
 
 const NOW = '2025-01-02T03:04:05.000Z';
 const input: LoopInput = {
@@ -69,8 +70,8 @@ describe('newRecord', () => {
 describe('limitsOf', () => {
   test('reads the pinned budget, durations in milliseconds and absent limits as unlimited', () => {
     const spec = LoopSpecSchema.parse({ ...input.spec, budget: { maxAttempts: 2, maxWallTime: '90s', maxTokens: 1000, maxCostUsd: 0.5 } });
-    expect(limitsOf({ ...input, spec })).toEqual({ maxAttempts: 2, maxWallTimeMs: 90_000, maxTokens: 1000, maxCostUsd: 0.5, maxSideEffects: undefined });
-    expect(limitsOf(input)).toMatchObject({ maxAttempts: 4, maxWallTimeMs: undefined, maxTokens: undefined, maxCostUsd: undefined });
+    expect(limitsOf(spec.budget)).toEqual({ maxAttempts: 2, maxWallTimeMs: 90_000, maxTokens: 1000, maxCostUsd: 0.5, maxSideEffects: undefined });
+    expect(limitsOf(input.spec.budget)).toMatchObject({ maxAttempts: 4, maxWallTimeMs: undefined, maxTokens: undefined, maxCostUsd: undefined });
   });
 });
 
