@@ -1,31 +1,14 @@
 import type { AppliedDecision } from '../../common/decision';
 import type { LoopInput } from '../../common/loop-input';
-import { LoopSpecSchema } from '../../common/loop-spec';
 import type { RunRecord } from '../../common/run-record';
 import { ZERO_USAGE, type Usage } from '../../common/usage';
 import { LoopRun, type RunHost, type RunMetrics } from '../../workflows/loop-run';
+import { unitLoopInput } from '../helpers/loop-input';
 
 const START = Date.parse('2026-01-02T03:04:05.000Z');
 
-const inputWith = (budget: object, extra: Partial<LoopInput> = {}): LoopInput => ({
-  loop: 'evaluate-optimize',
-  task: 'Write a haiku.',
-  spec: LoopSpecSchema.parse({
-    name: 'evaluate-optimize',
-    version: '1',
-    agent: { systemPrompt: 'work' },
-    models: { worker: 'w', checker: 'c' },
-    checks: [{ kind: 'judge', rubric: ['three lines'] }],
-    budget,
-    escalation: { timeout: '1h', approvers: ['ada'] },
-    autonomy: 'L2',
-  }),
-  rubricHash: 'sha256:abc',
-  rubricHashes: { judge: 'sha256:abc' },
-  prices: {},
-  trigger: { kind: 'cli' },
-  ...extra,
-});
+const inputWith = (budget: object, extra: Partial<LoopInput> = {}): LoopInput =>
+  unitLoopInput({ budget, escalation: { timeout: '1h', approvers: ['ada'] } }, extra);
 
 interface FakeHost extends RunHost {
   time: number;

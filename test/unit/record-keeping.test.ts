@@ -1,29 +1,12 @@
-import type { LoopInput } from '../../common/loop-input';
 import { LoopSpecSchema } from '../../common/loop-spec';
+import { unitLoopInput } from '../helpers/loop-input';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE, type Usage } from '../../common/usage';
 import { chargeUsage, feedbackFrom, newRecord, recordAttempt } from '../../workflows/record-keeping';
 import { limitsOf } from '../../common/budget';
 
 const NOW = '2025-01-02T03:04:05.000Z';
-const input: LoopInput = {
-  loop: 'evaluate-optimize',
-  task: 'Write a haiku.',
-  spec: LoopSpecSchema.parse({
-    name: 'evaluate-optimize',
-    version: '7',
-    agent: { systemPrompt: 'work' },
-    models: { worker: 'w', checker: 'c' },
-    checks: [{ kind: 'judge', rubric: ['has three lines'] }],
-    budget: { maxAttempts: 4 },
-    escalation: {},
-    autonomy: 'L2',
-  }),
-  rubricHash: 'sha256:abc',
-  rubricHashes: { judge: 'sha256:abc' },
-  prices: {},
-  trigger: { kind: 'cli' },
-};
+const input = unitLoopInput({ version: '7', budget: { maxAttempts: 4 } });
 
 const usage = (input: number, output: number, costUsd: number): Usage => ({ ...ZERO_USAGE, inputTokens: input, outputTokens: output, costUsd });
 const verdict = (check: string, passed: boolean, u: Usage = usage(10, 1, 0.001)): Verdict => ({
