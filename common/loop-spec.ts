@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PromotionRuleSchema } from './promotion';
+import type { BudgetSpecName } from './budget';
 import { isDuration, parseDuration } from './duration';
 import { DEFAULT_MODEL_TIMEOUTS } from './loop-rules';
 
@@ -159,7 +160,8 @@ export type AutomatedCheck = Exclude<Check, HumanCheck>;
 /**
  * Hard limits the workflow enforces in code, before every attempt and every model call.
  * Tokens are input + output. Wall time counts the time the run works, not time it waits for a
- * human. Side effects are counted by effects (a later capability).
+ * human. Side effects are counted by effects. One field per row of `BUDGET_DIMENSIONS`
+ * (common/budget.ts), which turns them into the limits a run obeys.
  */
 export const BudgetSchema = z.object({
   maxAttempts: z.number().int().min(1).max(100),
@@ -167,7 +169,7 @@ export const BudgetSchema = z.object({
   maxTokens: z.number().int().positive().optional(),
   maxCostUsd: z.number().positive().optional(),
   maxSideEffects: z.number().int().nonnegative().optional(),
-});
+} satisfies Record<BudgetSpecName, z.ZodType>);
 export type Budget = z.infer<typeof BudgetSchema>;
 
 /**

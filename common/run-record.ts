@@ -1,4 +1,5 @@
 import type { ToolCallRecord } from './agent';
+import type { RunBudget } from './budget';
 import type { AppliedDecision, DecisionRecord } from './decision';
 import type { TrustRecord } from './trust';
 import type { Autonomy, Check } from './loop-spec';
@@ -105,17 +106,8 @@ export interface AttemptRecord {
   commit?: string | null;
 }
 
-/** The run's limits (pinned at start, extended only by recorded human decisions) and use. */
-export interface RunBudget {
-  maxAttempts: number;
-  maxWallTimeMs: number | null;
-  maxTokens: number | null;
-  maxCostUsd: number | null;
-  maxSideEffects: number | null;
-  used: { attempts: number; wallTimeMs: number; tokens: number; costUsd: number; sideEffects: number };
-  /** Every extension a human granted, with who and how much. */
-  extensions: Array<{ by: string; at: string; attempts?: number; tokens?: number; costUsd?: number; wallTime?: string; guidance?: string }>;
-}
+/** The run's limits (pinned at start, extended only by recorded human decisions) and use: see `budget.ts`. */
+export type { RunBudget };
 
 /** Why and since when the run waits for a human. */
 export interface Escalation {

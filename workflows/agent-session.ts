@@ -5,7 +5,8 @@ import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt } from '../common/prompts';
 import { modelTimeouts } from '../common/loop-rules';
 import { acts, modelCallOptions, TOOL_CALL } from './activity-proxies';
-import type { AttemptContext, AttemptOutcome, AttemptProgress } from './attempt';
+import type { AttemptOutcome, AttemptProgress } from './attempt';
+import type { LoopRun } from './loop-run';
 import { callWithinBudget } from './model-call';
 import type { SessionCheckpoint } from './resume';
 import { agentTurnSummary, toolCallSummary } from '../common/activity-summary';
@@ -23,20 +24,20 @@ const TOOL_DEF_CHARS = 600;
  * store; history carries the head reference, tool names and summaries, and the final text.
  */
 export async function runAgentSession(
-  ctx: AttemptContext,
+  run: LoopRun,
   setup: SessionSetup,
   n: number,
   progress: AttemptProgress,
   resumeFrom?: SessionCheckpoint,
 ): Promise<AttemptOutcome> {
-  const { input, workflowId } = ctx;
+  const { input, workflowId } = run;
   const agent = input.spec.agent;
   const model = input.spec.models.worker;
   const price = priceOf(model, input.prices);
   const available = setup.tools.map((t) => t.name);
   const classOf = (name: string) => setup.tools.find((t) => t.name === name)?.class;
   const offered = available.filter((name) => gateTool(input.spec.autonomy, name, classOf(name), available) === null);
-  const userText = renderWorkerPrompt(input.task, ctx.feedback);
+  const userText = renderWorkerPrompt(input.task, run.feedback);
   let head: string | null = resumeFrom?.head ?? null;
   let pending: ToolResultRef[] | undefined = resumeFrom?.pending;
   let contextChars = resumeFrom?.contextChars ?? agent.systemPrompt.length + userText.length + offered.length * TOOL_DEF_CHARS;
@@ -46,16 +47,15 @@ export async function runAgentSession(
 
   for (let turn = firstTurn; turn <= agent.maxTurns; turn++) {
     // A long session hands over to a fresh run between turns when Temporal suggests it.
-    if (turn > firstTurn && ctx.shouldContinueAsNew()) {
+    if (turn > firstTurn && run.shouldContinueAsNew()) {
       return { kind: 'suspended', checkpoint: { turn, head, pending, contextChars, toolCalls: progress.toolCalls } };
     }
     progress.turns = turn;
     const pendingChars = (pending ?? []).reduce((sum, r) => sum + (r.text?.length ?? agent.toolOutputCapChars), 0);
     const result = await callWithinBudget({
       what: `worker turn ${turn} (attempt ${n})`,
-      limits: ctx.limits,
-      used: ctx.used,
-      charge: (u) => ctx.charge('worker', u),
+      run,
+      role: 'worker',
       inputChars: contextChars + pendingChars,
       requestedMaxTokens: agent.maxTokens,
       price,

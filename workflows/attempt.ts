@@ -1,36 +1,17 @@
 import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
-import type { SessionSetup, ToolCallRecord } from '../common/agent';
-import type { LoopInput } from '../common/loop-input';
+import type { ToolCallRecord } from '../common/agent';
 import { runAgentSession } from './agent-session';
 import type { SessionCheckpoint } from './resume';
 import { judgeInputChars, summarizeVerdicts } from '../common/code-review';
 import { priceOf } from '../common/pricing';
-import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
+import { renderWorkerPrompt } from '../common/prompts';
 import type { StopReason, Verdict } from '../common/run-record';
-import type { Usage } from '../common/usage';
 import { modelTimeouts } from '../common/loop-rules';
 import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from './activity-proxies';
-import type { BudgetLimits, BudgetUse } from './budget';
+import type { LoopRun } from './loop-run';
 import { callWithinBudget } from './model-call';
 import { checkSummary, judgeCallSummary, workerCallSummary } from '../common/activity-summary';
 import { outputVerdict } from './record-keeping';
-
-/** What an attempt needs from its run. */
-export interface AttemptContext {
-  workflowId: string;
-  input: LoopInput;
-  feedback: readonly FeedbackEntry[];
-  limits: () => BudgetLimits;
-  used: () => BudgetUse;
-  charge: (role: 'worker' | 'checker', usage: Usage) => void;
-  enterVerifying: () => void;
-  /** Set when the loop's agent has tools: the session's workspace and tools. */
-  session?: SessionSetup;
-  /** True when Temporal suggests continuing as new (the history grew long). */
-  shouldContinueAsNew: () => boolean;
-  /** Where a session that continued as new left off. */
-  resumeFrom?: SessionCheckpoint;
-}
 
 /** An attempt in progress: filled in as it goes, so a wall-time stop still has what was done. */
 export interface AttemptProgress {
@@ -57,9 +38,9 @@ const VERDICT_MAX_TOKENS = 1024;
  * fault in it) stops the attempt with `activity_error` and the reason, so the run asks a human
  * instead of ending `failed` (model calls have their own retries, see model-call.ts).
  */
-export async function runAttempt(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
+export async function runAttempt(run: LoopRun, n: number, progress: AttemptProgress, resumeFrom?: SessionCheckpoint): Promise<AttemptOutcome> {
   try {
-    return await attemptSteps(ctx, n, progress);
+    return await attemptSteps(run, n, progress, resumeFrom);
   } catch (err) {
     // patched: a history recorded before this change ended such a run `failed`, and replays so.
     if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('activity-escalation')) throw err;
@@ -68,47 +49,46 @@ export async function runAttempt(ctx: AttemptContext, n: number, progress: Attem
   }
 }
 
-async function attemptSteps(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
-  const { input, workflowId } = ctx;
+async function attemptSteps(run: LoopRun, n: number, progress: AttemptProgress, resumeFrom: SessionCheckpoint | undefined): Promise<AttemptOutcome> {
+  const { input, workflowId, session } = run;
   const workerModel = input.spec.models.worker;
-  if (ctx.session) {
-    const outcome = await runAgentSession(ctx, ctx.session, n, progress, ctx.resumeFrom);
+  if (session) {
+    const outcome = await runAgentSession(run, session, n, progress, resumeFrom);
     if (outcome.kind === 'suspended') return outcome;
-    if (ctx.session.branch && progress.toolCalls?.some((c) => c.allowed)) {
-      const branch = ctx.session.branch;
+    if (session.branch && progress.toolCalls?.some((c) => c.allowed)) {
+      const branch = session.branch;
       progress.commit = (
         await acts.commitWorkspace.executeWithOptions({ ...TOOL_CALL, summary: `commit attempt ${n} on ${branch}` }, [
-          { root: ctx.session.root, branch, message: `loopwright: attempt ${n} of ${workflowId}` },
+          { root: session.root, branch, message: `loopwright: attempt ${n} of ${workflowId}` },
         ])
       ).commit;
     }
     if (outcome.kind === 'stopped') return outcome;
-    return verify(ctx, n, progress);
+    return verify(run, n, progress);
   }
   const generated = await callWithinBudget({
     what: `worker model call (attempt ${n})`,
-    limits: ctx.limits,
-    used: ctx.used,
-    charge: (u) => ctx.charge('worker', u),
-    inputChars: input.spec.agent.systemPrompt.length + renderWorkerPrompt(input.task, ctx.feedback).length,
+    run,
+    role: 'worker',
+    inputChars: input.spec.agent.systemPrompt.length + renderWorkerPrompt(input.task, run.feedback).length,
     requestedMaxTokens: input.spec.agent.maxTokens,
     price: priceOf(workerModel, input.prices),
     invoke: (maxTokens, tryNo) =>
       acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: workerCallSummary(workerModel, n, tryNo) }, [
-        { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...ctx.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
+        { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...run.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
       ]),
   });
   if (!generated.ok) return { kind: 'stopped', stopReason: generated.stopReason, detail: generated.detail };
   progress.candidate = generated.value.candidate;
-  return verify(ctx, n, progress);
+  return verify(run, n, progress);
 }
 
 /** Every automated check on the attempt's candidate, in the order the spec lists them. */
-async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
-  const { input, workflowId } = ctx;
+async function verify(run: LoopRun, n: number, progress: AttemptProgress): Promise<AttemptOutcome> {
+  const { input, workflowId, session } = run;
   const checkerModel = input.spec.models.checker;
   const candidate = progress.candidate ?? '';
-  ctx.enterVerifying();
+  run.transition('verifying');
   if (progress.verdicts.length > 0) return { kind: 'checked' }; // the session already failed it (step cap)
   if (candidate.trim() === '') {
     progress.verdicts.push(outputVerdict('the worker answered with no text', 'answer with the complete output as text'));
@@ -120,22 +100,21 @@ async function verify(ctx: AttemptContext, n: number, progress: AttemptProgress)
       progress.verdicts.push(
         await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: checkSummary(check.name, check.kind, n) }, [
           {
-            workflowId, attempt: n, check, task: input.task, candidate, workspace: ctx.session?.root ?? input.workspace, baseRef: ctx.session?.base,
-            ...(ctx.session?.branch ? { commit: progress.commit ?? null, isolated: true } : {}),
+            workflowId, attempt: n, check, task: input.task, candidate, workspace: session?.root ?? input.workspace, baseRef: session?.base,
+            ...(session?.branch ? { commit: progress.commit ?? null, isolated: true } : {}),
             // A check runs its command as the agent's run_command did: same sandbox, same environment.
-            ...(input.spec.sandbox ? { env: input.spec.sandbox.env } : {}), ...(ctx.session ? { withCandidate: false } : {}),
+            ...(input.spec.sandbox ? { env: input.spec.sandbox.env } : {}), ...(session ? { withCandidate: false } : {}),
           },
         ]),
       );
       continue;
     }
     // A judge of the change reads the diff (and the attempt's verdicts so far), not the agent's claims.
-    const change = check.subject === 'change' && ctx.session?.base ? { root: ctx.session.root, base: ctx.session.base, commit: progress.commit ?? null } : undefined;
+    const change = check.subject === 'change' && session?.base ? { root: session.root, base: session.base, commit: progress.commit ?? null } : undefined;
     const judged = await callWithinBudget({
       what: `judge ${check.name} (attempt ${n})`,
-      limits: ctx.limits,
-      used: ctx.used,
-      charge: (u) => ctx.charge('checker', u),
+      run,
+      role: 'checker',
       inputChars: judgeInputChars({ rubric: check.rubric, task: input.task, candidate, change: change !== undefined }) + 800,
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),

@@ -2,18 +2,25 @@ import { ActivityFailure, ApplicationFailure, CancelledFailure, isCancellation, 
 import type { ModelFailureDetails } from '../activities/model-errors';
 import type { ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
-import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from './budget';
+import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from '../common/budget';
 
 /** How often a model call is tried before the run escalates (first try included). */
 export const MAX_MODEL_TRIES = 5;
 
 export type CallOutcome<T> = { ok: true; value: T } | { ok: false; stopReason: 'tokens' | 'cost' | 'model_error'; detail: string };
 
+/** What a budgeted call needs of its run. */
+export interface BudgetedRun {
+  limits(): BudgetLimits;
+  used(): BudgetUse;
+  charge(role: 'worker' | 'checker', usage: Usage): void;
+}
+
 export interface BudgetedCall<T extends { usage: Usage }> {
   what: string;
-  limits: () => BudgetLimits;
-  used: () => BudgetUse;
-  charge: (usage: Usage) => void;
+  /** The run whose budget pays: a `LoopRun`. */
+  run: BudgetedRun;
+  role: 'worker' | 'checker';
   /** Characters of the prompt (system + messages), for the input estimate. */
   inputChars: number;
   requestedMaxTokens: number;
@@ -35,24 +42,24 @@ export interface BudgetedCall<T extends { usage: Usage }> {
  */
 export async function callWithinBudget<T extends { usage: Usage }>(call: BudgetedCall<T>): Promise<CallOutcome<T>> {
   for (let tryNo = 1; ; tryNo++) {
-    const plan = planCall(call.limits(), call.used(), { inputTokens: estimateInputTokens(call.inputChars), requested: call.requestedMaxTokens, price: call.price });
+    const plan = planCall(call.run.limits(), call.run.used(), { inputTokens: estimateInputTokens(call.inputChars), requested: call.requestedMaxTokens, price: call.price });
     if (!plan.ok) {
       const unit = plan.stop === 'tokens' ? `${plan.needed} tokens and ${plan.left} are left` : `$${plan.needed.toFixed(4)} and $${plan.left.toFixed(4)} is left`;
       return { ok: false, stopReason: plan.stop, detail: `${call.what} not made: it may need up to ${unit}` };
     }
     try {
       const value = await call.invoke(plan.maxTokens, tryNo);
-      call.charge(value.usage);
+      call.run.charge(call.role, value.usage);
       return { ok: true, value };
     } catch (err) {
       if (isCancellation(err)) {
         // A call cancelled after the provider answered (wall time ran out) still costs what it reported.
         const usage = cancelledUsage(err);
-        if (usage) call.charge(usage);
+        if (usage) call.run.charge(call.role, usage);
         throw err;
       }
       const failure = readFailure(err);
-      if (failure.usage) call.charge(failure.usage);
+      if (failure.usage) call.run.charge(call.role, failure.usage);
       if (!failure.retryable) return { ok: false, stopReason: 'model_error', detail: `${call.what} failed: ${failure.message}` };
       if (tryNo >= MAX_MODEL_TRIES) return { ok: false, stopReason: 'model_error', detail: `${call.what} failed ${tryNo} times; last error: ${failure.message}` };
       await sleep(failure.retryDelayMs ?? Math.min(30_000, 1000 * 2 ** (tryNo - 1)));

@@ -1,27 +1,13 @@
 import type { ToolCallRecord } from '../common/agent';
 import type { LoopInput } from '../common/loop-input';
-import { parseDuration } from '../common/duration';
 import type { FeedbackEntry } from '../common/prompts';
 import type { AttemptRecord, RunRecord, StopReason, Verdict } from '../common/run-record';
 import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
 import { ActivityFailure } from '@temporalio/workflow';
-import type { BudgetLimits } from './budget';
-
-/** The limits a run starts with, from its pinned spec. */
-export function limitsOf(input: LoopInput): BudgetLimits {
-  const b = input.spec.budget;
-  return {
-    maxAttempts: b.maxAttempts,
-    maxWallTimeMs: b.maxWallTime === undefined ? undefined : parseDuration(b.maxWallTime),
-    maxTokens: b.maxTokens,
-    maxCostUsd: b.maxCostUsd,
-    maxSideEffects: b.maxSideEffects,
-  };
-}
+import { limitsOf, newRunBudget } from '../common/budget';
 
 /** A new record for a run that starts now. Pure. */
 export function newRecord(workflowId: string, input: LoopInput, now: string): RunRecord {
-  const limits = limitsOf(input);
   return {
     workflowId,
     loop: input.loop,
@@ -37,15 +23,7 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
     attempts: [],
     pendingReview: null,
     workspace: null,
-    budget: {
-      maxAttempts: limits.maxAttempts,
-      maxWallTimeMs: limits.maxWallTimeMs ?? null,
-      maxTokens: limits.maxTokens ?? null,
-      maxCostUsd: limits.maxCostUsd ?? null,
-      maxSideEffects: limits.maxSideEffects ?? null,
-      used: { attempts: 0, wallTimeMs: 0, tokens: 0, costUsd: 0, sideEffects: 0 },
-      extensions: [],
-    },
+    budget: newRunBudget(limitsOf(input.spec.budget)),
     decision: null,
     decisions: [],
     stopReason: null,
@@ -59,14 +37,6 @@ export function newRecord(workflowId: string, input: LoopInput, now: string): Ru
     ...(input.harness ? { harnessVersion: input.harness.version } : {}),
     ...(input.evaluation ? { evaluation: true } : {}),
   };
-}
-
-/** Copies the current limits into the record. */
-export function showLimits(record: RunRecord, limits: BudgetLimits): void {
-  record.budget.maxAttempts = limits.maxAttempts;
-  record.budget.maxWallTimeMs = limits.maxWallTimeMs ?? null;
-  record.budget.maxTokens = limits.maxTokens ?? null;
-  record.budget.maxCostUsd = limits.maxCostUsd ?? null;
 }
 
 /** Charges one model call's usage to the run, per role and in total. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { ModelPrice } from '../../common/pricing';
-import { MIN_OUTPUT_TOKENS, attemptStop, extendLimits, planCall, spentStop, type BudgetLimits, type BudgetUse } from '../../workflows/budget';
+import { MIN_OUTPUT_TOKENS, attemptStop, extendLimits, planCall, spentStop, type BudgetLimits, type BudgetUse } from '../../common/budget';
 
 /** Dollars as the pricing module produces them: whole micro-dollars. */
 const dollars = (max: number) => fc.integer({ min: 0, max: max * 1e6 }).map((micro) => micro / 1e6);

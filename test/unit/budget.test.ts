@@ -4,12 +4,18 @@ import {
   NO_USE,
   attemptStop,
   describeStop,
+  effectStop,
   extendLimits,
+  extensionOf,
+  limitsIn,
+  limitsOf,
+  newRunBudget,
   planCall,
+  setLimits,
   spentStop,
   type BudgetLimits,
   type BudgetUse,
-} from '../../workflows/budget';
+} from '../../common/budget';
 
 const PRICE: ModelPrice = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };
 const use = (more: Partial<BudgetUse>): BudgetUse => ({ ...NO_USE, ...more });
@@ -137,5 +143,36 @@ describe('describeStop', () => {
 
   test('cost: gives dollars to four places', () => {
     expect(describeStop('cost', limits, use({ costUsd: 0.01 }))).toContain('$0.0100 of $0.0100');
+  });
+});
+
+describe('effectStop: the side-effect gate', () => {
+  test('stops an effect once maxSideEffects are applied, and only the effect gate looks at them', () => {
+    const limits: BudgetLimits = { maxAttempts: 1, maxSideEffects: 2 };
+    expect(effectStop(limits, use({ sideEffects: 1 }))).toBeNull();
+    expect(effectStop(limits, use({ sideEffects: 2 }))).toBe('effects');
+    expect(describeStop('effects', limits, use({ sideEffects: 2 }))).toBe('side-effect budget exhausted: 2/2 effects applied');
+    expect(attemptStop(limits, use({ sideEffects: 5 }))).toBeNull();
+    expect(effectStop({ maxAttempts: 1 }, use({ sideEffects: 99 }))).toBeNull();
+  });
+});
+
+describe('the run record\'s budget', () => {
+  test('keeps its JSON shape: every limit (null when unlimited), then the use, then the extensions', () => {
+    const budget = newRunBudget(limitsOf({ maxAttempts: 3, maxWallTime: '90s', maxCostUsd: 0.5 }));
+    expect(JSON.stringify(budget)).toBe(
+      '{"maxAttempts":3,"maxWallTimeMs":90000,"maxTokens":null,"maxCostUsd":0.5,"maxSideEffects":null,"used":{"attempts":0,"wallTimeMs":0,"tokens":0,"costUsd":0,"sideEffects":0},"extensions":[]}',
+    );
+  });
+
+  test('holds the limits: an extension written into it reads back, and unlimited stays unlimited', () => {
+    const budget = newRunBudget({ maxAttempts: 2, maxTokens: 1000 });
+    setLimits(budget, extendLimits(limitsIn(budget), extensionOf({ attempts: 1, tokens: 500, wallTime: '1m', costUsd: 1 })));
+    expect(limitsIn(budget)).toEqual({ maxAttempts: 3, maxTokens: 1500 });
+    expect(budget).toMatchObject({ maxAttempts: 3, maxTokens: 1500, maxWallTimeMs: null, maxCostUsd: null });
+  });
+
+  test('an extend decision reads durations in milliseconds', () => {
+    expect(extensionOf({ wallTime: '2m', costUsd: 0.25 })).toEqual({ wallTimeMs: 120_000, costUsd: 0.25 });
   });
 });

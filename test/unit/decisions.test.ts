@@ -1,30 +1,12 @@
 import type { Decision } from '../../common/decision';
-import type { LoopInput } from '../../common/loop-input';
-import { LoopSpecSchema } from '../../common/loop-spec';
+import { unitLoopInput } from '../helpers/loop-input';
 import type { Escalation, RunRecord, RunState } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { refusalReason } from '../../workflows/decisions';
 import { newRecord, recordAttempt } from '../../workflows/record-keeping';
 
 const NOW = '2025-01-02T03:04:05.000Z';
-const input: LoopInput = {
-  loop: 'evaluate-optimize',
-  task: 'Write a haiku.',
-  spec: LoopSpecSchema.parse({
-    name: 'evaluate-optimize',
-    version: '1',
-    agent: { systemPrompt: 'work' },
-    models: { worker: 'w', checker: 'c' },
-    checks: [{ kind: 'judge', rubric: ['has three lines'] }],
-    budget: { maxAttempts: 2 },
-    escalation: {},
-    autonomy: 'L2',
-  }),
-  rubricHash: 'sha256:abc',
-  rubricHashes: { judge: 'sha256:abc' },
-  prices: {},
-  trigger: { kind: 'cli' },
-};
+const input = unitLoopInput();
 
 const approve: Decision = { kind: 'approve', id: 'd1', by: 'ana' };
 const reject: Decision = { kind: 'reject', id: 'd2', by: 'ana', reason: 'no' };

@@ -1,28 +1,12 @@
-import type { LoopInput } from '../../common/loop-input';
 import { LoopSpecSchema } from '../../common/loop-spec';
+import { unitLoopInput } from '../helpers/loop-input';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE, type Usage } from '../../common/usage';
-import { chargeUsage, feedbackFrom, limitsOf, newRecord, recordAttempt } from '../../workflows/record-keeping';
+import { chargeUsage, feedbackFrom, newRecord, recordAttempt } from '../../workflows/record-keeping';
+import { limitsOf } from '../../common/budget';
 
 const NOW = '2025-01-02T03:04:05.000Z';
-const input: LoopInput = {
-  loop: 'evaluate-optimize',
-  task: 'Write a haiku.',
-  spec: LoopSpecSchema.parse({
-    name: 'evaluate-optimize',
-    version: '7',
-    agent: { systemPrompt: 'work' },
-    models: { worker: 'w', checker: 'c' },
-    checks: [{ kind: 'judge', rubric: ['has three lines'] }],
-    budget: { maxAttempts: 4 },
-    escalation: {},
-    autonomy: 'L2',
-  }),
-  rubricHash: 'sha256:abc',
-  rubricHashes: { judge: 'sha256:abc' },
-  prices: {},
-  trigger: { kind: 'cli' },
-};
+const input = unitLoopInput({ version: '7', budget: { maxAttempts: 4 } });
 
 const usage = (input: number, output: number, costUsd: number): Usage => ({ ...ZERO_USAGE, inputTokens: input, outputTokens: output, costUsd });
 const verdict = (check: string, passed: boolean, u: Usage = usage(10, 1, 0.001)): Verdict => ({
@@ -69,8 +53,8 @@ describe('newRecord', () => {
 describe('limitsOf', () => {
   test('reads the pinned budget, durations in milliseconds and absent limits as unlimited', () => {
     const spec = LoopSpecSchema.parse({ ...input.spec, budget: { maxAttempts: 2, maxWallTime: '90s', maxTokens: 1000, maxCostUsd: 0.5 } });
-    expect(limitsOf({ ...input, spec })).toEqual({ maxAttempts: 2, maxWallTimeMs: 90_000, maxTokens: 1000, maxCostUsd: 0.5, maxSideEffects: undefined });
-    expect(limitsOf(input)).toMatchObject({ maxAttempts: 4, maxWallTimeMs: undefined, maxTokens: undefined, maxCostUsd: undefined });
+    expect(limitsOf(spec.budget)).toEqual({ maxAttempts: 2, maxWallTimeMs: 90_000, maxTokens: 1000, maxCostUsd: 0.5, maxSideEffects: undefined });
+    expect(limitsOf(input.spec.budget)).toMatchObject({ maxAttempts: 4, maxWallTimeMs: undefined, maxTokens: undefined, maxCostUsd: undefined });
   });
 });
 
