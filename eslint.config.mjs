@@ -9,12 +9,51 @@ import importPlugin from 'eslint-plugin-import';
 import tseslint from 'typescript-eslint';
 
 const nodeBuiltins = [
-  'assert', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'fs/promises',
-  'http', 'http2', 'https', 'net', 'os', 'path', 'perf_hooks', 'process', 'readline', 'stream', 'timers',
-  'tls', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
+  'assert',
+  'buffer',
+  'child_process',
+  'cluster',
+  'crypto',
+  'dgram',
+  'dns',
+  'events',
+  'fs',
+  'fs/promises',
+  'http',
+  'http2',
+  'https',
+  'net',
+  'os',
+  'path',
+  'perf_hooks',
+  'process',
+  'readline',
+  'stream',
+  'timers',
+  'tls',
+  'url',
+  'util',
+  'v8',
+  'vm',
+  'worker_threads',
+  'zlib',
 ];
 
-const layers = ['activities', 'client', 'common', 'crypto', 'harness', 'loops', 'model-server', 'scripts', 'server', 'trace', 'workers', 'workflows', 'test'];
+const layers = [
+  'activities',
+  'client',
+  'common',
+  'crypto',
+  'harness',
+  'loops',
+  'model-server',
+  'scripts',
+  'server',
+  'trace',
+  'workers',
+  'workflows',
+  'test',
+];
 
 /** A pattern that matches a relative import of the top-level folder `name` (or a file in it). */
 const layer = (name) => `^(\\.\\./)+${name}(/|$)`;
@@ -23,7 +62,10 @@ const layer = (name) => `^(\\.\\./)+${name}(/|$)`;
 function fenceOf(from, mayImport) {
   return layers
     .filter((name) => name !== from && !mayImport.includes(name))
-    .map((name) => ({ regex: layer(name), message: `${from}/ may not import ${name}/: see ${from}/README.md for what it may import.` }));
+    .map((name) => ({
+      regex: layer(name),
+      message: `${from}/ may not import ${name}/: see ${from}/README.md for what it may import.`,
+    }));
 }
 
 const deterministic = 'workflows/ and common/ must stay deterministic: do I/O in an activity.';
@@ -62,6 +104,8 @@ export default tseslint.config(
       '@typescript-eslint/await-thenable': 'error',
       // A cycle of value imports (type-only imports are erased and do not count).
       'import/no-cycle': ['error', { ignoreExternal: true }],
+      // A type is imported as one, so what a module needs at run time is visible in its imports.
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
     },
   },
   // Pure and deterministic: replayed by workflows, shared by every side.
@@ -70,7 +114,9 @@ export default tseslint.config(
   // imports activities as types only (for proxyActivities).
   fence('workflows', ['common', 'activities'], {
     paths: deterministicPaths,
-    patterns: [{ regex: layer('activities'), message: 'Import activity types only (import type).', allowTypeImports: true }],
+    patterns: [
+      { regex: layer('activities'), message: 'Import activity types only (import type).', allowTypeImports: true },
+    ],
   }),
   fence('loops', ['common']),
   fence('model-server', ['common']),
@@ -81,7 +127,34 @@ export default tseslint.config(
   // activities import workflow functions for their names and types (visibility queries, typed results), never to run them.
   fence('activities', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'workflows']),
   // The worker process; workers/main.ts is `loopwright worker` under its container name, so it runs the CLI.
-  fence('workers', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server'], { ignores: ['workers/main.ts'] }),
-  fence('client', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server', 'workers']),
-  fence('scripts', ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server', 'workers', 'client']),
+  fence(
+    'workers',
+    ['common', 'loops', 'server', 'crypto', 'trace', 'harness', 'activities', 'workflows', 'model-server'],
+    { ignores: ['workers/main.ts'] },
+  ),
+  fence('client', [
+    'common',
+    'loops',
+    'server',
+    'crypto',
+    'trace',
+    'harness',
+    'activities',
+    'workflows',
+    'model-server',
+    'workers',
+  ]),
+  fence('scripts', [
+    'common',
+    'loops',
+    'server',
+    'crypto',
+    'trace',
+    'harness',
+    'activities',
+    'workflows',
+    'model-server',
+    'workers',
+    'client',
+  ]),
 );

@@ -51,15 +51,26 @@ export function createDiscoveryActivities(env: Record<string, string | undefined
       if (!existsSync(input.repo) || !statSync(input.repo).isDirectory()) {
         throw nonRetryableFailure(FailureType.Discovery, `repository ${input.repo} is not a folder on this worker`);
       }
-      const { failing, run } = await runTestCommand({ cwd: input.repo, testCommand: input.testCommand, timeoutMs: input.timeoutMs ?? 600_000 }, sandbox).catch((err: unknown) => {
+      const { failing, run } = await runTestCommand(
+        { cwd: input.repo, testCommand: input.testCommand, timeoutMs: input.timeoutMs ?? 600_000 },
+        sandbox,
+      ).catch((err: unknown) => {
         // No sandbox, or a runner that cannot be told from the command: the same again would fail the same way.
-        if (err instanceof SandboxUnavailableError || err instanceof ConfigError) throw nonRetryableFailure(FailureType.Discovery, err.message);
+        if (err instanceof SandboxUnavailableError || err instanceof ConfigError)
+          throw nonRetryableFailure(FailureType.Discovery, err.message);
         throw err;
       });
-      if (run.timedOut) throw ApplicationFailure.create({ type: FailureType.Discovery, message: `\`${input.testCommand}\` timed out in ${input.repo}` });
+      if (run.timedOut)
+        throw ApplicationFailure.create({
+          type: FailureType.Discovery,
+          message: `\`${input.testCommand}\` timed out in ${input.repo}`,
+        });
       // No results is not "nothing fails": the runner did not report (see run.problem).
       if (run.results.length === 0) {
-        throw nonRetryableFailure(FailureType.Discovery, `\`${input.testCommand}\` reported no tests in ${input.repo} (${run.runner}): ${run.problem ?? 'no results'}`);
+        throw nonRetryableFailure(
+          FailureType.Discovery,
+          `\`${input.testCommand}\` reported no tests in ${input.repo} (${run.runner}): ${run.problem ?? 'no results'}`,
+        );
       }
       return failing;
     },
@@ -72,13 +83,23 @@ export function createDiscoveryActivities(env: Record<string, string | undefined
       const config = readConfig(env);
       try {
         const loopInput = {
-          repo: input.repo, testCommand: input.testCommand, failingTest: input.failingTest,
-          ...(input.reportDir ? { reportDir: input.reportDir } : {}), ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
+          repo: input.repo,
+          testCommand: input.testCommand,
+          failingTest: input.failingTest,
+          ...(input.reportDir ? { reportDir: input.reportDir } : {}),
+          ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
         };
         const harness = await currentHarness(Context.current().client, Context.current().info.taskQueue, input.loop);
-        return planRun(input.loop, loopInput, { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) }, { kind: 'discovery', by: input.by }, harness);
+        return planRun(
+          input.loop,
+          loopInput,
+          { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) },
+          { kind: 'discovery', by: input.by },
+          harness,
+        );
       } catch (err) {
-        if (err instanceof LoopwrightError) throw ApplicationFailure.create({ type: err.name, nonRetryable: true, message: err.message });
+        if (err instanceof LoopwrightError)
+          throw ApplicationFailure.create({ type: err.name, nonRetryable: true, message: err.message });
         throw err;
       }
     },

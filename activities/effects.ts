@@ -1,5 +1,11 @@
-import { ApplicationFailure } from '@temporalio/common';
-import { CheckoutBlockedError, checkoutOf, requireUpdatable, settleCheckout, type CheckoutOutcome } from './git/checkout';
+import { type ApplicationFailure } from '@temporalio/common';
+import {
+  CheckoutBlockedError,
+  checkoutOf,
+  requireUpdatable,
+  settleCheckout,
+  type CheckoutOutcome,
+} from './git/checkout';
 import { commitTree, moveRef, resolveCommit, treeOf } from './git/commit-tree';
 import { landingTree, LandingRefusedError } from './git/land';
 import { workerGit } from './git/worker-git';
@@ -78,9 +84,11 @@ async function findApplied(top: string, head: string, key: string): Promise<stri
 export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
   await pauseForTest('start', input.key);
   const top = trim(await workerGit(input.repo, ['rev-parse', '--show-toplevel']));
-  const target = input.targetBranch ?? (await workerGit(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).then(trim, () => ''));
+  const target =
+    input.targetBranch ?? (await workerGit(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).then(trim, () => ''));
   if (!target) throw effectFailure(`repository ${top} has no branch checked out: give targetBranch`);
-  if (target === input.branch) throw effectFailure(`the target branch ${target} is the run's own branch: give another targetBranch`);
+  if (target === input.branch)
+    throw effectFailure(`the target branch ${target} is the run's own branch: give another targetBranch`);
   const ref = `refs/heads/${target}`;
   try {
     const head = await resolveCommit(top, ref);
@@ -91,7 +99,8 @@ export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCo
 
     const verified = await verifiedCommit(top, input);
     const tree = await landingTree(top, { change: input.branch, target }, head, verified, input.base);
-    if (tree === (await treeOf(top, head))) throw effectFailure(`could not apply ${input.branch} onto ${target}: it changes nothing there`);
+    if (tree === (await treeOf(top, head)))
+      throw effectFailure(`could not apply ${input.branch} onto ${target}: it changes nothing there`);
     if (checkout) {
       // Another effect's commit whose checkout update was cut short is finished first (a retry of it may be minutes away).
       await settleEarlierEffect(checkout, head);
@@ -103,7 +112,8 @@ export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCo
       () => undefined,
       (err: unknown) => err,
     );
-    if (raced !== undefined) return await afterLostRace(top, { target, key: input.key, checkout }, { head, commit }, raced);
+    if (raced !== undefined)
+      return await afterLostRace(top, { target, key: input.key, checkout }, { head, commit }, raced);
     await pauseForTest('ref-moved', input.key);
     return await applied(top, { target, key: input.key, checkout }, commit, false, head);
   } catch (err) {
@@ -127,7 +137,13 @@ interface Landing {
 const UNINTERRUPTED = new AbortController().signal;
 
 /** The result for `commit` on the target, once the checkout (if any) is settled. */
-async function applied(top: string, at: Landing, commit: string, alreadyApplied: boolean, knownParent?: string): Promise<GitCommitEffectResult> {
+async function applied(
+  top: string,
+  at: Landing,
+  commit: string,
+  alreadyApplied: boolean,
+  knownParent?: string,
+): Promise<GitCommitEffectResult> {
   const parent = knownParent ?? (at.checkout ? await resolveCommit(top, `${commit}^1`) : undefined);
   const outcome = at.checkout && parent ? await settleCheckout(at.checkout, parent, commit, UNINTERRUPTED) : undefined;
   await pauseForTest('done', at.key);
@@ -139,19 +155,28 @@ async function applied(top: string, at: Landing, commit: string, alreadyApplied:
  * of the same effect won), that is the result; when the target moved otherwise, a retryable
  * error so the next try applies onto the new tip; when it did not move, the failure itself.
  */
-async function afterLostRace(top: string, at: Landing, cas: { head: string; commit: string }, err: unknown): Promise<GitCommitEffectResult> {
+async function afterLostRace(
+  top: string,
+  at: Landing,
+  cas: { head: string; commit: string },
+  err: unknown,
+): Promise<GitCommitEffectResult> {
   const now = await resolveCommit(top, `refs/heads/${at.target}`);
   // The same commit (same tree, parent, message and second) made by a concurrent try of this effect.
   if (now === cas.commit) return applied(top, at, cas.commit, true);
   if (!now || now === cas.head) throw err;
   const done = await findApplied(top, now, at.key);
   if (done) return applied(top, at, done, true);
-  throw new Error(`${at.target} moved from ${cas.head.slice(0, 12)} to ${now.slice(0, 12)} while the effect ${at.key} was applied: nothing was changed, and the retry applies it onto the new tip`);
+  throw new Error(
+    `${at.target} moved from ${cas.head.slice(0, 12)} to ${now.slice(0, 12)} while the effect ${at.key} was applied: nothing was changed, and the retry applies it onto the new tip`,
+  );
 }
 
 /** When `head` is an effect's commit (it carries a trailer) whose checkout was not brought along, brings it. */
 async function settleEarlierEffect(checkout: string, head: string): Promise<void> {
-  const [parents, keys] = (await workerGit(checkout, ['log', '-1', `--format=%P%x1f%(trailers:key=${TRAILER},valueonly)`, head, '--'])).split('\x1f');
+  const [parents, keys] = (
+    await workerGit(checkout, ['log', '-1', `--format=%P%x1f%(trailers:key=${TRAILER},valueonly)`, head, '--'])
+  ).split('\x1f');
   const parent = parents.trim().split(' ')[0];
   if (parent && keys?.trim()) await settleCheckout(checkout, parent, head);
 }
@@ -160,7 +185,8 @@ async function settleEarlierEffect(checkout: string, head: string): Promise<void
 async function verifiedCommit(top: string, input: GitCommitEffectInput): Promise<string> {
   if (input.verified) {
     const commit = input.verified.startsWith('-') ? undefined : await resolveCommit(top, input.verified);
-    if (!commit) throw effectFailure(`the verified commit ${input.verified} of ${input.branch} is not a commit in ${top}`);
+    if (!commit)
+      throw effectFailure(`the verified commit ${input.verified} of ${input.branch} is not a commit in ${top}`);
     return commit;
   }
   const tip = await resolveCommit(top, `refs/heads/${input.branch}`);

@@ -31,8 +31,13 @@ const PROPOSAL_TOOL: ToolDefinition = {
     properties: {
       changes: {
         type: 'array',
-        description: 'paths into the harness (systemPrompt, knowledge.<name>, toolDescriptions.<tool>) and their whole new text; null removes a knowledge document',
-        items: { type: 'object', properties: { path: { type: 'string' }, value: { type: ['string', 'null'] } }, required: ['path', 'value'] },
+        description:
+          'paths into the harness (systemPrompt, knowledge.<name>, toolDescriptions.<tool>) and their whole new text; null removes a knowledge document',
+        items: {
+          type: 'object',
+          properties: { path: { type: 'string' }, value: { type: ['string', 'null'] } },
+          required: ['path', 'value'],
+        },
       },
       contract: {
         type: 'object',
@@ -75,7 +80,10 @@ export interface ProposeResult {
 }
 
 /** Asks the proposer model (role `proposer`) for one change; a missing or doubled tool call is an error in the result. */
-export async function proposeChange(callModel: (req: ModelRequest) => Promise<ModelReply>, input: ProposeInput): Promise<ProposeResult> {
+export async function proposeChange(
+  callModel: (req: ModelRequest) => Promise<ModelReply>,
+  input: ProposeInput,
+): Promise<ProposeResult> {
   const g = input.group;
   const prompt = [
     `Loop: ${input.loop}. Its tools: ${input.tools.join(', ') || 'none'}.`,
@@ -88,20 +96,43 @@ export async function proposeChange(callModel: (req: ModelRequest) => Promise<Mo
     JSON.stringify(input.harness, null, 2),
   ].join('\n');
   const reply = await callModel({
-    role: 'proposer', model: input.model, workflowId: input.workflowId, attempt: 1, system: PROPOSER_SYSTEM,
-    messages: [{ role: 'user', content: prompt }], tools: [PROPOSAL_TOOL], toolChoice: { type: 'tool', name: PROPOSAL_TOOL_NAME }, maxTokens: 8192, price: input.price,
+    role: 'proposer',
+    model: input.model,
+    workflowId: input.workflowId,
+    attempt: 1,
+    system: PROPOSER_SYSTEM,
+    messages: [{ role: 'user', content: prompt }],
+    tools: [PROPOSAL_TOOL],
+    toolChoice: { type: 'tool', name: PROPOSAL_TOOL_NAME },
+    maxTokens: 8192,
+    price: input.price,
   });
   const calls = reply.content.filter((b): b is ToolUseBlock => b.type === 'tool_use' && b.name === PROPOSAL_TOOL_NAME);
-  if (calls.length !== 1) return { proposal: null, error: `expected one ${PROPOSAL_TOOL_NAME} call, got ${calls.length}`, usage: reply.usage };
+  if (calls.length !== 1)
+    return {
+      proposal: null,
+      error: `expected one ${PROPOSAL_TOOL_NAME} call, got ${calls.length}`,
+      usage: reply.usage,
+    };
   return { proposal: calls[0].input, error: null, usage: reply.usage };
 }
 
 /** The records of the loop's closed runs since `sinceMs`, mined for repeated failures. */
-export async function mineRecentFailures(input: { loop: string; sinceMs: number; minOccurrences: number }): Promise<MineResult & { truncated: boolean }> {
+export async function mineRecentFailures(input: {
+  loop: string;
+  sinceMs: number;
+  minOccurrences: number;
+}): Promise<MineResult & { truncated: boolean }> {
   const client = Context.current().client;
   const since = new Date(input.sinceMs).toISOString();
   // The runs of this deployment (task queue) only: another deployment's runs have their own harness.
-  const query = allOf(clause('WorkflowType', loopWorkflow.name), clause('LoopName', input.loop), clause('TaskQueue', Context.current().info.taskQueue), clause('ExecutionStatus', 'Completed'), clause('CloseTime', since, '>'));
+  const query = allOf(
+    clause('WorkflowType', loopWorkflow.name),
+    clause('LoopName', input.loop),
+    clause('TaskQueue', Context.current().info.taskQueue),
+    clause('ExecutionStatus', 'Completed'),
+    clause('CloseTime', since, '>'),
+  );
   const records: RunRecord[] = [];
   let truncated = false;
   for await (const wf of client.workflow.list({ query })) {
@@ -118,28 +149,59 @@ export async function mineRecentFailures(input: { loop: string; sinceMs: number;
 }
 
 /** What the improvement needs of the loop's store: the current harness, the regression set and the loop's tools. */
-export async function readHarnessStore(input: { loop: string }): Promise<{ current: CurrentHarness; regression: RegressionTask[]; tools: string[] }> {
+export async function readHarnessStore(input: {
+  loop: string;
+}): Promise<{ current: CurrentHarness; regression: RegressionTask[]; tools: string[] }> {
   const client = Context.current().client;
   const state = await harnessState(client, input.loop, Context.current().info.taskQueue);
   const current = state.versions.find((v) => v.version === state.current)!;
   const loop = getLoop(input.loop);
-  const example = planRun(input.loop, loop.example, { models: { worker: 'm', checker: 'm' }, prices: {} }, { kind: 'client' });
-  return { current: { version: current.version, harness: current.harness }, regression: state.regression, tools: example.spec.agent.tools };
+  const example = planRun(
+    input.loop,
+    loop.example,
+    { models: { worker: 'm', checker: 'm' }, prices: {} },
+    { kind: 'client' },
+  );
+  return {
+    current: { version: current.version, harness: current.harness },
+    regression: state.regression,
+    tools: example.spec.agent.tools,
+  };
 }
 
 /** A regression task's run under `harness`, planned as a user's run would be, marked as an evaluation. */
-export function planEvaluationRun(env: Record<string, string | undefined>, input: { loop: string; task: RegressionTask; harness: CurrentHarness; by: string }): LoopInput {
+export function planEvaluationRun(
+  env: Record<string, string | undefined>,
+  input: { loop: string; task: RegressionTask; harness: CurrentHarness; by: string },
+): LoopInput {
   const config = readConfig(env);
   try {
-    const plan = planRun(input.loop, input.task.input, { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) }, { kind: 'client', by: input.by }, input.harness);
+    const plan = planRun(
+      input.loop,
+      input.task.input,
+      { models: { worker: config.workerModel, checker: config.checkerModel }, prices: readPrices(env) },
+      { kind: 'client', by: input.by },
+      input.harness,
+    );
     return { ...plan, evaluation: true };
   } catch (err) {
-    if (err instanceof LoopwrightError) throw ApplicationFailure.create({ type: err.name, nonRetryable: true, message: `regression task ${input.task.id}: ${err.message}` });
+    if (err instanceof LoopwrightError)
+      throw ApplicationFailure.create({
+        type: err.name,
+        nonRetryable: true,
+        message: `regression task ${input.task.id}: ${err.message}`,
+      });
     throw err;
   }
 }
 
 /** Publishes an approved harness as the loop's new current version. */
-export async function publishApproved(input: { loop: string; harness: Harness; by: string; reason: string; proposedBy: string }): Promise<number> {
+export async function publishApproved(input: {
+  loop: string;
+  harness: Harness;
+  by: string;
+  reason: string;
+  proposedBy: string;
+}): Promise<number> {
   return publishHarness(Context.current().client, Context.current().info.taskQueue, input);
 }

@@ -12,7 +12,15 @@ import { runTestsCheck } from './checks/tests';
 import { createDiscoveryActivities } from './discovery';
 import { writeReport, type WriteReportInput, type WriteReportResult } from './reports';
 import { writeTraceReport, type TraceReportInput } from './trace-report';
-import { mineRecentFailures, planEvaluationRun, proposeChange, publishApproved, readHarnessStore, type ProposeInput, type ProposeResult } from './improve';
+import {
+  mineRecentFailures,
+  planEvaluationRun,
+  proposeChange,
+  publishApproved,
+  readHarnessStore,
+  type ProposeInput,
+  type ProposeResult,
+} from './improve';
 import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 import type { ModelClient } from './model-port';
@@ -106,7 +114,9 @@ export interface RunCheckInput {
 
 /** The one-line refusal of a worker without a working sandbox, as a non-retryable activity failure. */
 function sandboxFailure(err: unknown): unknown {
-  return err instanceof SandboxUnavailableError ? nonRetryableFailure(FailureType.SandboxUnavailable, err.message) : err;
+  return err instanceof SandboxUnavailableError
+    ? nonRetryableFailure(FailureType.SandboxUnavailable, err.message)
+    : err;
 }
 
 /**
@@ -119,11 +129,19 @@ export function createActivities(deps: ActivityDeps) {
   const callModel = createModelCaller({ client: deps.model });
   const env = deps.env ?? process.env;
   const keys = deps.keys ?? keyRingFromEnv(env);
-  const store = deps.store ?? createFileBlobStore(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'), { keys });
+  const store =
+    deps.store ??
+    createFileBlobStore(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts'), { keys });
   const registry = createToolRegistry(deps.tools ?? []);
   // Beside the transcript store, on the worker's disk (never in a workspace or the sandbox).
-  const ledger = deps.ledger ?? createFileLedger(path.join(path.dirname(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts')), 'tool-ledger'), keys);
-  const worktreesDir = deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
+  const ledger =
+    deps.ledger ??
+    createFileLedger(
+      path.join(path.dirname(env.LOOPWRIGHT_TRANSCRIPTS || path.join(loopwrightHome(), 'transcripts')), 'tool-ledger'),
+      keys,
+    );
+  const worktreesDir =
+    deps.worktreesDir ?? (process.env.LOOPWRIGHT_WORKTREES || path.join(loopwrightHome(), 'worktrees'));
   const sandbox = deps.sandbox ?? createSandbox(sandboxConfigFromEnv(deps.env ?? process.env));
   /** The sandbox's name, or the one-line refusal when there is none and nobody opted out. */
   const requireSandbox = async (): Promise<SandboxName> => {
@@ -166,14 +184,28 @@ export function createActivities(deps: ActivityDeps) {
      * runs commands (`runsCommands`) needs the sandbox: without one (and no opt-out) the run is
      * refused with a non-retryable `SandboxUnavailable`; with one, its name is returned.
      */
-    async prepareSession(input: { workflowId: string; workspace: string; autonomy: Autonomy; isolate?: boolean; tools: string[]; runsCommands?: boolean }): Promise<SessionSetup> {
+    async prepareSession(input: {
+      workflowId: string;
+      workspace: string;
+      autonomy: Autonomy;
+      isolate?: boolean;
+      tools: string[];
+      runsCommands?: boolean;
+    }): Promise<SessionSetup> {
       const unknown = input.tools.filter((t) => !registry.get(t));
       if (unknown.length) {
-        throw nonRetryableFailure(FailureType.Workspace, `unknown tools ${unknown.join(', ')}: this worker has ${registry.names().join(', ')}`);
+        throw nonRetryableFailure(
+          FailureType.Workspace,
+          `unknown tools ${unknown.join(', ')}: this worker has ${registry.names().join(', ')}`,
+        );
       }
       const ran = input.runsCommands ? await requireSandbox() : undefined;
       const where = await prepareWorkspace(worktreesDir, input);
-      return { ...where, tools: input.tools.map((name) => ({ name, class: registry.classOf(name)! })), ...(ran ? { sandbox: ran } : {}) };
+      return {
+        ...where,
+        tools: input.tools.map((name) => ({ name, class: registry.classOf(name)! })),
+        ...(ran ? { sandbox: ran } : {}),
+      };
     },
 
     /**
@@ -209,13 +241,22 @@ export function createActivities(deps: ActivityDeps) {
 
     /** How many of a loop's runs wait for a human now (verification debt), from the visibility store. */
     async countPendingReviews(input: { loop: string }): Promise<number> {
-      const query = allOf(clause('WorkflowType', loopWorkflow.name), clause('ExecutionStatus', 'Running'), clause('LoopName', input.loop), clause('LoopState', 'awaiting_human'));
+      const query = allOf(
+        clause('WorkflowType', loopWorkflow.name),
+        clause('ExecutionStatus', 'Running'),
+        clause('LoopName', input.loop),
+        clause('LoopState', 'awaiting_human'),
+      );
       const { count } = await Context.current().client.workflow.count(query);
       return count;
     },
 
     /** Commits an L2 attempt's changes onto the run's branch. */
-    async commitWorkspace(input: { root: string; branch: string; message: string }): Promise<{ commit: string | null }> {
+    async commitWorkspace(input: {
+      root: string;
+      branch: string;
+      message: string;
+    }): Promise<{ commit: string | null }> {
       return commitWorkspace(input);
     },
 
@@ -247,28 +288,59 @@ export function createActivities(deps: ActivityDeps) {
     async runCheck(input: RunCheckInput): Promise<Verdict> {
       switch (input.check.kind) {
         case 'command':
-          return runCommandCheck({ ...input, check: input.check, workspace: input.workspace ?? defaultWorkspace(input.workflowId) }, sandbox).catch((err: unknown) => {
+          return runCommandCheck(
+            { ...input, check: input.check, workspace: input.workspace ?? defaultWorkspace(input.workflowId) },
+            sandbox,
+          ).catch((err: unknown) => {
             throw sandboxFailure(err);
           });
         case 'schema':
           return runSchemaCheck(input.check, input.candidate);
         case 'diff':
           if (!input.workspace || !input.baseRef) {
-            throw nonRetryableFailure(FailureType.Workspace, `check ${input.check.name} needs a git workspace and the commit the run started from`);
+            throw nonRetryableFailure(
+              FailureType.Workspace,
+              `check ${input.check.name} needs a git workspace and the commit the run started from`,
+            );
           }
-          return runDiffPolicyCheck({ check: input.check, root: input.workspace, baseRef: input.baseRef, isolated: input.isolated });
+          return runDiffPolicyCheck({
+            check: input.check,
+            root: input.workspace,
+            baseRef: input.baseRef,
+            isolated: input.isolated,
+          });
         case 'tests':
           if (!input.workspace || !input.baseRef) {
-            throw nonRetryableFailure(FailureType.Workspace, `check ${input.check.name} needs a git workspace and the commit the run started from`);
+            throw nonRetryableFailure(
+              FailureType.Workspace,
+              `check ${input.check.name} needs a git workspace and the commit the run started from`,
+            );
           }
-          return runTestsCheck({ workflowId: input.workflowId, attempt: input.attempt, check: input.check, root: input.workspace, baseRef: input.baseRef, commit: input.commit, env: input.env }, sandbox).catch((err: unknown) => {
+          return runTestsCheck(
+            {
+              workflowId: input.workflowId,
+              attempt: input.attempt,
+              check: input.check,
+              root: input.workspace,
+              baseRef: input.baseRef,
+              commit: input.commit,
+              env: input.env,
+            },
+            sandbox,
+          ).catch((err: unknown) => {
             throw sandboxFailure(err);
           });
         case 'citations':
           if (!input.workspace) {
-            throw nonRetryableFailure(FailureType.Workspace, `check ${input.check.name} needs the run's workspace (the repository it cites)`);
+            throw nonRetryableFailure(
+              FailureType.Workspace,
+              `check ${input.check.name} needs the run's workspace (the repository it cites)`,
+            );
           }
-          return runCitationsCheck({ check: input.check, candidate: input.candidate, workspace: input.workspace, env: input.env }, sandbox).catch((err: unknown) => {
+          return runCitationsCheck(
+            { check: input.check, candidate: input.candidate, workspace: input.workspace, env: input.env },
+            sandbox,
+          ).catch((err: unknown) => {
             throw sandboxFailure(err);
           });
       }

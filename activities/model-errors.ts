@@ -72,18 +72,32 @@ export function toModelFailure(err: unknown, context: ModelFailureContext): Appl
   const seen = facts ? ` after ${plural(facts.events, 'event')} in ${secs(facts.elapsedMs)}` : '';
   const usage = context.usage;
   const retry = (message: string, extra: Omit<ModelFailureDetails, 'usage'> = {}) =>
-    ApplicationFailure.create({ type: MODEL_RETRYABLE, message, details: [{ ...extra, usage } satisfies ModelFailureDetails], nextRetryDelay: extra.retryAfterMs });
+    ApplicationFailure.create({
+      type: MODEL_RETRYABLE,
+      message,
+      details: [{ ...extra, usage } satisfies ModelFailureDetails],
+      nextRetryDelay: extra.retryAfterMs,
+    });
 
   if (facts?.cut === 'cancelled') {
-    if (context.cancelRequested === false) return retry(`model call interrupted${seen} ${who}: ${context.cancelReason ?? 'the activity was stopped'}, not a cancel request`);
+    if (context.cancelRequested === false)
+      return retry(
+        `model call interrupted${seen} ${who}: ${context.cancelReason ?? 'the activity was stopped'}, not a cancel request`,
+      );
     return new CancelledFailure(`model call cancelled${seen} ${who}`, [{ usage } satisfies ModelFailureDetails]);
   }
   if (facts?.cut === 'idle') {
-    const what = facts.connected ? (facts.events ? 'no stream event' : 'no event after the headers') : 'no response headers';
+    const what = facts.connected
+      ? facts.events
+        ? 'no stream event'
+        : 'no event after the headers'
+      : 'no response headers';
     return retry(`model stream idle: ${what} for ${secs(facts.limits.idleMs)} (the idle limit)${seen} ${who}`);
   }
-  if (facts?.cut === 'total') return retry(`model call passed its total deadline of ${secs(facts.limits.totalMs)}${seen} ${who}`);
-  if (facts?.incomplete) return retry(`model stream ended without a stop_reason${seen} ${who}: the answer is incomplete`);
+  if (facts?.cut === 'total')
+    return retry(`model call passed its total deadline of ${secs(facts.limits.totalMs)}${seen} ${who}`);
+  if (facts?.incomplete)
+    return retry(`model stream ended without a stop_reason${seen} ${who}: the answer is incomplete`);
   switch (fault.kind) {
     case 'unreachable':
       return retry(`cannot reach the model endpoint ${who}: ${fault.message}`);
@@ -91,7 +105,12 @@ export function toModelFailure(err: unknown, context: ModelFailureContext): Appl
       // The stream was answered, then reported an error of this type.
       const message = `model stream reported ${fault.errorType}${seen} ${who}: ${fault.message}`;
       if (fault.retryable) return retry(message);
-      return ApplicationFailure.create({ type: MODEL_NON_RETRYABLE, nonRetryable: true, message, details: [{ usage } satisfies ModelFailureDetails] });
+      return ApplicationFailure.create({
+        type: MODEL_NON_RETRYABLE,
+        nonRetryable: true,
+        message,
+        details: [{ usage } satisfies ModelFailureDetails],
+      });
     }
     case 'http':
       return httpFailure(fault, context);

@@ -33,7 +33,11 @@ export function createModelFetch(): (input: string | URL | Request, init?: Reque
     request.headers.forEach((value, name) => (headers[name] = value));
     if (body) headers['content-length'] = String(body.length);
     return new Promise<Response>((resolve, reject) => {
-      const req = (secure ? https : http).request(url, { method: request.method, headers, agent: secure ? agents.https : agents.http });
+      const req = (secure ? https : http).request(url, {
+        method: request.method,
+        headers,
+        agent: secure ? agents.https : agents.http,
+      });
       const onAbort = () => req.destroy(abortError());
       signal?.addEventListener('abort', onAbort, { once: true });
       req.on('error', (err) => {
@@ -42,7 +46,8 @@ export function createModelFetch(): (input: string | URL | Request, init?: Reque
       });
       req.on('response', (res) => {
         const responseHeaders = new Headers();
-        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
+          responseHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
         const status = res.statusCode ?? 500;
         const stream = NULL_BODY.has(status) || request.method === 'HEAD' ? null : bodyStream(res, signal);
         if (!stream) res.resume();
@@ -83,7 +88,8 @@ function bodyStream(res: IncomingMessage, signal: AbortSignal | undefined): Read
     poke();
   });
   res.on('close', () => {
-    if (!ended) failure ??= new TypeError('terminated', { cause: new Error('the connection closed before the response ended') });
+    if (!ended)
+      failure ??= new TypeError('terminated', { cause: new Error('the connection closed before the response ended') });
     // Past here a read never waits, so the listener goes: the SDK's signal is a composite
     // (AbortSignal.any), which Node keeps alive while it has abort listeners, and this one would
     // keep the whole response, and through its async context the activity, alive for ever.
@@ -94,7 +100,8 @@ function bodyStream(res: IncomingMessage, signal: AbortSignal | undefined): Read
     {
       async pull(controller) {
         // An abort is reported at once; any other end only once the chunks before it are read.
-        while (chunks.length === 0 && !ended && failure === undefined && !signal?.aborted) await new Promise<void>((r) => (wake = r));
+        while (chunks.length === 0 && !ended && failure === undefined && !signal?.aborted)
+          await new Promise<void>((r) => (wake = r));
         if (signal?.aborted) return controller.error(abortError());
         const chunk = chunks.shift();
         if (chunk) {

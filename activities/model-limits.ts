@@ -23,7 +23,11 @@ export interface CallWatch {
  * builds its failure from `watch.facts()`; the timers are cleared however `run` ends. The
  * provider's own request timeout must be set past the total deadline, so it never cuts first.
  */
-export async function withCallLimits<T>(limits: ModelTimeouts, cancel: AbortSignal | undefined, run: (watch: CallWatch) => Promise<T>): Promise<T> {
+export async function withCallLimits<T>(
+  limits: ModelTimeouts,
+  cancel: AbortSignal | undefined,
+  run: (watch: CallWatch) => Promise<T>,
+): Promise<T> {
   const abort = new AbortController();
   const started = Date.now();
   const facts: StreamFacts = { connected: false, events: 0, elapsedMs: 0, limits };

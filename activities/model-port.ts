@@ -1,5 +1,12 @@
 import type { ModelTimeouts } from '../common/loop-spec';
-import type { ContentBlock, ModelMessage, StopReason, TokenCounts, ToolChoice, ToolDefinition } from '../common/model-messages';
+import type {
+  ContentBlock,
+  ModelMessage,
+  StopReason,
+  TokenCounts,
+  ToolChoice,
+  ToolDefinition,
+} from '../common/model-messages';
 
 /**
  * The model port: what Loopwright's activities need from a model provider, in Loopwright's own
@@ -97,7 +104,14 @@ export class ModelCallError extends Error {
     readonly facts?: StreamFacts,
     options?: { cause?: unknown },
   ) {
-    super(facts?.cut ? `model call cut: ${facts.cut}` : facts?.incomplete ? 'the stream ended without a stop reason' : fault.message, options);
+    super(
+      facts?.cut
+        ? `model call cut: ${facts.cut}`
+        : facts?.incomplete
+          ? 'the stream ended without a stop reason'
+          : fault.message,
+      options,
+    );
     this.name = 'ModelCallError';
   }
 }

@@ -1,6 +1,14 @@
 import { Context } from '@temporalio/activity';
 import { modelTimeouts, type ModelTimeouts } from '../common/loop-spec';
-import { textOf, type ContentBlock, type ModelMessage, type StopReason, type TokenCounts, type ToolChoice, type ToolDefinition } from '../common/model-messages';
+import {
+  textOf,
+  type ContentBlock,
+  type ModelMessage,
+  type StopReason,
+  type TokenCounts,
+  type ToolChoice,
+  type ToolDefinition,
+} from '../common/model-messages';
 import { costOf, type ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
 import { toModelFailure } from './model-errors';
@@ -71,7 +79,12 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
           maxTokens: req.maxTokens,
           ...(req.tools ? { tools: req.tools } : {}),
           ...(req.toolChoice ? { toolChoice: req.toolChoice } : {}),
-          caller: { workflowId: req.workflowId, role: req.role, attempt: req.attempt, ...(req.turn === undefined ? {} : { turn: req.turn }) },
+          caller: {
+            workflowId: req.workflowId,
+            role: req.role,
+            attempt: req.attempt,
+            ...(req.turn === undefined ? {} : { turn: req.turn }),
+          },
         },
         {
           limits: req.timeouts ?? modelTimeouts({}),
@@ -84,7 +97,12 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
           },
         },
       );
-      return { content: answer.content, text: textOf(answer.content), stopReason: answer.stopReason, usage: priced(answer.tokens, req.model, req.price) };
+      return {
+        content: answer.content,
+        text: textOf(answer.content),
+        stopReason: answer.stopReason,
+        usage: priced(answer.tokens, req.model, req.price),
+      };
     } catch (err) {
       throw toModelFailure(err, { role: req.role, model: req.model, usage: reported, ...interruption(ctx) });
     } finally {
@@ -95,7 +113,12 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
 
 /** Token counts with their cost at the pinned price. */
 export function priced(tokens: TokenCounts, model: string, price: ModelPrice): Usage {
-  const counts = { inputTokens: tokens.inputTokens, outputTokens: tokens.outputTokens, cacheReadTokens: tokens.cacheReadTokens, cacheWriteTokens: tokens.cacheWriteTokens };
+  const counts = {
+    inputTokens: tokens.inputTokens,
+    outputTokens: tokens.outputTokens,
+    cacheReadTokens: tokens.cacheReadTokens,
+    cacheWriteTokens: tokens.cacheWriteTokens,
+  };
   return { ...counts, costUsd: costOf(model, counts, { [model]: price }) };
 }
 
@@ -111,5 +134,8 @@ function inActivity(): Context | undefined {
 function interruption(ctx: Context | undefined): { cancelRequested?: boolean; cancelReason?: string } {
   if (!ctx?.cancellationSignal.aborted) return {};
   const reason = ctx.cancellationSignal.reason as { message?: unknown } | undefined;
-  return { cancelRequested: ctx.cancellationDetails?.cancelRequested, cancelReason: typeof reason?.message === 'string' ? reason.message : undefined };
+  return {
+    cancelRequested: ctx.cancellationDetails?.cancelRequested,
+    cancelReason: typeof reason?.message === 'string' ? reason.message : undefined,
+  };
 }

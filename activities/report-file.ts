@@ -79,7 +79,7 @@ export function writeAtomic(file: string, data: string | Uint8Array): void {
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
   try {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+    for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done, bytes.length - done);
   } finally {
     closeSync(fd);
   }

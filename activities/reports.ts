@@ -45,7 +45,10 @@ export function reportDir(dir: string, workspace: string | undefined): string {
   const check = (existing: string) => {
     const real = realpathSync(existing);
     if (!isWithin(realpathSync(workspace!), real)) {
-      throw nonRetryableFailure(FailureType.Report, `report folder ${dir} leads out of the workspace ${workspace} (to ${real}) through a symlink: nothing was written`);
+      throw nonRetryableFailure(
+        FailureType.Report,
+        `report folder ${dir} leads out of the workspace ${workspace} (to ${real}) through a symlink: nothing was written`,
+      );
     }
   };
   if (inside) {
@@ -73,7 +76,15 @@ function lexists(p: string): boolean {
  * (`escapeBlock`).
  */
 function render(input: WriteReportInput): string {
-  return [`# ${escapeLine(input.title)}`, '', `- run: \`${escapeLine(input.workflowId)}\``, `- effect: \`${escapeLine(input.key)}\``, '', escapeBlock(input.markdown.trim()), ''].join('\n');
+  return [
+    `# ${escapeLine(input.title)}`,
+    '',
+    `- run: \`${escapeLine(input.workflowId)}\``,
+    `- effect: \`${escapeLine(input.key)}\``,
+    '',
+    escapeBlock(input.markdown.trim()),
+    '',
+  ].join('\n');
 }
 
 /**
@@ -83,7 +94,8 @@ function render(input: WriteReportInput): string {
  */
 function renderIndex(dir: string, ring: KeyRing | undefined): string {
   const lines = ['# Loopwright reports', ''];
-  const isReport = (f: string) => (f.endsWith('.md') || f.endsWith(`.md${SEALED_SUFFIX}`)) && f !== INDEX && f !== INDEX + SEALED_SUFFIX;
+  const isReport = (f: string) =>
+    (f.endsWith('.md') || f.endsWith(`.md${SEALED_SUFFIX}`)) && f !== INDEX && f !== INDEX + SEALED_SUFFIX;
   for (const file of readdirSync(dir).filter(isReport).sort()) {
     const sealed = file.endsWith(SEALED_SUFFIX);
     const text = sealed && !ring ? '' : tryReadReportFile(path.join(dir, file), ring);

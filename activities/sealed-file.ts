@@ -15,26 +15,39 @@ const PREFIX_BYTES = Buffer.from(SEALED_PREFIX, 'ascii');
 
 /** A sealed file this version cannot read: an unknown format version or a broken header. */
 export class SealedFormatError extends LoopwrightError {
-  constructor(readonly what: string, detail: string) {
+  constructor(
+    readonly what: string,
+    detail: string,
+  ) {
     super(`${what} is not a readable sealed file: ${detail}`);
   }
 }
 
 /** A sealed file that does not authenticate: altered, truncated, or moved under another name. */
 export class SealedOpenError extends LoopwrightError {
-  constructor(readonly what: string, cause: unknown) {
+  constructor(
+    readonly what: string,
+    cause: unknown,
+  ) {
     super(`${what} does not open: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }
 
 /** Whether `bytes` are in the sealed format (else they are legacy plaintext). */
 export function isSealed(bytes: Uint8Array): boolean {
-  return bytes.length >= PREFIX_BYTES.length && Buffer.from(bytes.buffer, bytes.byteOffset, PREFIX_BYTES.length).equals(PREFIX_BYTES);
+  return (
+    bytes.length >= PREFIX_BYTES.length &&
+    Buffer.from(bytes.buffer, bytes.byteOffset, PREFIX_BYTES.length).equals(PREFIX_BYTES)
+  );
 }
 
 /** `plain` sealed with the ring's current key, bound to `aad` (the file's name): header and sealed bytes. */
 export function sealFile(ring: KeyRing, plain: Uint8Array | string, aad: string): Buffer {
-  const { keyId, sealed } = seal(ring, typeof plain === 'string' ? Buffer.from(plain, 'utf8') : plain, Buffer.from(aad, 'utf8'));
+  const { keyId, sealed } = seal(
+    ring,
+    typeof plain === 'string' ? Buffer.from(plain, 'utf8') : plain,
+    Buffer.from(aad, 'utf8'),
+  );
   return Buffer.concat([Buffer.from(`${SEALED_PREFIX}${VERSION}:${keyId}\n`, 'ascii'), sealed]);
 }
 
@@ -44,7 +57,11 @@ export function sealedKeyId(bytes: Uint8Array, what: string): string {
   const end = buf.indexOf(0x0a);
   if (end < 0 || end > 128) throw new SealedFormatError(what, 'its header line has no end');
   const [version, keyId] = buf.subarray(PREFIX_BYTES.length, end).toString('ascii').split(':');
-  if (version !== VERSION) throw new SealedFormatError(what, `format version ${version} is not ${VERSION}: it was written by a newer Loopwright`);
+  if (version !== VERSION)
+    throw new SealedFormatError(
+      what,
+      `format version ${version} is not ${VERSION}: it was written by a newer Loopwright`,
+    );
   if (!keyId) throw new SealedFormatError(what, 'its header names no key');
   return keyId;
 }

@@ -19,7 +19,9 @@ export async function pauseForTest(step: string, key: string): Promise<void> {
   if (!existsSync(files.at) || readFileSync(files.at, 'utf8').trim() !== step) return;
   writeFileSync(files.held, `${key}\n${step}\n`);
   const signal = activityCancellation();
-  await new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  await new Promise<never>((_, reject) =>
+    signal?.addEventListener('abort', () => reject(signal.reason), { once: true }),
+  );
 }
 
 /** The instruction (`at`: the step to hold at) and marker (`held`) files of effect `key` in `dir`. */
@@ -27,4 +29,3 @@ export function pauseFiles(dir: string, key: string): { at: string; held: string
   const id = createHash('sha256').update(key).digest('hex').slice(0, 16);
   return { at: path.join(dir, `${id}.at`), held: path.join(dir, `${id}.held`) };
 }
-

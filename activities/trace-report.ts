@@ -29,9 +29,21 @@ export interface TraceReportInput {
  * a folder outside the workspace (the default `<LOOPWRIGHT_HOME>/traces` among them) the file
  * is sealed, `<slug>.md.enc` (see report-file.ts): `loopwright report <file>` prints it.
  */
-export async function writeTraceReport(client: Client, input: TraceReportInput, keys?: KeyRing): Promise<{ path: string }> {
-  const trace = buildTrace(await fetchHistories(client, input.workflowId), { ending: input.record, redaction: redactionFromEnv(process.env) });
+export async function writeTraceReport(
+  client: Client,
+  input: TraceReportInput,
+  keys?: KeyRing,
+): Promise<{ path: string }> {
+  const trace = buildTrace(await fetchHistories(client, input.workflowId), {
+    ending: input.record,
+    redaction: redactionFromEnv(process.env),
+  });
   const dir = reportDir(input.dir ?? path.join(loopwrightHome(), 'traces'), input.workspace);
-  const file = writeReportFile(dir, `${testKey(input.workflowId)}.md`, renderTraceMarkdown(trace), reportRing(keys, dir, input.workspace));
+  const file = writeReportFile(
+    dir,
+    `${testKey(input.workflowId)}.md`,
+    renderTraceMarkdown(trace),
+    reportRing(keys, dir, input.workspace),
+  );
   return { path: file };
 }

@@ -5,7 +5,14 @@ import path from 'node:path';
 import type { Autonomy } from '../common/loop-spec';
 import { zodIssues } from '../common/format';
 import { GRANT_NAMESPACE, parseAllowedSigners, verifySignature } from '../common/sshsig';
-import { atLeast, grantMessage, levelNeedingGrant, SignedGrantSchema, type AutonomyGrant, type Trust } from '../common/trust';
+import {
+  atLeast,
+  grantMessage,
+  levelNeedingGrant,
+  SignedGrantSchema,
+  type AutonomyGrant,
+  type Trust,
+} from '../common/trust';
 import { BUILT_IN_LOOPS } from '../loops';
 import { loopwrightHome } from '../server/paths';
 import { FailureType } from '../common/failure-types';
@@ -53,8 +60,17 @@ export function loadTrust(paths: () => TrustPaths, input: LoadTrustInput): Trust
   const p = paths();
   const allowedSigners = readAllowedSigners(p);
   const definition = BUILT_IN_LOOPS.get(input.loop);
-  const signedDecisions = definition?.requireSignedDecisions === true ? 'all' : definition?.requireSignedDecisions === false ? 'none' : 'effects';
-  return { allowedSigners, signedDecisions, autonomy: grantFor(input, definition?.ungrantedAutonomy ?? 'L2', allowedSigners?.text ?? null, p.grantsDir) };
+  const signedDecisions =
+    definition?.requireSignedDecisions === true
+      ? 'all'
+      : definition?.requireSignedDecisions === false
+        ? 'none'
+        : 'effects';
+  return {
+    allowedSigners,
+    signedDecisions,
+    autonomy: grantFor(input, definition?.ungrantedAutonomy ?? 'L2', allowedSigners?.text ?? null, p.grantsDir),
+  };
 }
 
 function readAllowedSigners(p: TrustPaths): Trust['allowedSigners'] {
@@ -62,25 +78,51 @@ function readAllowedSigners(p: TrustPaths): Trust['allowedSigners'] {
   const file = path.resolve(p.allowedSigners);
   if (!existsSync(file)) {
     if (!p.explicit) return null;
-    throw ApplicationFailure.nonRetryable(`LOOPWRIGHT_ALLOWED_SIGNERS names ${file}, which does not exist: create it (git's allowed_signers format) or set the variable empty for none`, FailureType.Trust);
+    throw ApplicationFailure.nonRetryable(
+      `LOOPWRIGHT_ALLOWED_SIGNERS names ${file}, which does not exist: create it (git's allowed_signers format) or set the variable empty for none`,
+      FailureType.Trust,
+    );
   }
-  if (statSync(file).size > MAX_ALLOWED_SIGNERS_BYTES) throw ApplicationFailure.nonRetryable(`the allowed signers file ${file} is over ${MAX_ALLOWED_SIGNERS_BYTES / 1024} KB: keep one line per person`, FailureType.Trust);
+  if (statSync(file).size > MAX_ALLOWED_SIGNERS_BYTES)
+    throw ApplicationFailure.nonRetryable(
+      `the allowed signers file ${file} is over ${MAX_ALLOWED_SIGNERS_BYTES / 1024} KB: keep one line per person`,
+      FailureType.Trust,
+    );
   const text = readFileSync(file, 'utf8');
-  return { path: file, sha256: createHash('sha256').update(text).digest('hex'), text, keys: parseAllowedSigners(text).entries.length };
+  return {
+    path: file,
+    sha256: createHash('sha256').update(text).digest('hex'),
+    text,
+    keys: parseAllowedSigners(text).entries.length,
+  };
 }
 
 /**
  * Whether a run may use its autonomy: the loop's own allowance, else a grant file in
  * `grantsDir` signed by a key the allowed signers let sign grants for its `by`.
  */
-function grantFor(input: LoadTrustInput, ungranted: 'L1' | 'L2', allowedText: string | null, grantsDir: string): AutonomyGrant {
+function grantFor(
+  input: LoadTrustInput,
+  ungranted: 'L1' | 'L2',
+  allowedText: string | null,
+  grantsDir: string,
+): AutonomyGrant {
   const needed = levelNeedingGrant(input.autonomy, input.commits, ungranted);
   if (!needed) return { granted: true, level: input.autonomy, via: 'loop' };
   const how = `an operator grants it with \`loopwright grant ${input.loop} --level ${needed} --by NAME\` once \`loopwright autonomy ${input.loop}\` shows its promotion rule met`;
-  if (!allowedText) return { granted: false, level: input.autonomy, reason: `loop ${input.loop} is not granted ${needed}: grants are signed, and this worker has no allowed signers (LOOPWRIGHT_ALLOWED_SIGNERS); then ${how}` };
+  if (!allowedText)
+    return {
+      granted: false,
+      level: input.autonomy,
+      reason: `loop ${input.loop} is not granted ${needed}: grants are signed, and this worker has no allowed signers (LOOPWRIGHT_ALLOWED_SIGNERS); then ${how}`,
+    };
   const allowed = parseAllowedSigners(allowedText);
   const problems: string[] = [];
-  const files = existsSync(grantsDir) ? readdirSync(grantsDir).filter((f) => f.endsWith('.json')).sort() : [];
+  const files = existsSync(grantsDir)
+    ? readdirSync(grantsDir)
+        .filter((f) => f.endsWith('.json'))
+        .sort()
+    : [];
   for (const name of files) {
     const file = path.join(grantsDir, name);
     let parsed;
@@ -96,22 +138,45 @@ function grantFor(input: LoadTrustInput, ungranted: 'L1' | 'L2', allowedText: st
     }
     const { grant, signature } = parsed.data;
     if (grant.loop !== input.loop || !atLeast(grant.level, needed)) continue;
-    const v = verifySignature({ armored: signature, message: grantMessage(grant), namespace: GRANT_NAMESPACE, principal: grant.by, allowed, now: Date.now() });
+    const v = verifySignature({
+      armored: signature,
+      message: grantMessage(grant),
+      namespace: GRANT_NAMESPACE,
+      principal: grant.by,
+      allowed,
+      now: Date.now(),
+    });
     if (!v.ok) {
       problems.push(`${name}: ${v.reason}`);
       continue;
     }
-    return { granted: true, level: input.autonomy, via: 'grant', by: grant.by, fingerprint: v.fingerprint, at: grant.at, file };
+    return {
+      granted: true,
+      level: input.autonomy,
+      via: 'grant',
+      by: grant.by,
+      fingerprint: v.fingerprint,
+      at: grant.at,
+      file,
+    };
   }
   const seen = problems.length ? ` (grant files refused: ${problems.join('; ')})` : '';
-  return { granted: false, level: input.autonomy, reason: `loop ${input.loop} is not granted ${needed} on this worker (no valid grant in ${grantsDir})${seen}: ${how}` };
+  return {
+    granted: false,
+    level: input.autonomy,
+    reason: `loop ${input.loop} is not granted ${needed} on this worker (no valid grant in ${grantsDir})${seen}: ${how}`,
+  };
 }
 
 /** What a worker says at start about whose decisions it can verify. */
 export function trustNotice(paths: TrustPaths): string {
-  if (!paths.allowedSigners) return 'decisions: no allowed signers (LOOPWRIGHT_ALLOWED_SIGNERS): every decision is recorded as unverified, and L3 cannot be granted';
-  if (!existsSync(paths.allowedSigners)) return `decisions: LOOPWRIGHT_ALLOWED_SIGNERS names ${paths.allowedSigners}, which does not exist: runs will be blocked at start until it does`;
+  if (!paths.allowedSigners)
+    return 'decisions: no allowed signers (LOOPWRIGHT_ALLOWED_SIGNERS): every decision is recorded as unverified, and L3 cannot be granted';
+  if (!existsSync(paths.allowedSigners))
+    return `decisions: LOOPWRIGHT_ALLOWED_SIGNERS names ${paths.allowedSigners}, which does not exist: runs will be blocked at start until it does`;
   const parsed = parseAllowedSigners(readFileSync(paths.allowedSigners, 'utf8'));
-  const skipped = parsed.skipped.length ? `; ${parsed.skipped.length} line(s) skipped: ${parsed.skipped.map((x) => `line ${x.line}: ${x.reason}`).join('; ')}` : '';
+  const skipped = parsed.skipped.length
+    ? `; ${parsed.skipped.length} line(s) skipped: ${parsed.skipped.map((x) => `line ${x.line}: ${x.reason}`).join('; ')}`
+    : '';
   return `decisions: verified against ${paths.allowedSigners} (${parsed.entries.length} key(s)); approvals of effects must be signed; grants are read from ${paths.grantsDir}${skipped}`;
 }

@@ -16,7 +16,8 @@ export const MAX_DURATION_MS = 3650 * 86_400_000;
 /** A duration option (`30m`, `7d`): above zero and at most MAX_DURATION_MS, else a one-line UsageError. */
 export function durationOpt(flag: string, value: string): number {
   const ms = parseDuration(value);
-  if (ms === undefined || !(ms > 0)) throw new UsageError(`${flag} must be a duration such as 30m, 12h or 7d, not ${quote(value)}`);
+  if (ms === undefined || !(ms > 0))
+    throw new UsageError(`${flag} must be a duration such as 30m, 12h or 7d, not ${quote(value)}`);
   if (ms > MAX_DURATION_MS) throw new UsageError(`${flag} ${quote(value)} is longer than 3650d, the longest accepted`);
   return ms;
 }
@@ -24,15 +25,18 @@ export function durationOpt(flag: string, value: string): number {
 type Check = (flag: string, value: string, command: Command) => unknown;
 
 const harnessVersion: Check = (_flag, v) => {
-  if (!/^v?\d{1,6}$/.test(v) || Number(v.replace(/^v/, '')) < 1) throw new UsageError(`${quote(v)} is not a harness version: give e.g. 2 or v2`);
+  if (!/^v?\d{1,6}$/.test(v) || Number(v.replace(/^v/, '')) < 1)
+    throw new UsageError(`${quote(v)} is not a harness version: give e.g. 2 or v2`);
 };
 const oneLineText: Check = (flag, v) => requireOneLine(flag, checkArgText(flag, v));
 const host: Check = (flag, v) => {
-  if (!/^[A-Za-z0-9.:[\]-]{1,255}$/.test(v)) throw new UsageError(`${flag} ${quote(v)} is not a host: give an IP address or a host name, e.g. 127.0.0.1`);
+  if (!/^[A-Za-z0-9.:[\]-]{1,255}$/.test(v))
+    throw new UsageError(`${flag} ${quote(v)} is not a host: give an IP address or a host name, e.g. 127.0.0.1`);
 };
 const number: (min: number, max: number, below?: boolean) => Check = (min, max, below) => (flag, v) => {
   const n = /^\s*[0-9.]+\s*$/.test(v) ? Number(v) : NaN;
-  if (!Number.isFinite(n) || n < min || (below ? n >= max : n > max)) throw new UsageError(`${flag} must be a number from ${min} to ${below ? `below ${max}` : max}, not ${quote(v)}`);
+  if (!Number.isFinite(n) || n < min || (below ? n >= max : n > max))
+    throw new UsageError(`${flag} must be a number from ${min} to ${below ? `below ${max}` : max}, not ${quote(v)}`);
 };
 
 /**
@@ -50,7 +54,8 @@ const OPTION_CHECKS: Record<string, Check> = {
   // A filter: runs may carry a loop name that is no longer built in (client/visibility-query.ts escapes it).
   loop: (flag, v) => checkId(flag, v),
   state: (_flag, v) => {
-    if (!RUN_STATES.includes(v as RunState)) throw new UsageError(`unknown state ${quote(v)}: use one of ${RUN_STATES.join(', ')}`);
+    if (!RUN_STATES.includes(v as RunState))
+      throw new UsageError(`unknown state ${quote(v)}: use one of ${RUN_STATES.join(', ')}`);
   },
   port: (_flag, v) => numberOpt(v),
   uiPort: (_flag, v) => numberOpt(v),

@@ -23,7 +23,12 @@ export function configureCommanderErrors(program: Command, io: Output): Command 
 /** Commander's errors, by their `commander.*` code (commander is ESM to some loaders: no instanceof). */
 function isCommanderError(err: unknown): err is CommanderError {
   const e = err as { code?: unknown; exitCode?: unknown };
-  return err instanceof Error && typeof e.code === 'string' && e.code.startsWith('commander.') && typeof e.exitCode === 'number';
+  return (
+    err instanceof Error &&
+    typeof e.code === 'string' &&
+    e.code.startsWith('commander.') &&
+    typeof e.exitCode === 'number'
+  );
 }
 
 /** True when LOOPWRIGHT_DEBUG asks for stacks of unexpected errors (1, true, yes). */
@@ -47,12 +52,19 @@ function oneLine(text: string): string {
  * - anything else is an internal fault: exit 1, the message only; with LOOPWRIGHT_DEBUG=1 the
  *   stack follows on the lines after it.
  */
-export function errorLine(err: unknown, ctx: ServiceContext, env: Record<string, string | undefined>): { lines: string[]; code: number } | undefined {
+export function errorLine(
+  err: unknown,
+  ctx: ServiceContext,
+  env: Record<string, string | undefined>,
+): { lines: string[]; code: number } | undefined {
   if (isCommanderError(err)) {
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return undefined;
     if (err.code === 'commander.help' && err.exitCode === 0) return undefined;
     // `loopwright` or `loopwright schedule` with no command: commander shows help as an error.
-    const message = err.code === 'commander.help' ? 'no command given: run with --help to see the commands' : err.message.replace(/^error: /, '').replace(/\n\(Did you mean/g, ' (Did you mean');
+    const message =
+      err.code === 'commander.help'
+        ? 'no command given: run with --help to see the commands'
+        : err.message.replace(/^error: /, '').replace(/\n\(Did you mean/g, ' (Did you mean');
     return { lines: [`error: ${oneLine(message)}`], code: 2 };
   }
   const known = serviceError(err, ctx);

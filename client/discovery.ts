@@ -13,7 +13,11 @@ import { discoveryWorkflow } from '../workflows/discovery-workflow';
  * InputError (both exit 2), raised before anything reaches the server. The repository path is
  * made absolute, since workers resolve it on their own machine.
  */
-export async function startDiscovery(client: LoopwrightClient, loop: string, rawInput: unknown): Promise<{ workflowId: string }> {
+export async function startDiscovery(
+  client: LoopwrightClient,
+  loop: string,
+  rawInput: unknown,
+): Promise<{ workflowId: string }> {
   const parsed = discoverySchemaOf(loop).safeParse(rawInput);
   if (!parsed.success) {
     const issues = zodIssues(parsed.error);
@@ -34,7 +38,9 @@ export async function startDiscovery(client: LoopwrightClient, loop: string, raw
 export function discoverySchemaOf(loop: string) {
   const definition = getLoop(loop);
   if (!definition.discoveryInputSchema) {
-    throw new UsageError(`loop ${loop} has no discovery source: only ci-triage finds its own work items (start runs of ${loop} with \`loopwright run\`)`);
+    throw new UsageError(
+      `loop ${loop} has no discovery source: only ci-triage finds its own work items (start runs of ${loop} with \`loopwright run\`)`,
+    );
   }
   return definition.discoveryInputSchema;
 }

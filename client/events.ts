@@ -1,5 +1,11 @@
 import { WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
-import { RunAlreadyExistsError, RunNotFoundError, RunStillRunningError, ServerUnavailableError, UsageError } from '../common/errors';
+import {
+  RunAlreadyExistsError,
+  RunNotFoundError,
+  RunStillRunningError,
+  ServerUnavailableError,
+  UsageError,
+} from '../common/errors';
 import { LoopState } from '../common/search-attributes';
 import { escapeLine, terminalJson } from '../common/terminal';
 import type { LoopwrightClient } from './loopwright-client';
@@ -31,12 +37,15 @@ export interface EventDelivery {
 
 /** The key checked: a UsageError names what is wrong with it. */
 export function validateEventKey(key: unknown): string {
-  if (typeof key !== 'string' || key.length === 0) throw new UsageError('missing event key: give a key of letters, digits and ._:-/ (at most 200 characters)');
+  if (typeof key !== 'string' || key.length === 0)
+    throw new UsageError('missing event key: give a key of letters, digits and ._:-/ (at most 200 characters)');
   if (key.length > 200) throw new UsageError(`event key is ${key.length} characters long: at most 200 are allowed`);
   if (!EVENT_KEY.test(key)) {
     // The key is quoted in the message: escaped, so a control character in it is shown, not run.
     const bad = [...new Set([...key].filter((c) => !/[A-Za-z0-9._:/-]/.test(c)))].map((c) => terminalJson(c)).join(' ');
-    throw new UsageError(`event key "${escapeLine(key)}" has characters that are not allowed (${bad}): use letters, digits and ._:-/`);
+    throw new UsageError(
+      `event key "${escapeLine(key)}" has characters that are not allowed (${bad}): use letters, digits and ._:-/`,
+    );
   }
   return key;
 }
@@ -60,7 +69,12 @@ export async function deliverEvent(client: EventClient, request: EventRequest): 
   // Two tries: under --force the old run may close between the refused start and describe.
   for (let attempt = 1; ; attempt++) {
     try {
-      await client.run(request.loop, request.input, { id: workflowId, itemKey: key, reuse: request.force === true, trigger: { kind: 'event', by: request.by } });
+      await client.run(request.loop, request.input, {
+        id: workflowId,
+        itemKey: key,
+        reuse: request.force === true,
+        trigger: { kind: 'event', by: request.by },
+      });
       return { workflowId, duplicate: false, state: 'running' };
     } catch (err) {
       if (isUnavailable(err)) throw new ServerUnavailableError(client.config.temporalAddress, { cause: err });
@@ -69,12 +83,18 @@ export async function deliverEvent(client: EventClient, request: EventRequest): 
     const existing = await runState(client, workflowId);
     if (!request.force) return { workflowId, duplicate: true, state: existing.state };
     if (existing.running) throw new RunStillRunningError(workflowId, existing.state);
-    if (attempt >= 2) throw new UsageError(`run ${workflowId} could not be started again: another delivery may be starting it; try again`);
+    if (attempt >= 2)
+      throw new UsageError(
+        `run ${workflowId} could not be started again: another delivery may be starting it; try again`,
+      );
   }
 }
 
 /** The state of the latest run with `workflowId` (LoopState while it runs or once it completed). */
-export async function runState(client: Pick<EventClient, 'temporal' | 'config'>, workflowId: string): Promise<{ running: boolean; state: string }> {
+export async function runState(
+  client: Pick<EventClient, 'temporal' | 'config'>,
+  workflowId: string,
+): Promise<{ running: boolean; state: string }> {
   try {
     const description = await client.temporal.workflow.getHandle(workflowId).describe();
     const status = description.status.name;

@@ -29,9 +29,13 @@ export function checkId(what: string, id: string, max: number = MAX_ID_LENGTH): 
   if (id.length > max) throw new UsageError(`${what} is ${id.length} characters long: at most ${max} are allowed`);
   requireOneLine(what, id);
   if (id.trim() !== id) throw new UsageError(`${what} ${quote(id)} starts or ends with a space: remove it`);
-  if (isBrokenText(id)) throw new UsageError(`${what} ${quote(id)} is not valid Unicode text (it was not UTF-8): use printable text`);
+  if (isBrokenText(id))
+    throw new UsageError(`${what} ${quote(id)} is not valid Unicode text (it was not UTF-8): use printable text`);
   const odd = ODD.exec(id);
-  if (odd) throw new UsageError(`${what} ${quote(id)} has an invisible or unusual character (\\u${odd[0].codePointAt(0)!.toString(16).padStart(4, '0')} at position ${odd.index + 1}): use letters, digits and punctuation`);
+  if (odd)
+    throw new UsageError(
+      `${what} ${quote(id)} has an invisible or unusual character (\\u${odd[0].codePointAt(0)!.toString(16).padStart(4, '0')} at position ${odd.index + 1}): use letters, digits and punctuation`,
+    );
   return id;
 }
 

@@ -25,7 +25,8 @@ export interface ImproveOptions {
 const int = (value: string | undefined, fallback: number, name: string, min: number, max: number): number => {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`${name} "${value}" is not a whole number from ${min} to ${max}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`${name} "${value}" is not a whole number from ${min} to ${max}`);
   return n;
 };
 const duration = (value: string | undefined, fallback: string, name: string): number => {
@@ -35,10 +36,16 @@ const duration = (value: string | undefined, fallback: string, name: string): nu
 };
 
 /** The improvement workflow's input from the CLI's options, validated (UsageError, exit 2). */
-export function improveInput(client: LoopwrightClient, loop: string, opts: ImproveOptions, env: Record<string, string | undefined>): ImproveInput {
+export function improveInput(
+  client: LoopwrightClient,
+  loop: string,
+  opts: ImproveOptions,
+  env: Record<string, string | undefined>,
+): ImproveInput {
   getLoop(loop);
   const share = opts.heldOut === undefined ? 0.3 : Number(opts.heldOut);
-  if (!(share >= 0 && share < 1)) throw new UsageError(`--held-out "${opts.heldOut}" is not a share from 0 to below 1, e.g. 0.3`);
+  if (!(share >= 0 && share < 1))
+    throw new UsageError(`--held-out "${opts.heldOut}" is not a share from 0 to below 1, e.g. 0.3`);
   const model = env.LOOPWRIGHT_PROPOSER_MODEL?.trim() || client.config.workerModel;
   return {
     loop,
@@ -56,20 +63,33 @@ export function improveInput(client: LoopwrightClient, loop: string, opts: Impro
 export async function startImprovement(client: LoopwrightClient, input: ImproveInput): Promise<string> {
   const workflowId = `improve/${newRunId(input.loop)}`;
   await client.temporal.workflow.start(improveWorkflow, {
-    taskQueue: client.config.taskQueue, workflowId, args: [input], staticSummary: `improve ${input.loop}: mine failures, propose, evaluate, review`,
+    taskQueue: client.config.taskQueue,
+    workflowId,
+    args: [input],
+    staticSummary: `improve ${input.loop}: mine failures, propose, evaluate, review`,
   });
   return workflowId;
 }
 
 /** Runs `loopwright improve <loop>` on a Temporal Schedule every `every`; returns the schedule id (`improve-<task queue>-<loop>`). */
-export async function scheduleImprovement(client: LoopwrightClient, input: ImproveInput, every: string): Promise<string> {
+export async function scheduleImprovement(
+  client: LoopwrightClient,
+  input: ImproveInput,
+  every: string,
+): Promise<string> {
   const ms = duration(every, every, '--every');
   // One per deployment (task queue) and loop, like the harness store.
   const scheduleId = `improve-${client.config.taskQueue}-${input.loop}`;
   await client.temporal.schedule.create({
     scheduleId,
     spec: { intervals: [{ every: ms }] },
-    action: { type: 'startWorkflow', workflowType: improveWorkflow, args: [{ ...input, by: `schedule ${scheduleId}` }], taskQueue: client.config.taskQueue, workflowId: `improve/${input.loop}/scheduled` },
+    action: {
+      type: 'startWorkflow',
+      workflowType: improveWorkflow,
+      args: [{ ...input, by: `schedule ${scheduleId}` }],
+      taskQueue: client.config.taskQueue,
+      workflowId: `improve/${input.loop}/scheduled`,
+    },
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
   });
   return scheduleId;
@@ -97,14 +117,27 @@ export async function waitImprovement(client: LoopwrightClient, workflowId: stri
 }
 
 /** `regression add`: the user's input of run `runId` becomes a regression task of `loop`. */
-export async function regressionFromRun(client: LoopwrightClient, req: { loop: string; runId: string; expect: 'pass' | 'fail'; by: string }): Promise<string> {
+export async function regressionFromRun(
+  client: LoopwrightClient,
+  req: { loop: string; runId: string; expect: 'pass' | 'fail'; by: string },
+): Promise<string> {
   getLoop(req.loop);
-  const fetched = await client.temporal.workflow.getHandle(req.runId).fetchHistory().catch(() => {
-    throw new UsageError(`no run with id ${req.runId}: check the id with \`loopwright list\``);
-  });
+  const fetched = await client.temporal.workflow
+    .getHandle(req.runId)
+    .fetchHistory()
+    .catch(() => {
+      throw new UsageError(`no run with id ${req.runId}: check the id with \`loopwright list\``);
+    });
   const history = await decodeHistory(fetched, client.temporal.options.loadedDataConverter.payloadCodecs);
   const start = decode<LoopInput>(history.events?.[0]?.workflowExecutionStartedEventAttributes?.input);
-  if (!start?.loop || start.input === undefined) throw new UsageError(`${req.runId} is not a loop run: give the id of a run of ${req.loop}`);
+  if (!start?.loop || start.input === undefined)
+    throw new UsageError(`${req.runId} is not a loop run: give the id of a run of ${req.loop}`);
   if (start.loop !== req.loop) throw new UsageError(`${req.runId} is a run of ${start.loop}, not ${req.loop}`);
-  return addRegression(client.temporal, client.config.taskQueue, { loop: req.loop, input: start.input, expect: req.expect, fromRun: req.runId, by: req.by });
+  return addRegression(client.temporal, client.config.taskQueue, {
+    loop: req.loop,
+    input: start.input,
+    expect: req.expect,
+    fromRun: req.runId,
+    by: req.by,
+  });
 }

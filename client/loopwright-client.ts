@@ -1,4 +1,12 @@
-import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  isGrpcServiceError,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
@@ -9,10 +17,27 @@ import { DECISION_NAMESPACE } from '../common/sshsig';
 import { signingKeyPath, signMessage } from './signing';
 import { levelNeedingGrant } from '../common/trust';
 import { BUILT_IN_LOOPS } from '../loops';
-import { DecisionRefusedError, LoopwrightError, NotGrantedError, NoWorkerError, RunAlreadyExistsError, RunNotFoundError, ServerUnavailableError, UsageError } from '../common/errors';
+import {
+  DecisionRefusedError,
+  LoopwrightError,
+  NotGrantedError,
+  NoWorkerError,
+  RunAlreadyExistsError,
+  RunNotFoundError,
+  ServerUnavailableError,
+  UsageError,
+} from '../common/errors';
 import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
-import { LoopAttempt, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
+import {
+  LoopAttempt,
+  LoopAutonomy,
+  LoopCostUsd,
+  LoopItemKey,
+  LoopName,
+  LoopState,
+  LoopTokens,
+} from '../common/search-attributes';
 import { decisionUpdate, stateQuery } from '../workflows/messages';
 import { loopWorkflow } from '../workflows/loop-workflow';
 import { planRun } from '../loops/plan-run';
@@ -38,7 +63,11 @@ export interface ClientOptions {
 }
 
 /** A decision as a caller gives it; the client adds the id that tracks it. */
-export type DecisionRequest = DecisionInput extends infer D ? (D extends DecisionInput ? Omit<D, 'id'> & { id?: string } : never) : never;
+export type DecisionRequest = DecisionInput extends infer D
+  ? D extends DecisionInput
+    ? Omit<D, 'id'> & { id?: string }
+    : never
+  : never;
 
 const POLL_MS = 250;
 /** The longest pause between two reads of a waiting run's progress. */
@@ -71,7 +100,12 @@ export class LoopwrightClient {
    */
   static async connect(opts: ClientOptions = {}): Promise<LoopwrightClient> {
     const base = readConfig(opts.env ?? process.env);
-    const config = { ...base, temporalAddress: opts.address ?? base.temporalAddress, namespace: opts.namespace ?? base.namespace, taskQueue: opts.taskQueue ?? base.taskQueue };
+    const config = {
+      ...base,
+      temporalAddress: opts.address ?? base.temporalAddress,
+      namespace: opts.namespace ?? base.namespace,
+      taskQueue: opts.taskQueue ?? base.taskQueue,
+    };
     const env = opts.env ?? process.env;
     // With a key ring (LOOPWRIGHT_KEYS), payloads and failure messages are encrypted; a bad ring is a ConfigError before anything connects.
     const dataConverter = clientDataConverter(keyRingFromEnv(env));
@@ -81,7 +115,14 @@ export class LoopwrightClient {
     } catch (err) {
       throw new ServerUnavailableError(config.temporalAddress, { cause: err });
     }
-    return new LoopwrightClient(new Client({ connection, namespace: config.namespace, dataConverter }), connection, config, readPrices(env), redactionFromEnv(env), env);
+    return new LoopwrightClient(
+      new Client({ connection, namespace: config.namespace, dataConverter }),
+      connection,
+      config,
+      readPrices(env),
+      redactionFromEnv(env),
+      env,
+    );
   }
 
   /**
@@ -91,11 +132,21 @@ export class LoopwrightClient {
    * run (a running one is still refused). An id with a control character or a newline is a
    * UsageError (see {@link checkRunId}).
    */
-  async run(loop: string, input: unknown, opts: { id?: string; trigger?: Trigger; itemKey?: string; reuse?: boolean } = {}): Promise<{ workflowId: string; runId: string }> {
+  async run(
+    loop: string,
+    input: unknown,
+    opts: { id?: string; trigger?: Trigger; itemKey?: string; reuse?: boolean } = {},
+  ): Promise<{ workflowId: string; runId: string }> {
     if (opts.id !== undefined) checkRunId(opts.id);
     // The input is checked before anything reaches the server (the harness is read from it).
     this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey);
-    const plan = this.plan(loop, input, opts.trigger ?? { kind: 'client' }, opts.itemKey, await this.call(() => currentHarness(this.temporal, this.config.taskQueue, loop)));
+    const plan = this.plan(
+      loop,
+      input,
+      opts.trigger ?? { kind: 'client' },
+      opts.itemKey,
+      await this.call(() => currentHarness(this.temporal, this.config.taskQueue, loop)),
+    );
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
       const handle = await this.temporal.workflow.start(loopWorkflow, {
@@ -130,7 +181,8 @@ export class LoopwrightClient {
         if (err instanceof NoWorkerError) return;
         throw err;
       }
-      if (record.stopReason === 'not_granted') throw new NotGrantedError(workflowId, record.error ?? 'the autonomy it asked for is not granted');
+      if (record.stopReason === 'not_granted')
+        throw new NotGrantedError(workflowId, record.error ?? 'the autonomy it asked for is not granted');
       if (record.trust || isTerminal(record.state)) return;
       await sleep(POLL_MS);
     }
@@ -144,8 +196,18 @@ export class LoopwrightClient {
    */
   plan(loop: string, input: unknown, trigger: Trigger, itemKey?: string, harness?: CurrentHarness): LoopInput {
     checkInputValue(input, `the input of ${loop}`);
-    const plan = planRun(loop, input, { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices }, trigger, harness);
-    return { ...plan, ...(itemKey === undefined ? {} : { itemKey }), ...(this.config.redact.length ? { redact: this.config.redact } : {}) };
+    const plan = planRun(
+      loop,
+      input,
+      { models: { worker: this.config.workerModel, checker: this.config.checkerModel }, prices: this.prices },
+      trigger,
+      harness,
+    );
+    return {
+      ...plan,
+      ...(itemKey === undefined ? {} : { itemKey }),
+      ...(this.config.redact.length ? { redact: this.config.redact } : {}),
+    };
   }
 
   /** The workflow type behind an id (`loopWorkflow`, `improveWorkflow`, ...); an unknown id is a RunNotFoundError. */
@@ -171,13 +233,19 @@ export class LoopwrightClient {
    * while it runs); its progress is read every 250 ms after a change, backing off to once a
    * second while nothing changes (a waiting client used to add about a third to a run's CPU).
    */
-  async wait(workflowId: string, onProgress?: (record: RunRecord) => void, onNoWorker?: (err: NoWorkerError) => void): Promise<RunRecord> {
+  async wait(
+    workflowId: string,
+    onProgress?: (record: RunRecord) => void,
+    onNoWorker?: (err: NoWorkerError) => void,
+  ): Promise<RunRecord> {
     const stopWatching = new AbortController();
     let closed = false;
-    const ended = this.connection.withAbortSignal(stopWatching.signal, () => this.handle(workflowId).result()).then(
-      () => void (closed = true),
-      () => void (closed = true),
-    );
+    const ended = this.connection
+      .withAbortSignal(stopWatching.signal, () => this.handle(workflowId).result())
+      .then(
+        () => void (closed = true),
+        () => void (closed = true),
+      );
     try {
       let last = '';
       let pause = POLL_MS;
@@ -218,7 +286,9 @@ export class LoopwrightClient {
     const parsed = DecisionSchema.safeParse({ ...request, id: request.id ?? randomUUID() });
     if (!parsed.success) throw new UsageError(`invalid decision: ${zodIssues(parsed.error).join('; ')}`);
     const key = signingKeyPath(this.env);
-    const decision = key ? { ...parsed.data, signature: signMessage(key, DECISION_NAMESPACE, decisionMessage(workflowId, parsed.data)) } : parsed.data;
+    const decision = key
+      ? { ...parsed.data, signature: signMessage(key, DECISION_NAMESPACE, decisionMessage(workflowId, parsed.data)) }
+      : parsed.data;
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
     if (description.status.name !== 'RUNNING') {
@@ -226,7 +296,9 @@ export class LoopwrightClient {
     }
     // No worker, no answer: say so at once, and send nothing that could be applied later unseen.
     if (!(await this.hasWorker(description.taskQueue))) {
-      throw new LoopwrightError(`no worker polls task queue ${description.taskQueue}, so run ${workflowId} cannot take a decision now: start one with \`npx loopwright worker\`, then decide again (nothing was sent)`);
+      throw new LoopwrightError(
+        `no worker polls task queue ${description.taskQueue}, so run ${workflowId} cannot take a decision now: start one with \`npx loopwright worker\`, then decide again (nothing was sent)`,
+      );
     }
     // An update the server admitted but no worker accepted yet can be lost (the run's state was
     // evicted from the server's cache, a workflow task timed out on a busy worker). Resending it
@@ -236,17 +308,24 @@ export class LoopwrightClient {
     for (;;) {
       try {
         const attempt = Math.min(deadline, Date.now() + DECIDE_ATTEMPT_MS);
-        return await this.connection.withDeadline(attempt, () => handle.executeUpdate(decisionUpdate, { args: [decision], updateId: decision.id }));
+        return await this.connection.withDeadline(attempt, () =>
+          handle.executeUpdate(decisionUpdate, { args: [decision], updateId: decision.id }),
+        );
       } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) throw new DecisionRefusedError(workflowId, err.cause?.message ?? err.message);
+        if (err instanceof WorkflowUpdateFailedError)
+          throw new DecisionRefusedError(workflowId, err.cause?.message ?? err.message);
         const lost = err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === 5);
-        const late = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (isGrpcServiceError(err) && err.code === 4);
+        const late =
+          err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (isGrpcServiceError(err) && err.code === 4);
         if (!lost && !late) throw this.translate(err, workflowId);
         const now = await this.describe(handle);
-        const entry = (await this.status(workflowId).catch(() => undefined))?.decisions.find((d) => d.id === decision.id);
+        const entry = (await this.status(workflowId).catch(() => undefined))?.decisions.find(
+          (d) => d.id === decision.id,
+        );
         if (entry?.status === 'applied') return entry;
         // The run ended meanwhile (another decision ended it).
-        if (now.status.name !== 'RUNNING') throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(now)})`);
+        if (now.status.name !== 'RUNNING')
+          throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(now)})`);
         if (Date.now() >= deadline) {
           throw new LoopwrightError(
             `run ${workflowId} did not answer decision ${decision.id} within ${DECIDE_TIMEOUT_MS / 1000} s (its workers are busy or gone): it is applied only if a worker takes it later; see \`loopwright status ${workflowId}\``,
@@ -259,7 +338,11 @@ export class LoopwrightClient {
   /** True when some worker has polled the task queue for workflow tasks recently. */
   private async hasWorker(taskQueue: string): Promise<boolean> {
     try {
-      const { pollers } = await this.temporal.workflowService.describeTaskQueue({ namespace: this.config.namespace, taskQueue: { name: taskQueue }, taskQueueType: 1 });
+      const { pollers } = await this.temporal.workflowService.describeTaskQueue({
+        namespace: this.config.namespace,
+        taskQueue: { name: taskQueue },
+        taskQueueType: 1,
+      });
       return (pollers ?? []).length > 0;
     } catch {
       return true; // Cannot tell: let the update's own deadline answer.
@@ -267,7 +350,9 @@ export class LoopwrightClient {
   }
 
   /** Runs, newest first, filtered by state and loop through the search attributes. */
-  async list(filter: { state?: string; loop?: string; limit?: number; needsAudit?: boolean } = {}): Promise<RunSummary[]> {
+  async list(
+    filter: { state?: string; loop?: string; limit?: number; needsAudit?: boolean } = {},
+  ): Promise<RunSummary[]> {
     if (filter.state && !RUN_STATES.includes(filter.state as RunState)) {
       throw new UsageError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`);
     }
@@ -304,7 +389,8 @@ export class LoopwrightClient {
   async cancel(workflowId: string): Promise<RunRecord> {
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
-    if (description.status.name !== 'RUNNING') throw new UsageError(`run ${escapeLine(workflowId)} has already ended (${endedState(description)})`);
+    if (description.status.name !== 'RUNNING')
+      throw new UsageError(`run ${escapeLine(workflowId)} has already ended (${endedState(description)})`);
     await handle.cancel();
     return handle.result();
   }
@@ -344,7 +430,9 @@ export class LoopwrightClient {
 /** True when a run's autonomy needs an operator's grant (as the loop's definition on this side says). */
 function needsGrant(plan: LoopInput): boolean {
   const commits = (plan.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit');
-  return levelNeedingGrant(plan.spec.autonomy, commits, BUILT_IN_LOOPS.get(plan.loop)?.ungrantedAutonomy ?? 'L2') !== null;
+  return (
+    levelNeedingGrant(plan.spec.autonomy, commits, BUILT_IN_LOOPS.get(plan.loop)?.ungrantedAutonomy ?? 'L2') !== null
+  );
 }
 
 /**
@@ -353,7 +441,8 @@ function needsGrant(plan: LoopInput): boolean {
  * Shared by direct starts and schedule actions.
  */
 export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
-  const r = (text: string) => redact(text, { names: [...(plan.redact ?? []), ...(redaction.names ?? [])], values: redaction.values });
+  const r = (text: string) =>
+    redact(text, { names: [...(plan.redact ?? []), ...(redaction.names ?? [])], values: redaction.values });
   return {
     typedSearchAttributes: [
       { key: LoopName, value: plan.loop },
@@ -372,7 +461,10 @@ export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
  * rejected run completes with its record: `canceled`, `rejected`, `budget_exhausted`...), else
  * Temporal's status (`terminated`, `failed`, `timed out`, `continued as new`).
  */
-export function endedState(description: { status: { name: string }; typedSearchAttributes: { get(key: typeof LoopState): string | undefined } }): string {
+export function endedState(description: {
+  status: { name: string };
+  typedSearchAttributes: { get(key: typeof LoopState): string | undefined };
+}): string {
   const status = description.status.name;
   const state = status === 'COMPLETED' ? description.typedSearchAttributes.get(LoopState) : undefined;
   return state ?? status.toLowerCase().replace(/_/g, ' ');

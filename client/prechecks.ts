@@ -32,7 +32,8 @@ export function jsonTooDeep(text: string, max: number = LIMITS.jsonDepth): boole
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -50,19 +51,30 @@ export function jsonTooDeep(text: string, max: number = LIMITS.jsonDepth): boole
 export function parseJsonText(text: string, source: string, opts: { where?: string; hint?: string } = {}): unknown {
   const what = opts.where ?? source;
   const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > LIMITS.inputBytes) throw new UsageError(`${what} is ${bytes} bytes: at most ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB) are accepted`);
-  if (jsonTooDeep(text)) throw new UsageError(`${what} nests arrays and objects more than ${LIMITS.jsonDepth} deep: at most ${LIMITS.jsonDepth} levels are accepted`);
+  if (bytes > LIMITS.inputBytes)
+    throw new UsageError(
+      `${what} is ${bytes} bytes: at most ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB) are accepted`,
+    );
+  if (jsonTooDeep(text))
+    throw new UsageError(
+      `${what} nests arrays and objects more than ${LIMITS.jsonDepth} deep: at most ${LIMITS.jsonDepth} levels are accepted`,
+    );
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
     const why = (err as Error).message.replace(/\s+/g, ' ').slice(0, 160);
-    throw new UsageError(`${source} is not valid JSON (${opts.where ? `${opts.where}: ` : ''}${escapeLine(why)}): ${opts.hint ?? 'pass a JSON value'}`);
+    throw new UsageError(
+      `${source} is not valid JSON (${opts.where ? `${opts.where}: ` : ''}${escapeLine(why)}): ${opts.hint ?? 'pass a JSON value'}`,
+    );
   }
 }
 
 /** `bytes` decoded as UTF-8, or a UsageError when they are not valid UTF-8 (or too many to be an input). */
 export function decodeUtf8(bytes: Uint8Array, source: string): string {
-  if (bytes.length > LIMITS.inputBytes) throw new UsageError(`${source} is ${bytes.length} bytes: at most ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB) are accepted`);
+  if (bytes.length > LIMITS.inputBytes)
+    throw new UsageError(
+      `${source} is ${bytes.length} bytes: at most ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB) are accepted`,
+    );
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
@@ -79,11 +91,18 @@ const BROKEN_TEXT = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\ud
  * Unicode. Else a one-line UsageError naming `what`.
  */
 export function checkArgText(what: string, value: string, max: number = LIMITS.argChars): string {
-  if (value.length > max) throw new UsageError(`${what} is ${value.length} characters long: at most ${max} are accepted`);
+  if (value.length > max)
+    throw new UsageError(`${what} is ${value.length} characters long: at most ${max} are accepted`);
   const control = /[\x00-\x08\x0b-\x1f\x7f]/.exec(value);
-  if (control) throw new UsageError(`${what} has a control character (${escapeLine(control[0])} at position ${control.index + 1}): use printable text`);
+  if (control)
+    throw new UsageError(
+      `${what} has a control character (${escapeLine(control[0])} at position ${control.index + 1}): use printable text`,
+    );
   const broken = BROKEN_TEXT.exec(value);
-  if (broken) throw new UsageError(`${what} is not valid Unicode text (${escapeLine(`\\u${broken[0].charCodeAt(0).toString(16)}`)} at position ${broken.index + 1}): pass UTF-8 text`);
+  if (broken)
+    throw new UsageError(
+      `${what} is not valid Unicode text (${escapeLine(`\\u${broken[0].charCodeAt(0).toString(16)}`)} at position ${broken.index + 1}): pass UTF-8 text`,
+    );
   return value;
 }
 
@@ -95,7 +114,8 @@ export function isBrokenText(text: string): boolean {
 /** A whole number from `min` to `max` as an option gives it (`--limit 10`), else a one-line UsageError. */
 export function wholeNumberOpt(flag: string, value: string, min: number, max: number): number {
   const n = /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, not ${quote(value)}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, not ${quote(value)}`);
   return n;
 }
 
@@ -109,12 +129,20 @@ export function checkInputValue(value: unknown, source: string): unknown {
   try {
     text = JSON.stringify(value);
   } catch {
-    throw new UsageError(`${source} cannot be written as JSON (it is circular or nested too deep): pass a plain JSON value`);
+    throw new UsageError(
+      `${source} cannot be written as JSON (it is circular or nested too deep): pass a plain JSON value`,
+    );
   }
   if (text === undefined) return value;
   const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > LIMITS.inputBytes) throw new UsageError(`${source} is ${bytes} bytes as JSON: at most ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB) are accepted`);
-  if (jsonTooDeep(text)) throw new UsageError(`${source} nests arrays and objects more than ${LIMITS.jsonDepth} deep: at most ${LIMITS.jsonDepth} levels are accepted`);
+  if (bytes > LIMITS.inputBytes)
+    throw new UsageError(
+      `${source} is ${bytes} bytes as JSON: at most ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB) are accepted`,
+    );
+  if (jsonTooDeep(text))
+    throw new UsageError(
+      `${source} nests arrays and objects more than ${LIMITS.jsonDepth} deep: at most ${LIMITS.jsonDepth} levels are accepted`,
+    );
   return value;
 }
 
@@ -122,6 +150,7 @@ export function checkInputValue(value: unknown, source: string): unknown {
 export function portOpt(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`${quote(value)} is not a port number: give 0-65535`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`${quote(value)} is not a port number: give 0-65535`);
   return n;
 }

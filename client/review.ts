@@ -2,7 +2,15 @@ import { byline } from '../common/decision';
 import { UsageError } from '../common/errors';
 import type { Autonomy } from '../common/loop-spec';
 import { redactDeep, type Redaction } from '../common/redact';
-import type { AttemptRecord, Escalation, RunRecord, RunState, SandboxName, StopReason, Verdict } from '../common/run-record';
+import type {
+  AttemptRecord,
+  Escalation,
+  RunRecord,
+  RunState,
+  SandboxName,
+  StopReason,
+  Verdict,
+} from '../common/run-record';
 import type { TestEvidence, TestOutcome } from '../common/test-results';
 import type { Usage } from '../common/usage';
 import { escapeBlock, escapeLine, terminalJson } from '../common/terminal';
@@ -43,7 +51,14 @@ export interface Review {
   /** The verdicts that carry test results by identity (`tests` checks). */
   tests: Array<{ check: string; passed: boolean; tests: TestEvidence }>;
   /** The judge's verdicts (kind `judge`): its reasons and the rubric items it found failing. */
-  judge: Array<{ check: string; passed: boolean; reason: string; failedItems: string[]; requiredCorrection: string; rubricHash: string | null }>;
+  judge: Array<{
+    check: string;
+    passed: boolean;
+    reason: string;
+    failedItems: string[];
+    requiredCorrection: string;
+    rubricHash: string | null;
+  }>;
   diff: ReviewDiff;
 }
 
@@ -67,7 +82,10 @@ export interface ReviewAttempt {
 }
 
 /** One verdict of the attempt; the test results and the judge's reasons are in their own lists too. */
-export type ReviewCheck = Pick<Verdict, 'check' | 'kind' | 'passed' | 'reason' | 'failedItems' | 'requiredCorrection'> & { evidence: string | null; by: string | null; sandbox: SandboxName | null };
+export type ReviewCheck = Pick<
+  Verdict,
+  'check' | 'kind' | 'passed' | 'reason' | 'failedItems' | 'requiredCorrection'
+> & { evidence: string | null; by: string | null; sandbox: SandboxName | null };
 
 /**
  * The change the approval would land, `git diff base head` of the run's branch: `ok` with the
@@ -91,23 +109,45 @@ export type ReviewTarget = Omit<AttemptRecord, 'usage'> & { usage: Usage | null;
 export function reviewedAttempt(record: RunRecord, n?: number): ReviewTarget {
   const id = record.workflowId;
   const p = record.pendingReview;
-  const pending: ReviewTarget | null = p && { n: p.attempt, candidate: p.candidate, passed: p.verdicts.every((v) => v.passed), reasons: [], verdicts: p.verdicts, usage: null, awaitingReview: true };
-  const all: ReviewTarget[] = [...record.attempts.map((a) => ({ ...a, awaitingReview: false })), ...(pending && !record.attempts.some((a) => a.n === pending.n) ? [pending] : [])];
+  const pending: ReviewTarget | null = p && {
+    n: p.attempt,
+    candidate: p.candidate,
+    passed: p.verdicts.every((v) => v.passed),
+    reasons: [],
+    verdicts: p.verdicts,
+    usage: null,
+    awaitingReview: true,
+  };
+  const all: ReviewTarget[] = [
+    ...record.attempts.map((a) => ({ ...a, awaitingReview: false })),
+    ...(pending && !record.attempts.some((a) => a.n === pending.n) ? [pending] : []),
+  ];
   if (all.length === 0) {
-    throw new UsageError(`run ${id} has no attempt to review (state ${record.state}${record.stopReason ? `, ${record.stopReason}` : ''}${record.error ? `: ${oneLine(record.error, 200)}` : ''}): see \`loopwright status ${id}\``);
+    throw new UsageError(
+      `run ${id} has no attempt to review (state ${record.state}${record.stopReason ? `, ${record.stopReason}` : ''}${record.error ? `: ${oneLine(record.error, 200)}` : ''}): see \`loopwright status ${id}\``,
+    );
   }
   if (n !== undefined) {
     const a = all.find((x) => x.n === n);
-    if (!a) throw new UsageError(`run ${id} has attempts ${all[0].n} to ${all[all.length - 1].n}: --attempt ${n} is not one of them`);
+    if (!a)
+      throw new UsageError(
+        `run ${id} has attempts ${all[0].n} to ${all[all.length - 1].n}: --attempt ${n} is not one of them`,
+      );
     return a;
   }
   if (pending) return all.find((a) => a.n === pending.n)!;
-  if (record.state === 'awaiting_human') return [...all].reverse().find((a) => a.candidate !== null) ?? all[all.length - 1];
+  if (record.state === 'awaiting_human')
+    return [...all].reverse().find((a) => a.candidate !== null) ?? all[all.length - 1];
   return all[all.length - 1];
 }
 
 /** Builds the review of `attempt` (from {@link reviewedAttempt}) with its diff; every string redacted. */
-export function buildReview(record: RunRecord, attempt: ReviewTarget, diff: ReviewDiff, redaction: Redaction = {}): Review {
+export function buildReview(
+  record: RunRecord,
+  attempt: ReviewTarget,
+  diff: ReviewDiff,
+  redaction: Redaction = {},
+): Review {
   const b = record.budget;
   const e = record.state === 'awaiting_human' ? record.escalation : null;
   const verbs = e && (e.kind === 'review' || e.kind === 'approval' ? 'approve|reject' : 'approve|reject|retry|budget');
@@ -121,29 +161,68 @@ export function buildReview(record: RunRecord, attempt: ReviewTarget, diff: Revi
     state: record.state,
     stopReason: record.stopReason,
     override: record.override,
-    waiting: e && { kind: e.kind, reason: e.reason, since: e.since, deadline: e.deadline, decide: `loopwright ${verbs} ${record.workflowId} --by NAME` },
+    waiting: e && {
+      kind: e.kind,
+      reason: e.reason,
+      since: e.since,
+      deadline: e.deadline,
+      decide: `loopwright ${verbs} ${record.workflowId} --by NAME`,
+    },
     attempts: { used: record.attempts.length, max: b.maxAttempts },
     usage: record.usage.total,
-    budget: { tokens: b.maxTokens === null ? null : { used: b.used.tokens, max: b.maxTokens }, costUsd: b.maxCostUsd === null ? null : { used: b.used.costUsd, max: b.maxCostUsd } },
+    budget: {
+      tokens: b.maxTokens === null ? null : { used: b.used.tokens, max: b.maxTokens },
+      costUsd: b.maxCostUsd === null ? null : { used: b.used.costUsd, max: b.maxCostUsd },
+    },
     workspace: record.workspace,
     sandbox: record.sandbox ?? null,
-    decision: record.decision && { kind: record.decision.kind, by: record.decision.by, at: record.decision.at, verified: record.decision.verified === true, ...(record.decision.fingerprint ? { fingerprint: record.decision.fingerprint } : {}) },
+    decision: record.decision && {
+      kind: record.decision.kind,
+      by: record.decision.by,
+      at: record.decision.at,
+      verified: record.decision.verified === true,
+      ...(record.decision.fingerprint ? { fingerprint: record.decision.fingerprint } : {}),
+    },
     attempt: {
-      n: attempt.n, passed: attempt.passed, awaitingReview: attempt.awaitingReview, reasons: attempt.reasons, candidate: attempt.candidate, commit: attempt.commit ?? null,
-      usage: attempt.usage, turns: attempt.turns ?? null, toolCalls: attempt.toolCalls?.length ?? null, stopped: attempt.stopped ?? null,
+      n: attempt.n,
+      passed: attempt.passed,
+      awaitingReview: attempt.awaitingReview,
+      reasons: attempt.reasons,
+      candidate: attempt.candidate,
+      commit: attempt.commit ?? null,
+      usage: attempt.usage,
+      turns: attempt.turns ?? null,
+      toolCalls: attempt.toolCalls?.length ?? null,
+      stopped: attempt.stopped ?? null,
     },
     checks: attempt.verdicts.map(checkOf),
     tests: attempt.verdicts.flatMap((v) => (v.tests ? [{ check: v.check, passed: v.passed, tests: v.tests }] : [])),
-    judge: judges.map((v) => ({ check: v.check, passed: v.passed, reason: v.reason, failedItems: v.failedItems, requiredCorrection: v.requiredCorrection, rubricHash: v.rubricHash ?? null })),
+    judge: judges.map((v) => ({
+      check: v.check,
+      passed: v.passed,
+      reason: v.reason,
+      failedItems: v.failedItems,
+      requiredCorrection: v.requiredCorrection,
+      rubricHash: v.rubricHash ?? null,
+    })),
     diff,
   };
   return redactDeep(review, redaction);
 }
 
 function checkOf(v: Verdict): ReviewCheck {
-  return { check: v.check, kind: v.kind, passed: v.passed, reason: v.reason, failedItems: v.failedItems, requiredCorrection: v.requiredCorrection, evidence: v.evidence ?? null, by: v.by ?? null, sandbox: v.sandbox ?? null };
+  return {
+    check: v.check,
+    kind: v.kind,
+    passed: v.passed,
+    reason: v.reason,
+    failedItems: v.failedItems,
+    requiredCorrection: v.requiredCorrection,
+    evidence: v.evidence ?? null,
+    by: v.by ?? null,
+    sandbox: v.sandbox ?? null,
+  };
 }
-
 
 /** The review as JSON that is safe to print on a terminal too: the same value, with C1, separator and bidi characters written as `\uXXXX`. */
 export function reviewJson(review: Review): string {
@@ -166,14 +245,23 @@ export const EVIDENCE_LINES = 20;
  * passes, failures and the diff (bold file headers, cyan hunks, red/green lines).
  */
 export function renderReview(r: Review, opts: { color?: boolean } = {}): string[] {
-  const lines: Line[] = [{ text: r.workflowId, style: 'bold' }, ...header(r), ...candidate(r), ...checks(r), ...tests(r), ...judge(r), ...diff(r)];
+  const lines: Line[] = [
+    { text: r.workflowId, style: 'bold' },
+    ...header(r),
+    ...candidate(r),
+    ...checks(r),
+    ...tests(r),
+    ...judge(r),
+    ...diff(r),
+  ];
   return lines.map(({ text, style, block }) => {
     const safe = block ? escapeBlock(text) : escapeLine(text);
     return opts.color && style && safe ? `\x1b[${SGR[style]}m${safe}\x1b[0m` : safe;
   });
 }
 
-const indent = (text: string, pad: string): Line[] => text.split('\n').map((l) => ({ text: `${pad}${l}`.trimEnd(), block: true }));
+const indent = (text: string, pad: string): Line[] =>
+  text.split('\n').map((l) => ({ text: `${pad}${l}`.trimEnd(), block: true }));
 const mark = (passed: boolean) => (passed ? 'pass' : 'FAIL');
 const outcome = (passed: boolean): Style => (passed ? 'green' : 'red');
 
@@ -181,26 +269,60 @@ function header(r: Review): Line[] {
   const a = r.attempt;
   const out: Line[] = [
     { text: `  loop       ${r.loop} (v${r.specVersion}, ${r.autonomy})` },
-    { text: `  state      ${r.state}${r.stopReason ? ` (${r.stopReason})` : ''}${r.override ? ' — human override' : ''}` },
+    {
+      text: `  state      ${r.state}${r.stopReason ? ` (${r.stopReason})` : ''}${r.override ? ' — human override' : ''}`,
+    },
   ];
-  if (r.waiting) out.push({ text: `  waiting    ${r.waiting.kind} until ${r.waiting.deadline}: ${oneLine(r.waiting.reason)}` }, { text: `             decide with: ${r.waiting.decide}` });
-  const status = a.awaitingReview ? 'passed its automated checks, waits for review' : a.stopped ? `stopped (${a.stopped.reason})` : a.passed ? 'passed' : 'failed';
-  out.push({ text: `  attempts   ${r.attempts.used}/${r.attempts.max}; this is attempt ${a.n}: ${status}${a.turns !== null ? `, ${a.turns} turns, ${a.toolCalls ?? 0} tool calls` : ''}` });
+  if (r.waiting)
+    out.push(
+      { text: `  waiting    ${r.waiting.kind} until ${r.waiting.deadline}: ${oneLine(r.waiting.reason)}` },
+      { text: `             decide with: ${r.waiting.decide}` },
+    );
+  const status = a.awaitingReview
+    ? 'passed its automated checks, waits for review'
+    : a.stopped
+      ? `stopped (${a.stopped.reason})`
+      : a.passed
+        ? 'passed'
+        : 'failed';
+  out.push({
+    text: `  attempts   ${r.attempts.used}/${r.attempts.max}; this is attempt ${a.n}: ${status}${a.turns !== null ? `, ${a.turns} turns, ${a.toolCalls ?? 0} tool calls` : ''}`,
+  });
   const u = r.usage;
-  const limits = [r.budget.tokens && `tokens ${r.budget.tokens.used}/${r.budget.tokens.max}`, r.budget.costUsd && `cost ${money(r.budget.costUsd.used)}/${money(r.budget.costUsd.max)}`].filter(Boolean);
-  out.push({ text: `  usage      ${u.inputTokens + u.outputTokens} tokens (${u.inputTokens} in / ${u.outputTokens} out), ${money(u.costUsd)}${a.usage ? `; attempt ${a.n}: ${a.usage.inputTokens + a.usage.outputTokens} tokens, ${money(a.usage.costUsd)}` : ''}` });
+  const limits = [
+    r.budget.tokens && `tokens ${r.budget.tokens.used}/${r.budget.tokens.max}`,
+    r.budget.costUsd && `cost ${money(r.budget.costUsd.used)}/${money(r.budget.costUsd.max)}`,
+  ].filter(Boolean);
+  out.push({
+    text: `  usage      ${u.inputTokens + u.outputTokens} tokens (${u.inputTokens} in / ${u.outputTokens} out), ${money(u.costUsd)}${a.usage ? `; attempt ${a.n}: ${a.usage.inputTokens + a.usage.outputTokens} tokens, ${money(a.usage.costUsd)}` : ''}`,
+  });
   if (limits.length) out.push({ text: `  budget     ${limits.join(' · ')}` });
-  if (r.workspace?.branch) out.push({ text: `  branch     ${r.workspace.branch}${a.commit ? ` (attempt ${a.n}: ${a.commit.slice(0, 12)})` : ''}` });
-  if (r.sandbox) out.push({ text: `  sandbox    ${r.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : r.sandbox}` });
-  if (r.decision) out.push({ text: `  decision   ${r.decision.kind} by ${r.decision.by}${byline(r.decision)} at ${r.decision.at}` });
+  if (r.workspace?.branch)
+    out.push({
+      text: `  branch     ${r.workspace.branch}${a.commit ? ` (attempt ${a.n}: ${a.commit.slice(0, 12)})` : ''}`,
+    });
+  if (r.sandbox)
+    out.push({
+      text: `  sandbox    ${r.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : r.sandbox}`,
+    });
+  if (r.decision)
+    out.push({ text: `  decision   ${r.decision.kind} by ${r.decision.by}${byline(r.decision)} at ${r.decision.at}` });
   if (a.stopped) out.push({ text: `  stopped    ${oneLine(a.stopped.detail)}` });
   return out;
 }
 
 function candidate(r: Review): Line[] {
   const c = r.attempt.candidate;
-  const title = r.workspace?.branch ? "candidate (the agent's own account: a claim, not evidence; the diff is below)" : 'candidate';
-  return [{ text: '' }, { text: title, style: 'bold' }, ...(c === null ? [{ text: '  (none: the attempt stopped before the agent answered)' }] : indent(c.trim() || '(empty)', '  '))];
+  const title = r.workspace?.branch
+    ? "candidate (the agent's own account: a claim, not evidence; the diff is below)"
+    : 'candidate';
+  return [
+    { text: '' },
+    { text: title, style: 'bold' },
+    ...(c === null
+      ? [{ text: '  (none: the attempt stopped before the agent answered)' }]
+      : indent(c.trim() || '(empty)', '  ')),
+  ];
 }
 
 function checks(r: Review): Line[] {
@@ -208,13 +330,21 @@ function checks(r: Review): Line[] {
   if (r.checks.length === 0) out.push({ text: '  (no verdicts)' });
   for (const c of r.checks) {
     const who = [c.by && `by ${c.by}`, c.sandbox && `sandbox ${c.sandbox}`].filter(Boolean).join(', ');
-    out.push({ text: `  ${mark(c.passed)}  ${c.check} (${c.kind})${who ? ` [${who}]` : ''}${c.kind === 'judge' ? ': see the judge below' : c.reason ? `: ${oneLine(c.reason, 1000)}` : ''}`, style: outcome(c.passed) });
+    out.push({
+      text: `  ${mark(c.passed)}  ${c.check} (${c.kind})${who ? ` [${who}]` : ''}${c.kind === 'judge' ? ': see the judge below' : c.reason ? `: ${oneLine(c.reason, 1000)}` : ''}`,
+      style: outcome(c.passed),
+    });
     if (c.kind === 'judge') continue;
     if (c.failedItems.length) out.push({ text: `        failed: ${c.failedItems.join(', ')}` });
     if (c.requiredCorrection) out.push({ text: `        correction: ${oneLine(c.requiredCorrection, 1000)}` });
     if (c.evidence?.trim()) {
       const ev = c.evidence.trimEnd().split('\n');
-      out.push({ text: `        evidence${ev.length > EVIDENCE_LINES ? ` (last ${EVIDENCE_LINES} of ${ev.length} lines)` : ''}:` }, ...indent(ev.slice(-EVIDENCE_LINES).join('\n'), '          | '));
+      out.push(
+        {
+          text: `        evidence${ev.length > EVIDENCE_LINES ? ` (last ${EVIDENCE_LINES} of ${ev.length} lines)` : ''}:`,
+        },
+        ...indent(ev.slice(-EVIDENCE_LINES).join('\n'), '          | '),
+      );
     }
   }
   return out;
@@ -227,13 +357,28 @@ function tests(r: Review): Line[] {
     const f2pOk = t.failToPass.filter((x) => x.candidate === 'passed').length;
     const out: Line[] = [{ text: '' }, { text: `tests (${check}, ${t.runner})`, style: 'bold' }];
     out.push({ text: `  fail-to-pass   ${f2pOk}/${t.failToPass.length} pass on the candidate (base → candidate)` });
-    for (const x of t.failToPass) out.push({ text: `    ${mark(x.candidate === 'passed')}  ${x.test}: ${arrow(x.base, x.candidate)}`, style: outcome(x.candidate === 'passed') });
-    out.push({ text: `  pass-to-pass   ${t.passToPass.passing}/${t.passToPass.total} still pass`, style: t.passToPass.broken.length ? 'red' : undefined });
+    for (const x of t.failToPass)
+      out.push({
+        text: `    ${mark(x.candidate === 'passed')}  ${x.test}: ${arrow(x.base, x.candidate)}`,
+        style: outcome(x.candidate === 'passed'),
+      });
+    out.push({
+      text: `  pass-to-pass   ${t.passToPass.passing}/${t.passToPass.total} still pass`,
+      style: t.passToPass.broken.length ? 'red' : undefined,
+    });
     for (const x of t.passToPass.broken) out.push({ text: `    FAIL  ${x.test}: passed → ${x.outcome}`, style: 'red' });
-    out.push({ text: `  added          ${t.added.length} test${t.added.length === 1 ? '' : 's'} by the candidate (candidate, base)` });
-    for (const x of t.added) out.push({ text: `    ${x.test}: ${x.candidate} on the candidate, ${x.base} on base${x.candidate === 'passed' && x.base !== 'passed' ? ' (a regression test)' : ''}` });
+    out.push({
+      text: `  added          ${t.added.length} test${t.added.length === 1 ? '' : 's'} by the candidate (candidate, base)`,
+    });
+    for (const x of t.added)
+      out.push({
+        text: `    ${x.test}: ${x.candidate} on the candidate, ${x.base} on base${x.candidate === 'passed' && x.base !== 'passed' ? ' (a regression test)' : ''}`,
+      });
     if (t.heldOut) {
-      out.push({ text: `  held out       ${t.heldOut.passing}/${t.heldOut.total} pass`, style: t.heldOut.failing.length ? 'red' : undefined });
+      out.push({
+        text: `  held out       ${t.heldOut.passing}/${t.heldOut.total} pass`,
+        style: t.heldOut.failing.length ? 'red' : undefined,
+      });
       for (const name of t.heldOut.failing) out.push({ text: `    FAIL  ${name}`, style: 'red' });
     }
     return out;
@@ -242,17 +387,25 @@ function tests(r: Review): Line[] {
 
 function judge(r: Review): Line[] {
   if (r.judge.length === 0) return [];
-  return [{ text: '' }, { text: "the judge's reasons", style: 'bold' }, ...r.judge.flatMap((j) => [
-    { text: `  ${mark(j.passed)}  ${j.check}: ${oneLine(j.reason, 2000)}`, style: outcome(j.passed) },
-    ...(j.failedItems.length ? [{ text: `        failed rubric items: ${j.failedItems.join('; ')}` }] : []),
-    ...(j.requiredCorrection ? [{ text: `        correction: ${oneLine(j.requiredCorrection, 1000)}` }] : []),
-  ])];
+  return [
+    { text: '' },
+    { text: "the judge's reasons", style: 'bold' },
+    ...r.judge.flatMap((j) => [
+      { text: `  ${mark(j.passed)}  ${j.check}: ${oneLine(j.reason, 2000)}`, style: outcome(j.passed) },
+      ...(j.failedItems.length ? [{ text: `        failed rubric items: ${j.failedItems.join('; ')}` }] : []),
+      ...(j.requiredCorrection ? [{ text: `        correction: ${oneLine(j.requiredCorrection, 1000)}` }] : []),
+    ]),
+  ];
 }
 
 function diff(r: Review): Line[] {
   const d = r.diff;
   if (d.status !== 'ok') return [{ text: '' }, { text: `diff: ${d.reason}` }];
-  const out: Line[] = [{ text: '' }, { text: `diff ${d.base.slice(0, 12)}..${d.head.slice(0, 12)} (what the approval lands)`, style: 'bold' }, ...indent(d.stat.trimEnd(), '')];
+  const out: Line[] = [
+    { text: '' },
+    { text: `diff ${d.base.slice(0, 12)}..${d.head.slice(0, 12)} (what the approval lands)`, style: 'bold' },
+    ...indent(d.stat.trimEnd(), ''),
+  ];
   if (d.truncated) return [...out, { text: `the patch is too large to print: git diff ${d.base} ${d.head}` }];
   out.push({ text: '' });
   // A file's header runs from `diff --git` to its first hunk; inside hunks, `--- x` is a removed line.
@@ -260,7 +413,15 @@ function diff(r: Review): Line[] {
   for (const text of d.patch.trimEnd().split('\n')) {
     if (text.startsWith('diff --git ')) inHunk = false;
     else if (text.startsWith('@@')) inHunk = true;
-    const style: Style | undefined = !inHunk ? 'bold' : text.startsWith('@@') ? 'cyan' : text.startsWith('+') ? 'green' : text.startsWith('-') ? 'red' : undefined;
+    const style: Style | undefined = !inHunk
+      ? 'bold'
+      : text.startsWith('@@')
+        ? 'cyan'
+        : text.startsWith('+')
+          ? 'green'
+          : text.startsWith('-')
+            ? 'red'
+            : undefined;
     out.push({ text, style, block: true });
   }
   return out;

@@ -1,4 +1,10 @@
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, type ScheduleDescription, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
+import {
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  type ScheduleDescription,
+  type ScheduleOverlapPolicy,
+  type ScheduleSpec,
+} from '@temporalio/client';
 import { parseDuration } from '../common/duration';
 import { ServerUnavailableError, UsageError } from '../common/errors';
 import { escapeLine, requireOneLine } from '../common/terminal';
@@ -7,7 +13,11 @@ import { runPresentation, type LoopwrightClient } from './loopwright-client';
 import { loopWorkflow } from '../workflows/loop-workflow';
 
 /** Overlap policies as the CLI spells them, and Temporal's names. */
-export const OVERLAP_POLICIES = { skip: 'SKIP', 'buffer-one': 'BUFFER_ONE', 'allow-all': 'ALLOW_ALL' } as const satisfies Record<string, ScheduleOverlapPolicy>;
+export const OVERLAP_POLICIES = {
+  skip: 'SKIP',
+  'buffer-one': 'BUFFER_ONE',
+  'allow-all': 'ALLOW_ALL',
+} as const satisfies Record<string, ScheduleOverlapPolicy>;
 export type OverlapName = keyof typeof OVERLAP_POLICIES;
 
 /** What `schedule create` takes: the loop, its input, and exactly one of `every` / `cron`. */
@@ -49,14 +59,21 @@ export interface ScheduleDetails extends ScheduleView {
 }
 
 /** How a new schedule's runs are spaced: `{ intervals }` for --every, `{ cronExpressions }` for --cron. */
-export function scheduleSpec(every: string | undefined, cron: string | undefined): { spec: ScheduleSpec; memo: Omit<ScheduleMemo, 'loop'> } {
-  if ((every === undefined) === (cron === undefined)) throw new UsageError('give exactly one of --every DURATION (e.g. 1h) or --cron EXPR (e.g. "0 9 * * MON-FRI")');
+export function scheduleSpec(
+  every: string | undefined,
+  cron: string | undefined,
+): { spec: ScheduleSpec; memo: Omit<ScheduleMemo, 'loop'> } {
+  if ((every === undefined) === (cron === undefined))
+    throw new UsageError('give exactly one of --every DURATION (e.g. 1h) or --cron EXPR (e.g. "0 9 * * MON-FRI")');
   if (cron !== undefined) {
     if (cron.trim() === '') throw new UsageError('--cron is empty: give a cron expression such as "0 9 * * MON-FRI"');
     return { spec: { cronExpressions: [cron.trim()] }, memo: { cron: cron.trim() } };
   }
   const ms = parseDuration(every!);
-  if (ms === undefined || ms < 1000) throw new UsageError(`--every "${every}" is not a duration of at least 1s: use a number and a unit (s, m, h, d), e.g. 30m or 1h`);
+  if (ms === undefined || ms < 1000)
+    throw new UsageError(
+      `--every "${every}" is not a duration of at least 1s: use a number and a unit (s, m, h, d), e.g. 30m or 1h`,
+    );
   return { spec: { intervals: [{ every: ms }] }, memo: { every: every!.replace(/\s+/g, '') } };
 }
 
@@ -68,26 +85,44 @@ export function scheduleSpec(every: string | undefined, cron: string | undefined
  * overlap `skip` unless asked and a one-minute catchup window. Returns the schedule's details.
  * An id with a control character or a newline is a UsageError: it names every run it starts.
  */
-export async function createSchedule(client: LoopwrightClient, request: CreateScheduleRequest): Promise<ScheduleDetails> {
+export async function createSchedule(
+  client: LoopwrightClient,
+  request: CreateScheduleRequest,
+): Promise<ScheduleDetails> {
   const { spec, memo } = scheduleSpec(request.every, request.cron);
   const overlapName = (request.overlap ?? 'skip') as OverlapName;
-  if (!Object.hasOwn(OVERLAP_POLICIES, overlapName)) throw new UsageError(`unknown overlap policy "${request.overlap}": use one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`);
+  if (!Object.hasOwn(OVERLAP_POLICIES, overlapName))
+    throw new UsageError(
+      `unknown overlap policy "${request.overlap}": use one of ${Object.keys(OVERLAP_POLICIES).join(', ')}`,
+    );
   const scheduleId = request.id ?? (memo.every ? `${request.loop}-every-${memo.every}` : `${request.loop}-cron`);
-  if (scheduleId.trim() === '' || scheduleId.length > 200) throw new UsageError(`schedule id "${escapeLine(scheduleId)}" must be 1 to 200 characters`);
+  if (scheduleId.trim() === '' || scheduleId.length > 200)
+    throw new UsageError(`schedule id "${escapeLine(scheduleId)}" must be 1 to 200 characters`);
   requireOneLine('schedule id', scheduleId);
   const plan = client.plan(request.loop, request.input, { kind: 'schedule', by: scheduleId });
   try {
     await client.temporal.schedule.create({
       scheduleId,
       spec,
-      action: { type: 'startWorkflow', workflowType: loopWorkflow, args: [plan], taskQueue: client.config.taskQueue, workflowId: `${plan.loop}/scheduled`, ...runPresentation(plan, client.redaction) },
+      action: {
+        type: 'startWorkflow',
+        workflowType: loopWorkflow,
+        args: [plan],
+        taskQueue: client.config.taskQueue,
+        workflowId: `${plan.loop}/scheduled`,
+        ...runPresentation(plan, client.redaction),
+      },
       policies: { overlap: OVERLAP_POLICIES[overlapName], catchupWindow: '1m' },
       memo: { loopwright: { loop: plan.loop, ...memo } satisfies ScheduleMemo },
     });
   } catch (err) {
-    if (err instanceof ScheduleAlreadyRunning) throw new UsageError(`a schedule with id ${scheduleId} already exists: choose another --id or delete it with \`loopwright schedule delete ${scheduleId}\``);
+    if (err instanceof ScheduleAlreadyRunning)
+      throw new UsageError(
+        `a schedule with id ${scheduleId} already exists: choose another --id or delete it with \`loopwright schedule delete ${scheduleId}\``,
+      );
     // The SDK turns the server's "Invalid schedule spec" into a TypeError.
-    if (err instanceof TypeError && request.cron !== undefined) throw new UsageError(`--cron "${request.cron}" is not a valid cron expression: ${err.message}`);
+    if (err instanceof TypeError && request.cron !== undefined)
+      throw new UsageError(`--cron "${request.cron}" is not a valid cron expression: ${err.message}`);
     throw translate(err, client, scheduleId);
   }
   return describeSchedule(client, scheduleId);
@@ -125,7 +160,10 @@ export async function describeSchedule(client: LoopwrightClient, scheduleId: str
       workflowId: a.action.workflow.workflowId,
       scheduledAt: a.scheduledAt.toISOString(),
       takenAt: a.takenAt.toISOString(),
-      state: await runState(client, a.action.workflow.workflowId).then((s) => s.state, () => null),
+      state: await runState(client, a.action.workflow.workflowId).then(
+        (s) => s.state,
+        () => null,
+      ),
     })),
   );
   return {
@@ -158,8 +196,14 @@ export async function unpauseSchedule(client: LoopwrightClient, scheduleId: stri
  * `waitMs` for it to show in the schedule's recent actions. Returns its workflow id, or null
  * when it did not show in time.
  */
-export async function triggerSchedule(client: LoopwrightClient, scheduleId: string, waitMs = 10_000): Promise<string | null> {
-  const before = new Set((await call(client, scheduleId, (h) => h.describe())).info.recentActions.map((a) => a.action.workflow.workflowId));
+export async function triggerSchedule(
+  client: LoopwrightClient,
+  scheduleId: string,
+  waitMs = 10_000,
+): Promise<string | null> {
+  const before = new Set(
+    (await call(client, scheduleId, (h) => h.describe())).info.recentActions.map((a) => a.action.workflow.workflowId),
+  );
   await call(client, scheduleId, (h) => h.trigger());
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
@@ -187,7 +231,10 @@ async function call<T>(client: LoopwrightClient, scheduleId: string, fn: (handle
 }
 
 function translate(err: unknown, client: LoopwrightClient, scheduleId?: string): unknown {
-  if (err instanceof ScheduleNotFoundError) return new UsageError(`no schedule with id ${scheduleId ?? err.scheduleId}: check the id with \`loopwright schedule list\``);
+  if (err instanceof ScheduleNotFoundError)
+    return new UsageError(
+      `no schedule with id ${scheduleId ?? err.scheduleId}: check the id with \`loopwright schedule list\``,
+    );
   if (isUnavailable(err)) return new ServerUnavailableError(client.config.temporalAddress, { cause: err });
   return err;
 }
@@ -200,13 +247,18 @@ function readMemo(memo: Record<string, unknown> | undefined): ScheduleMemo | und
 function specView(memo: ScheduleMemo | undefined, intervalMs: number | undefined): ScheduleView['spec'] {
   if (memo?.every) return { every: memo.every, text: `every ${memo.every}` };
   if (memo?.cron) return { cron: memo.cron, text: `cron ${memo.cron}` };
-  if (intervalMs !== undefined) return { every: `${Math.round(intervalMs / 1000)}s`, text: `every ${Math.round(intervalMs / 1000)}s` };
+  if (intervalMs !== undefined)
+    return { every: `${Math.round(intervalMs / 1000)}s`, text: `every ${Math.round(intervalMs / 1000)}s` };
   return { text: 'calendar (see the Web UI)' };
 }
 
 function overlapName(policy: ScheduleOverlapPolicy): string {
   const entry = Object.entries(OVERLAP_POLICIES).find(([, value]) => value === policy);
-  return entry ? entry[0] : String(policy ?? 'skip').toLowerCase().replace(/_/g, '-');
+  return entry
+    ? entry[0]
+    : String(policy ?? 'skip')
+        .toLowerCase()
+        .replace(/_/g, '-');
 }
 
 function loopOfAction(d: ScheduleDescription): string | null {

@@ -4,7 +4,16 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { UsageError } from '../common/errors';
-import { armorSignature, base64Decode, base64Encode, ed25519Blob, fingerprint, publicKeyLine, signedData, sshString } from '../common/sshsig';
+import {
+  armorSignature,
+  base64Decode,
+  base64Encode,
+  ed25519Blob,
+  fingerprint,
+  publicKeyLine,
+  signedData,
+  sshString,
+} from '../common/sshsig';
 
 /**
  * Signing decisions and grants with a person's SSH key, as git does for commits: the key named
@@ -23,7 +32,11 @@ export function signingKeyPath(env: Record<string, string | undefined>): string 
   if (named !== undefined) return named.trim() ? expandHome(named.trim(), env) : null;
   const git = (key: string) => {
     try {
-      return execFileSync('git', ['config', '--get', key], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: env as NodeJS.ProcessEnv }).trim();
+      return execFileSync('git', ['config', '--get', key], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+        env: env as NodeJS.ProcessEnv,
+      }).trim();
     } catch {
       return '';
     }
@@ -83,11 +96,31 @@ export function readOpenSshEd25519(text: string): { seed: Buffer; publicKey: Buf
 function openSshPrivateKey(seed: Buffer, publicKey: Buffer, comment: string): string {
   const check = randomBytes(4);
   const blob = Buffer.from(ed25519Blob(publicKey));
-  let priv = Buffer.concat([check, check, sshString('ssh-ed25519'), sshString(publicKey), sshString(Buffer.concat([seed, publicKey])), sshString(comment)]);
+  let priv = Buffer.concat([
+    check,
+    check,
+    sshString('ssh-ed25519'),
+    sshString(publicKey),
+    sshString(Buffer.concat([seed, publicKey])),
+    sshString(comment),
+  ]);
   for (let i = 1; priv.length % 8 !== 0; i++) priv = Buffer.concat([priv, Buffer.from([i])]);
-  const body = Buffer.concat([Buffer.from('openssh-key-v1\0', 'latin1'), sshString('none'), sshString('none'), sshString(''), Buffer.from([0, 0, 0, 1]), sshString(blob), sshString(priv)]);
+  const body = Buffer.concat([
+    Buffer.from('openssh-key-v1\0', 'latin1'),
+    sshString('none'),
+    sshString('none'),
+    sshString(''),
+    Buffer.from([0, 0, 0, 1]),
+    sshString(blob),
+    sshString(priv),
+  ]);
   const b64 = base64Encode(body);
-  return ['-----BEGIN OPENSSH PRIVATE KEY-----', ...(b64.match(/.{1,70}/g) ?? []), '-----END OPENSSH PRIVATE KEY-----', ''].join('\n');
+  return [
+    '-----BEGIN OPENSSH PRIVATE KEY-----',
+    ...(b64.match(/.{1,70}/g) ?? []),
+    '-----END OPENSSH PRIVATE KEY-----',
+    '',
+  ].join('\n');
 }
 
 /** Creates an ed25519 key pair at `file` (0600) and `file.pub`; returns the public key line and fingerprint. */
@@ -114,13 +147,21 @@ export function publicKeyOf(file: string): string | null {
  */
 export function signMessage(keyPath: string, namespace: string, message: string): string {
   const text = keyPath.startsWith('key::') ? null : existsSync(keyPath) ? readFileSync(keyPath, 'utf8') : undefined;
-  if (text === undefined) throw new UsageError(`signing key ${keyPath} does not exist: set LOOPWRIGHT_SIGNING_KEY (or git's user.signingkey) to an ed25519 private key`);
+  if (text === undefined)
+    throw new UsageError(
+      `signing key ${keyPath} does not exist: set LOOPWRIGHT_SIGNING_KEY (or git's user.signingkey) to an ed25519 private key`,
+    );
   const key = text ? readOpenSshEd25519(text) : null;
   if (key) {
-    const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, key.seed]), format: 'der', type: 'pkcs8' });
+    const privateKey = createPrivateKey({
+      key: Buffer.concat([PKCS8_ED25519, key.seed]),
+      format: 'der',
+      type: 'pkcs8',
+    });
     // A key file whose public half does not match its secret would sign for someone else: refuse it.
     const derived = createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(-32);
-    if (!derived.equals(key.publicKey)) throw new UsageError(`signing key ${keyPath} is damaged: its public key does not match its secret`);
+    if (!derived.equals(key.publicKey))
+      throw new UsageError(`signing key ${keyPath} is damaged: its public key does not match its secret`);
     const signature = sign(null, Buffer.from(signedData(namespace, Buffer.from(message, 'utf8'))), privateKey);
     return armorSignature(key.publicKey, namespace, signature);
   }
@@ -134,10 +175,18 @@ function sshKeygenSign(keyPath: string, namespace: string, message: string): str
     file = path.join(os.tmpdir(), `loopwright-key-${process.pid}-${Date.now()}.pub`);
     writeFileSync(file, `${keyPath.slice(5)}\n`, { mode: 0o600 });
   }
-  const result = spawnSync('ssh-keygen', ['-Y', 'sign', '-f', file, '-n', namespace], { input: message, encoding: 'utf8' });
-  if (result.error) throw new UsageError(`cannot sign with ${keyPath}: ssh-keygen is not installed (install OpenSSH, or use an unencrypted ed25519 key)`);
+  const result = spawnSync('ssh-keygen', ['-Y', 'sign', '-f', file, '-n', namespace], {
+    input: message,
+    encoding: 'utf8',
+  });
+  if (result.error)
+    throw new UsageError(
+      `cannot sign with ${keyPath}: ssh-keygen is not installed (install OpenSSH, or use an unencrypted ed25519 key)`,
+    );
   if (result.status !== 0 || !result.stdout.includes('BEGIN SSH SIGNATURE')) {
-    throw new UsageError(`ssh-keygen could not sign with ${keyPath}: ${(result.stderr || 'no signature').trim().split('\n').pop()}`);
+    throw new UsageError(
+      `ssh-keygen could not sign with ${keyPath}: ${(result.stderr || 'no signature').trim().split('\n').pop()}`,
+    );
   }
   return result.stdout.trim();
 }

@@ -20,21 +20,30 @@ const retry = (tryNo: number) => (tryNo > 1 ? `, try ${tryNo}` : '');
  * 1)`, `check review (judge): attempt 1`, `claude (proposer)`); the trace reads model calls from
  * each activity's type and input, never from this summary, so it reads both alike.
  */
-export function modelCallSummary(role: 'worker' | 'checker' | 'proposer', model: string, what: string, tryNo = 1): string {
+export function modelCallSummary(
+  role: 'worker' | 'checker' | 'proposer',
+  model: string,
+  what: string,
+  tryNo = 1,
+): string {
   return `${role} ${model}: ${what}${retry(tryNo)}`;
 }
 
 /** The worker model's candidate for attempt `n`: `worker claude-…: attempt 2, try 2`. */
-export const workerCallSummary = (model: string, n: number, tryNo: number) => modelCallSummary('worker', model, `attempt ${n}`, tryNo);
+export const workerCallSummary = (model: string, n: number, tryNo: number) =>
+  modelCallSummary('worker', model, `attempt ${n}`, tryNo);
 
 /** One turn of an agent session: `worker claude-…: turn 3 (attempt 1)`. */
-export const agentTurnSummary = (model: string, turn: number, n: number, tryNo: number) => modelCallSummary('worker', model, `turn ${turn} (attempt ${n})`, tryNo);
+export const agentTurnSummary = (model: string, turn: number, n: number, tryNo: number) =>
+  modelCallSummary('worker', model, `turn ${turn} (attempt ${n})`, tryNo);
 
 /** A judge check of attempt `n`: `checker claude-…: check review (attempt 1)`. */
-export const judgeCallSummary = (model: string, check: string, n: number, tryNo: number) => modelCallSummary('checker', model, `check ${check} (attempt ${n})`, tryNo);
+export const judgeCallSummary = (model: string, check: string, n: number, tryNo: number) =>
+  modelCallSummary('checker', model, `check ${check} (attempt ${n})`, tryNo);
 
 /** The improvement loop's proposer: `proposer claude-…: harness change for fix-test`. */
-export const proposerCallSummary = (model: string, loop: string) => modelCallSummary('proposer', model, `harness change for ${loop}`);
+export const proposerCallSummary = (model: string, loop: string) =>
+  modelCallSummary('proposer', model, `harness change for ${loop}`);
 
 /** Any other check of attempt `n`: `check tests (tests): attempt 1`. */
 export const checkSummary = (check: string, kind: string, n: number) => `check ${check} (${kind}): attempt ${n}`;

@@ -69,9 +69,17 @@ export interface SessionSetup {
  * in an isolated workspace (read and write, nothing external); L3 may use all the loop's tools.
  * Enforced by the workflow (before a call is scheduled) and again by the worker (before it runs).
  */
-export function gateTool(autonomy: Autonomy, name: string, toolClass: ToolClass | undefined, available: readonly string[]): string | null {
-  if (toolClass === undefined) return `tool ${name} is not available to this run (its tools: ${available.join(', ') || 'none'})`;
-  if (autonomy === 'L1' && toolClass !== 'read') return `${name} is a ${toolClass} tool and this run is L1 (report only): only read tools are allowed`;
-  if (autonomy === 'L2' && toolClass === 'external') return `${name} is an external tool and this run is L2: it may only change its own workspace; effects outside it need a human's approval`;
+export function gateTool(
+  autonomy: Autonomy,
+  name: string,
+  toolClass: ToolClass | undefined,
+  available: readonly string[],
+): string | null {
+  if (toolClass === undefined)
+    return `tool ${name} is not available to this run (its tools: ${available.join(', ') || 'none'})`;
+  if (autonomy === 'L1' && toolClass !== 'read')
+    return `${name} is a ${toolClass} tool and this run is L1 (report only): only read tools are allowed`;
+  if (autonomy === 'L2' && toolClass === 'external')
+    return `${name} is an external tool and this run is L2: it may only change its own workspace; effects outside it need a human's approval`;
   return null;
 }

@@ -28,7 +28,11 @@ interface Dimension {
   /** A one-line account of the spent budget, with the numbers. */
   describe(used: number, limit: number): string;
   /** When a person may extend it: the `extend` decision's field, how it reads, and whether sums round to micro-units. */
-  extend?: { field: 'attempts' | 'tokens' | 'costUsd' | 'wallTime'; amount?: (value: string) => number | undefined; round?: boolean };
+  extend?: {
+    field: 'attempts' | 'tokens' | 'costUsd' | 'wallTime';
+    amount?: (value: string) => number | undefined;
+    round?: boolean;
+  };
 }
 
 const atLeast = (used: number, limit: number) => used >= limit;
@@ -36,29 +40,58 @@ const atLeast = (used: number, limit: number) => used >= limit;
 /** Every budget dimension, in the order its stop is checked. */
 export const BUDGET_DIMENSIONS = [
   {
-    spec: 'maxAttempts', limit: 'maxAttempts', use: 'attempts', stop: 'attempts', gate: 'attempt',
-    spent: atLeast, describe: (used, limit) => `attempt budget exhausted: ${used}/${limit} attempts used`, extend: { field: 'attempts' },
+    spec: 'maxAttempts',
+    limit: 'maxAttempts',
+    use: 'attempts',
+    stop: 'attempts',
+    gate: 'attempt',
+    spent: atLeast,
+    describe: (used, limit) => `attempt budget exhausted: ${used}/${limit} attempts used`,
+    extend: { field: 'attempts' },
   },
   {
     // Wall time counts the time the run works, not the time it waits for a human.
-    spec: 'maxWallTime', limit: 'maxWallTimeMs', use: 'wallTimeMs', stop: 'time', gate: 'spend', fromSpec: parseDuration,
-    spent: atLeast, describe: (used, limit) => `wall-time budget exhausted: ${Math.round(used / 1000)}s of ${Math.round(limit / 1000)}s used`,
+    spec: 'maxWallTime',
+    limit: 'maxWallTimeMs',
+    use: 'wallTimeMs',
+    stop: 'time',
+    gate: 'spend',
+    fromSpec: parseDuration,
+    spent: atLeast,
+    describe: (used, limit) =>
+      `wall-time budget exhausted: ${Math.round(used / 1000)}s of ${Math.round(limit / 1000)}s used`,
     extend: { field: 'wallTime', amount: parseDuration },
   },
   {
     // Input + output tokens of every model call.
-    spec: 'maxTokens', limit: 'maxTokens', use: 'tokens', stop: 'tokens', gate: 'spend',
-    spent: atLeast, describe: (used, limit) => `token budget exhausted: ${used}/${limit} tokens used`, extend: { field: 'tokens' },
+    spec: 'maxTokens',
+    limit: 'maxTokens',
+    use: 'tokens',
+    stop: 'tokens',
+    gate: 'spend',
+    spent: atLeast,
+    describe: (used, limit) => `token budget exhausted: ${used}/${limit} tokens used`,
+    extend: { field: 'tokens' },
   },
   {
-    spec: 'maxCostUsd', limit: 'maxCostUsd', use: 'costUsd', stop: 'cost', gate: 'spend',
-    spent: (used, limit) => used >= limit - 1e-9, describe: (used, limit) => `cost budget exhausted: $${used.toFixed(4)} of $${limit.toFixed(4)} used`,
+    spec: 'maxCostUsd',
+    limit: 'maxCostUsd',
+    use: 'costUsd',
+    stop: 'cost',
+    gate: 'spend',
+    spent: (used, limit) => used >= limit - 1e-9,
+    describe: (used, limit) => `cost budget exhausted: $${used.toFixed(4)} of $${limit.toFixed(4)} used`,
     extend: { field: 'costUsd', round: true },
   },
   {
     // Effects (reports, commits) a verified run applies.
-    spec: 'maxSideEffects', limit: 'maxSideEffects', use: 'sideEffects', stop: 'effects', gate: 'effect',
-    spent: atLeast, describe: (used, limit) => `side-effect budget exhausted: ${used}/${limit} effects applied`,
+    spec: 'maxSideEffects',
+    limit: 'maxSideEffects',
+    use: 'sideEffects',
+    stop: 'effects',
+    gate: 'effect',
+    spent: atLeast,
+    describe: (used, limit) => `side-effect budget exhausted: ${used}/${limit} effects applied`,
   },
 ] as const satisfies readonly Dimension[];
 
@@ -68,7 +101,9 @@ type Optional<R> = R extends { limit: 'maxAttempts' } ? never : R;
 /** A limit's name in a loop spec's `budget`. */
 export type BudgetSpecName = Row['spec'];
 /** A loop spec's `budget`, as `BudgetSchema` (loop-spec.ts) parses it: durations as text. */
-export type BudgetSpec = { maxAttempts: number } & { [R in Optional<Row> as R['spec']]?: R extends { fromSpec: unknown } ? string : number };
+export type BudgetSpec = { maxAttempts: number } & {
+  [R in Optional<Row> as R['spec']]?: R extends { fromSpec: unknown } ? string : number;
+};
 
 /** The limits a run obeys: pinned at start, extended only by a human decision (recorded). Absent = unlimited. */
 export type BudgetLimits = { maxAttempts: number } & { [R in Optional<Row> as R['limit']]?: number };
@@ -83,13 +118,23 @@ export type BudgetExtension = { [R in Extract<Row, { extend: object }> as R['use
 export type RunBudget = { maxAttempts: number } & { [R in Optional<Row> as R['limit']]: number | null } & {
   used: BudgetUse;
   /** Every extension a human granted, with who and how much. */
-  extensions: Array<{ by: string; at: string; attempts?: number; tokens?: number; costUsd?: number; wallTime?: string; guidance?: string }>;
+  extensions: Array<{
+    by: string;
+    at: string;
+    attempts?: number;
+    tokens?: number;
+    costUsd?: number;
+    wallTime?: string;
+    guidance?: string;
+  }>;
 };
 
 type Numbers = Record<string, number | undefined>;
 const read = (o: object, key: string) => (o as Numbers)[key];
 
-export const NO_USE: BudgetUse = Object.freeze(Object.fromEntries(BUDGET_DIMENSIONS.map((d) => [d.use, 0])) as BudgetUse);
+export const NO_USE: BudgetUse = Object.freeze(
+  Object.fromEntries(BUDGET_DIMENSIONS.map((d) => [d.use, 0])) as BudgetUse,
+);
 
 /** The limits a run starts with, from its pinned spec: durations in milliseconds, absent limits unlimited. */
 export function limitsOf(budget: BudgetSpec): BudgetLimits {
@@ -117,7 +162,8 @@ export function limitsIn(budget: RunBudget): BudgetLimits {
 
 /** Writes `limits` into the record's budget. */
 export function setLimits(budget: RunBudget, limits: BudgetLimits): void {
-  for (const d of BUDGET_DIMENSIONS) (budget as unknown as Record<string, number | null>)[d.limit] = read(limits, d.limit) ?? null;
+  for (const d of BUDGET_DIMENSIONS)
+    (budget as unknown as Record<string, number | null>)[d.limit] = read(limits, d.limit) ?? null;
 }
 
 /** Smallest answer worth asking a model for; a call that can afford less is not made. */
@@ -167,12 +213,15 @@ export function extendLimits(limits: BudgetLimits, ext: BudgetExtension): Budget
 }
 
 /** What an `extend` decision adds, per use (durations in milliseconds). */
-export function extensionOf(decision: Partial<Record<'attempts' | 'tokens' | 'costUsd', number>> & { wallTime?: string }): BudgetExtension {
+export function extensionOf(
+  decision: Partial<Record<'attempts' | 'tokens' | 'costUsd', number>> & { wallTime?: string },
+): BudgetExtension {
   const out: Numbers = {};
   for (const d of BUDGET_DIMENSIONS) {
     if (!('extend' in d)) continue;
     const value = decision[d.extend.field];
-    out[d.use] = value === undefined ? undefined : 'amount' in d.extend ? d.extend.amount(String(value)) : Number(value);
+    out[d.use] =
+      value === undefined ? undefined : 'amount' in d.extend ? d.extend.amount(String(value)) : Number(value);
   }
   return out as BudgetExtension;
 }
@@ -183,8 +232,7 @@ export function estimateInputTokens(chars: number): number {
 }
 
 export type CallPlan =
-  | { ok: true; maxTokens: number }
-  | { ok: false; stop: 'tokens' | 'cost'; needed: number; left: number };
+  { ok: true; maxTokens: number } | { ok: false; stop: 'tokens' | 'cost'; needed: number; left: number };
 
 /**
  * Whether the remaining budget can pay for a model call whose input is about `inputTokens`,
@@ -201,16 +249,26 @@ export function planCall(
   if (limits.maxTokens !== undefined) {
     const left = limits.maxTokens - used.tokens;
     const affordable = left - call.inputTokens;
-    if (affordable < floor) return { ok: false, stop: 'tokens', needed: call.inputTokens + floor, left: Math.max(0, left) };
+    if (affordable < floor)
+      return { ok: false, stop: 'tokens', needed: call.inputTokens + floor, left: Math.max(0, left) };
     maxTokens = Math.min(maxTokens, affordable);
   }
   if (limits.maxCostUsd !== undefined) {
     const left = limits.maxCostUsd - used.costUsd;
     const inputCost = (call.inputTokens * call.price.input) / 1e6;
     const affordable =
-      inputCost > left + 1e-12 ? -1 : call.price.output > 0 ? Math.floor(((left - inputCost) * 1e6) / call.price.output) : Number.MAX_SAFE_INTEGER;
+      inputCost > left + 1e-12
+        ? -1
+        : call.price.output > 0
+          ? Math.floor(((left - inputCost) * 1e6) / call.price.output)
+          : Number.MAX_SAFE_INTEGER;
     if (affordable < floor) {
-      return { ok: false, stop: 'cost', needed: round6(inputCost + (floor * call.price.output) / 1e6), left: round6(Math.max(0, left)) };
+      return {
+        ok: false,
+        stop: 'cost',
+        needed: round6(inputCost + (floor * call.price.output) / 1e6),
+        left: round6(Math.max(0, left)),
+      };
     }
     maxTokens = Math.min(maxTokens, affordable);
   }

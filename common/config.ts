@@ -38,9 +38,16 @@ function badValue(name: string, value: string, want: string): ConfigError {
 }
 
 /** A setting that is one word: at most `max` characters, no space, control or invisible character. */
-function word(env: Record<string, string | undefined>, name: string, fallback: string, want: string, max = 200): string {
+function word(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: string,
+  want: string,
+  max = 200,
+): string {
   const value = pick(env, name, fallback);
-  if (value.length > max || /\s/.test(value) || firstUnprintable(value) || /[\ud800-\udfff\ufffd]/.test(value)) throw badValue(name, value, want);
+  if (value.length > max || /\s/.test(value) || firstUnprintable(value) || /[\ud800-\udfff\ufffd]/.test(value))
+    throw badValue(name, value, want);
   return value;
 }
 
@@ -57,13 +64,33 @@ export function readConfig(env: Record<string, string | undefined>): LoopwrightC
     throw badValue('TEMPORAL_ADDRESS', temporalAddress, 'give host:port of the Temporal server, e.g. localhost:7233');
   }
   const namespace = pick(env, 'TEMPORAL_NAMESPACE', 'default');
-  if (!NAMESPACE.test(namespace)) throw badValue('TEMPORAL_NAMESPACE', namespace, 'a namespace name is letters, digits and ._- (at most 255), e.g. default');
+  if (!NAMESPACE.test(namespace))
+    throw badValue(
+      'TEMPORAL_NAMESPACE',
+      namespace,
+      'a namespace name is letters, digits and ._- (at most 255), e.g. default',
+    );
   return {
     temporalAddress,
     namespace,
-    taskQueue: word(env, 'LOOPWRIGHT_TASK_QUEUE', 'loopwright', 'a task queue name is one word of printable characters (at most 200), e.g. loopwright'),
-    workerModel: word(env, 'LOOPWRIGHT_WORKER_MODEL', DEFAULT_WORKER_MODEL, `give a model id, e.g. ${DEFAULT_WORKER_MODEL}`),
-    checkerModel: word(env, 'LOOPWRIGHT_CHECKER_MODEL', DEFAULT_CHECKER_MODEL, `give a model id, e.g. ${DEFAULT_CHECKER_MODEL}`),
+    taskQueue: word(
+      env,
+      'LOOPWRIGHT_TASK_QUEUE',
+      'loopwright',
+      'a task queue name is one word of printable characters (at most 200), e.g. loopwright',
+    ),
+    workerModel: word(
+      env,
+      'LOOPWRIGHT_WORKER_MODEL',
+      DEFAULT_WORKER_MODEL,
+      `give a model id, e.g. ${DEFAULT_WORKER_MODEL}`,
+    ),
+    checkerModel: word(
+      env,
+      'LOOPWRIGHT_CHECKER_MODEL',
+      DEFAULT_CHECKER_MODEL,
+      `give a model id, e.g. ${DEFAULT_CHECKER_MODEL}`,
+    ),
     redact: redactNames(env),
     metrics: env.LOOPWRIGHT_METRICS?.trim() ? metricsAddress(env.LOOPWRIGHT_METRICS, 'LOOPWRIGHT_METRICS') : undefined,
   };
@@ -72,6 +99,9 @@ export function readConfig(env: Record<string, string | undefined>): LoopwrightC
 /** `host:port` with a port number, or a ConfigError that says what to give. */
 export function metricsAddress(value: string, from: string): string {
   const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value.trim());
-  if (!m || Number(m[2]) > 65535) throw new ConfigError(`${from} "${value}" is not host:port: give an address to serve metrics on, e.g. 127.0.0.1:9464`);
+  if (!m || Number(m[2]) > 65535)
+    throw new ConfigError(
+      `${from} "${value}" is not host:port: give an address to serve metrics on, e.g. 127.0.0.1:9464`,
+    );
   return value.trim();
 }

@@ -8,7 +8,9 @@ const by = z
   .min(1, { message: 'say who decides (--by NAME)' })
   .max(100, { message: 'a name is at most 100 characters' })
   .refine((s) => !UNPRINTABLE.test(s), { message: 'a name may not contain control characters or line breaks' });
-const id = z.string().regex(/^[A-Za-z0-9._:-]{1,100}$/, { message: 'a decision id is 1 to 100 letters, digits and ._:-' });
+const id = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,100}$/, { message: 'a decision id is 1 to 100 letters, digits and ._:-' });
 const text = z.string().max(MAX_TEXT, { message: `at most ${MAX_TEXT} characters` });
 /** An armored SSHSIG (`-----BEGIN SSH SIGNATURE-----`) over {@link decisionMessage}. */
 const signature = z.string().max(4096).optional();
@@ -27,19 +29,24 @@ const signature = z.string().max(4096).optional();
 export const DecisionSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('approve'), id, by, note: text.optional(), signature }),
   z.object({ kind: z.literal('reject'), id, by, reason: text.optional(), signature }),
-  z.object({
-    kind: z.literal('extend'),
-    id,
-    by,
-    attempts: z.number().int().min(1).max(100).optional(),
-    tokens: z.number().int().positive().optional(),
-    costUsd: z.number().min(0.000001, { message: 'extend the cost by at least $0.000001' }).optional(),
-    wallTime: DurationSchema.optional(),
-    note: text.optional(),
-    signature,
-  }).refine((d) => d.attempts !== undefined || d.tokens !== undefined || d.costUsd !== undefined || d.wallTime !== undefined, {
-    message: 'say what to extend: attempts, tokens, costUsd or wallTime',
-  }),
+  z
+    .object({
+      kind: z.literal('extend'),
+      id,
+      by,
+      attempts: z.number().int().min(1).max(100).optional(),
+      tokens: z.number().int().positive().optional(),
+      costUsd: z.number().min(0.000001, { message: 'extend the cost by at least $0.000001' }).optional(),
+      wallTime: DurationSchema.optional(),
+      note: text.optional(),
+      signature,
+    })
+    .refine(
+      (d) => d.attempts !== undefined || d.tokens !== undefined || d.costUsd !== undefined || d.wallTime !== undefined,
+      {
+        message: 'say what to extend: attempts, tokens, costUsd or wallTime',
+      },
+    ),
   z.object({
     kind: z.literal('audit'),
     id,
@@ -52,7 +59,11 @@ export const DecisionSchema = z.discriminatedUnion('kind', [
     kind: z.literal('retry'),
     id,
     by,
-    guidance: z.string().trim().min(1, { message: 'retry needs guidance for the next attempt' }).max(MAX_TEXT, { message: `at most ${MAX_TEXT} characters` }),
+    guidance: z
+      .string()
+      .trim()
+      .min(1, { message: 'retry needs guidance for the next attempt' })
+      .max(MAX_TEXT, { message: `at most ${MAX_TEXT} characters` }),
     attempts: z.number().int().min(1).max(20).default(1),
     signature,
   }),

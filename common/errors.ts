@@ -56,13 +56,18 @@ export class RunStillRunningError extends UsageError {
     readonly workflowId: string,
     readonly state: string,
   ) {
-    super(`run ${workflowId} is still running (state ${state}): cancel it first (\`loopwright cancel ${workflowId}\`) or wait for it to end, then deliver with --force`);
+    super(
+      `run ${workflowId} is still running (state ${state}): cancel it first (\`loopwright cancel ${workflowId}\`) or wait for it to end, then deliver with --force`,
+    );
   }
 }
 
 /** A run refused at start: it asked for autonomy its loop is not granted on the worker. Exit 2. */
 export class NotGrantedError extends UsageError {
-  constructor(readonly workflowId: string, reason: string) {
+  constructor(
+    readonly workflowId: string,
+    reason: string,
+  ) {
     super(`run ${workflowId} was refused: ${reason}`);
   }
 }
@@ -70,7 +75,9 @@ export class NotGrantedError extends UsageError {
 /** A running run whose state query no worker answered (none is running, or all are busy or restarting). */
 export class NoWorkerError extends LoopwrightError {
   constructor(workflowId: string, status: string, detail: string) {
-    super(`run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`);
+    super(
+      `run ${workflowId} is ${status} and no worker answered its state query: start one with \`npx loopwright worker\` (${detail})`,
+    );
   }
 }
 
@@ -79,7 +86,10 @@ export class ConfigError extends UsageError {}
 
 /** The Temporal server cannot be reached. Exit 2: the fix is to start it or point at it. */
 export class ServerUnavailableError extends UsageError {
-  constructor(readonly address: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly address: string,
+    options?: { cause?: unknown },
+  ) {
     super(
       `cannot reach the Temporal server at ${address}: start one with \`npx loopwright dev\` or set TEMPORAL_ADDRESS`,
       options,

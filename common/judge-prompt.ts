@@ -14,7 +14,6 @@ export const JUDGE_SYSTEM_PROMPT = [
   'Pass the candidate only if it satisfies every rubric item. Answer only by calling the submit_verdict tool once.',
 ].join('\n');
 
-
 export const VERDICT_TOOL_NAME = 'submit_verdict';
 
 /** Reserved section names: a line of untrusted text imitating one of these tags gets its angle brackets escaped. */
@@ -27,22 +26,46 @@ const BOUNDARY = /^(?:(?:begin|end)(?:candidate|agent)|(?:candidate|agentmessage
  * soft hyphen, tag characters), line and paragraph separators, lone surrogates, and blank-looking
  * fillers and variation selectors.
  */
-const INVISIBLE = /(?![\t\n])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u034F\u115F\u1160\u17B4\u17B5\u3164\uFFA0\uFE00-\uFE0F\u{E0100}-\u{E01EF}]/gu;
+const INVISIBLE =
+  /(?![\t\n])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u034F\u115F\u1160\u17B4\u17B5\u3164\uFFA0\uFE00-\uFE0F\u{E0100}-\u{E01EF}]/gu;
 const LT = /[<\u2039\u2329\u27E8\u3008\uFE64\uFF1C]/g;
 const GT = /[>\u203A\u232A\u27E9\u3009\uFE65\uFF1E]/g;
 /** Cyrillic, Greek and other look-alikes of Latin letters (NFKD already folds fullwidth and math letters). */
 const LOOKALIKES: Record<string, string> = Object.fromEntries(
   [
-    ['a', 'аαɑАΑ'], ['b', 'ЬьƅВΒβ'], ['c', 'сϲСϹ'], ['d', 'ԁ'], ['e', 'еёєҽЕΕ℮'], ['g', 'ɡց'], ['h', 'һНΗ'],
-    ['i', 'іıιɩӏІΙ'], ['j', 'јЈ'], ['k', 'кκКΚ'], ['m', 'мМΜ'], ['n', 'пոηΝ'], ['o', 'оοОΟ'], ['p', 'рρРΡ'],
-    ['r', 'гɾ'], ['s', 'ѕЅꜱ'], ['t', 'тτТΤ'], ['u', 'υսμ'], ['v', 'νѵ'], ['x', 'хχХΧ'], ['y', 'уүУΥ'], ['<', '\u2039\u2329\u27E8\u3008'], ['>', '\u203A\u232A\u27E9\u3009'],
+    ['a', 'аαɑАΑ'],
+    ['b', 'ЬьƅВΒβ'],
+    ['c', 'сϲСϹ'],
+    ['d', 'ԁ'],
+    ['e', 'еёєҽЕΕ℮'],
+    ['g', 'ɡց'],
+    ['h', 'һНΗ'],
+    ['i', 'іıιɩӏІΙ'],
+    ['j', 'јЈ'],
+    ['k', 'кκКΚ'],
+    ['m', 'мМΜ'],
+    ['n', 'пոηΝ'],
+    ['o', 'оοОΟ'],
+    ['p', 'рρРΡ'],
+    ['r', 'гɾ'],
+    ['s', 'ѕЅꜱ'],
+    ['t', 'тτТΤ'],
+    ['u', 'υսμ'],
+    ['v', 'νѵ'],
+    ['x', 'хχХΧ'],
+    ['y', 'уүУΥ'],
+    ['<', '\u2039\u2329\u27E8\u3008'],
+    ['>', '\u203A\u232A\u27E9\u3009'],
   ].flatMap(([latin, alikes]) => [...alikes].map((c) => [c, latin])),
 );
 
 /** A line as a reader would take it: invisibles dropped, compatibility forms, accents and look-alikes folded, lower case. */
 function fold(line: string): string {
   const plain = line.replace(INVISIBLE, '').normalize('NFKD').replace(/\p{M}/gu, '');
-  return [...plain].map((c) => LOOKALIKES[c] ?? c).join('').toLowerCase();
+  return [...plain]
+    .map((c) => LOOKALIKES[c] ?? c)
+    .join('')
+    .toLowerCase();
 }
 
 /**
@@ -64,7 +87,10 @@ export function escapeUntrusted(text: string): string {
     .split('\n')
     .map((line) => {
       const folded = fold(line);
-      let shown = line.replace(INVISIBLE, (c) => `[U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`);
+      let shown = line.replace(
+        INVISIBLE,
+        (c) => `[U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`,
+      );
       if (TAG.test(folded)) shown = shown.replace(LT, '&lt;').replace(GT, '&gt;');
       if (BOUNDARY.test(folded.replace(/[^a-z0-9]/g, ''))) shown = `[escaped] ${shown}`;
       return shown;
@@ -140,7 +166,11 @@ export function escapeCapped(raw: string, limit: number, what: string): string {
 
 /** The escaped agent message of a change, capped at {@link MAX_AGENT_MESSAGE_CHARS}. */
 export function agentMessageText(raw: string): string {
-  return escapeCapped(raw.trim() === '' ? '(the agent gave no final message)' : raw, MAX_AGENT_MESSAGE_CHARS, "the agent's message");
+  return escapeCapped(
+    raw.trim() === '' ? '(the agent gave no final message)' : raw,
+    MAX_AGENT_MESSAGE_CHARS,
+    "the agent's message",
+  );
 }
 
 /**

@@ -24,7 +24,10 @@ export const LoopInputSchema = z.object({
   itemKey: z.string().optional(),
   trigger: TriggerSchema.default({ kind: 'client' }),
   /** Prices per million tokens of the models the run uses, pinned at start (LOOPWRIGHT_PRICES). */
-  prices: z.record(z.string(), z.object({ input: z.number(), output: z.number(), cacheRead: z.number(), cacheWrite: z.number() })),
+  prices: z.record(
+    z.string(),
+    z.object({ input: z.number(), output: z.number(), cacheRead: z.number(), cacheWrite: z.number() }),
+  ),
   /** Folder where command checks run; a fresh folder per run when absent. */
   workspace: z.string().optional(),
   /** Set only by the run itself when it continues as new (see workflows/resume.ts). */

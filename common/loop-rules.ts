@@ -28,5 +28,10 @@ export function modelTimeouts(models: Pick<Models, 'timeouts'>): ModelTimeouts {
  * that has none (unless it opted out with LOOPWRIGHT_SANDBOX=off).
  */
 export function runsCommands(spec: Pick<LoopSpec, 'agent' | 'checks'>): boolean {
-  return spec.agent.tools.includes('run_command') || spec.checks.some((c) => c.kind === 'command' || c.kind === 'tests' || (c.kind === 'citations' && c.testCommand !== undefined));
+  return (
+    spec.agent.tools.includes('run_command') ||
+    spec.checks.some(
+      (c) => c.kind === 'command' || c.kind === 'tests' || (c.kind === 'citations' && c.testCommand !== undefined),
+    )
+  );
 }

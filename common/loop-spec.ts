@@ -10,7 +10,9 @@ import { SECRET_NAME } from './redact';
 import { TEST_RUNNERS } from './test-results';
 
 /** A duration string such as `30s`, `5m`, `24h`, `7d`. */
-export const DurationSchema = z.string().refine(isDuration, { message: 'expected a duration such as 30s, 5m, 24h or 7d' });
+export const DurationSchema = z
+  .string()
+  .refine(isDuration, { message: 'expected a duration such as 30s, 5m, 24h or 7d' });
 
 /** Autonomy level: L1 reports, L2 prepares changes a human approves, L3 acts and is audited. */
 export const AutonomySchema = z.enum(['L1', 'L2', 'L3']);
@@ -24,11 +26,19 @@ export type Autonomy = z.infer<typeof AutonomySchema>;
  */
 export const ModelTimeoutsSchema = z
   .strictObject({ total: DurationSchema.optional(), idle: DurationSchema.optional() })
-  .refine((t) => (parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 0) >= 1000, { message: 'idle must be at least 1s', path: ['idle'] })
-  .refine((t) => (parseDuration(t.total ?? DEFAULT_MODEL_TIMEOUTS.total) ?? 0) >= (parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 0), {
-    message: 'total must be at least idle',
-    path: ['total'],
-  });
+  .refine((t) => (parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 0) >= 1000, {
+    message: 'idle must be at least 1s',
+    path: ['idle'],
+  })
+  .refine(
+    (t) =>
+      (parseDuration(t.total ?? DEFAULT_MODEL_TIMEOUTS.total) ?? 0) >=
+      (parseDuration(t.idle ?? DEFAULT_MODEL_TIMEOUTS.idle) ?? 0),
+    {
+      message: 'total must be at least idle',
+      path: ['total'],
+    },
+  );
 
 /** Model ids per role (the checker may use a different model from the worker), and the limits of each call. */
 export const ModelsSchema = z.object({
@@ -37,7 +47,6 @@ export const ModelsSchema = z.object({
   timeouts: ModelTimeoutsSchema.optional(),
 });
 export type Models = z.infer<typeof ModelsSchema>;
-
 
 /**
  * The LLM judge: a fresh context holding only the rubric, the task and the candidate; it answers
@@ -146,13 +155,28 @@ export const TestsCheckSchema = z.object({
    * the repository), copied into the clean checkout at `into`; run by `command` (default: the
    * check's). The way to catch special-casing of the visible tests' inputs.
    */
-  heldOut: z.object({ dir: z.string().min(1), into: z.string().min(1).default('test/held-out'), command: z.string().min(1).optional() }).strict().optional(),
+  heldOut: z
+    .object({
+      dir: z.string().min(1),
+      into: z.string().min(1).default('test/held-out'),
+      command: z.string().min(1).optional(),
+    })
+    .strict()
+    .optional(),
   timeout: DurationSchema.default('10m'),
 });
 export type TestsCheck = z.infer<typeof TestsCheckSchema>;
 
 /** One independent check of a candidate. All of a loop's checks must pass. */
-export const CheckSchema = z.discriminatedUnion('kind', [JudgeCheckSchema, CommandCheckSchema, SchemaCheckSchema, HumanCheckSchema, DiffPolicyCheckSchema, CitationsCheckSchema, TestsCheckSchema]);
+export const CheckSchema = z.discriminatedUnion('kind', [
+  JudgeCheckSchema,
+  CommandCheckSchema,
+  SchemaCheckSchema,
+  HumanCheckSchema,
+  DiffPolicyCheckSchema,
+  CitationsCheckSchema,
+  TestsCheckSchema,
+]);
 export type Check = z.infer<typeof CheckSchema>;
 /** The checks that run in an activity (all but the human review). */
 export type AutomatedCheck = Exclude<Check, HumanCheck>;
@@ -204,8 +228,10 @@ export type EffectSpec = z.infer<typeof EffectSpecSchema>;
 /** Why `name` may not be given to a loop's commands, or null (not HOME or TMPDIR, nothing secret-looking). */
 function commandEnvNameProblem(name: string): string | null {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return `${name} is not a variable name: use letters, digits and _`;
-  if (name === 'HOME' || name === 'TMPDIR') return `${name}: HOME and TMPDIR point at the sandbox's private folders and cannot be set`;
-  if (SECRET_NAME.test(name)) return `${name} looks like a secret, and a loop spec is stored in clear in the run's history: give commands no secrets`;
+  if (name === 'HOME' || name === 'TMPDIR')
+    return `${name}: HOME and TMPDIR point at the sandbox's private folders and cannot be set`;
+  if (SECRET_NAME.test(name))
+    return `${name} looks like a secret, and a loop spec is stored in clear in the run's history: give commands no secrets`;
   return null;
 }
 
@@ -270,7 +296,9 @@ export const LoopSpecSchema = z.object({
   checks: z
     .array(CheckSchema)
     .min(1)
-    .refine((checks) => new Set(checks.map((c) => c.name)).size === checks.length, { message: 'check names must be unique' }),
+    .refine((checks) => new Set(checks.map((c) => c.name)).size === checks.length, {
+      message: 'check names must be unique',
+    }),
   budget: BudgetSchema,
   escalation: EscalationPolicySchema,
   autonomy: AutonomySchema.default('L1'),

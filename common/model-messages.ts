@@ -63,7 +63,8 @@ export type ToolChoice = { type: 'auto' } | { type: 'any' } | { type: 'tool'; na
  * `end_turn` (it finished), `tool_use` (it waits for tool results), `max_tokens` (cut at the
  * limit), `stop_sequence`, `refusal`, `pause_turn`; a provider's other reasons pass as they are.
  */
-export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence' | 'refusal' | 'pause_turn' | (string & {});
+export type StopReason =
+  'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence' | 'refusal' | 'pause_turn' | (string & {});
 
 /** Tokens a model call used, as the provider reported them (the cost is added at the pinned price). */
 export interface TokenCounts {

@@ -61,7 +61,9 @@ export function readPrices(env: Record<string, string | undefined>): Record<stri
   try {
     return { ...DEFAULT_PRICES, ...(JSON.parse(env.LOOPWRIGHT_PRICES) as Record<string, ModelPrice>) };
   } catch (err) {
-    throw new ConfigError(`LOOPWRIGHT_PRICES is not valid JSON (${(err as Error).message.replace(/\s+/g, ' ')}): give an object of model id to prices`);
+    throw new ConfigError(
+      `LOOPWRIGHT_PRICES is not valid JSON (${(err as Error).message.replace(/\s+/g, ' ')}): give an object of model id to prices`,
+    );
   }
 }
 

@@ -29,7 +29,16 @@ export type PromotionRule = z.infer<typeof PromotionRuleSchema>;
  * - `other`: anything else (blocked, budget_exhausted, failed, canceled).
  * Refused decisions never count.
  */
-export const OUTCOMES = ['approved_unchanged', 'passed', 'audited_ok', 'overridden', 'rejected', 'audited_bad', 'unverified', 'other'] as const;
+export const OUTCOMES = [
+  'approved_unchanged',
+  'passed',
+  'audited_ok',
+  'overridden',
+  'rejected',
+  'audited_bad',
+  'unverified',
+  'other',
+] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 /** The evidence for (or against) raising a loop's autonomy, from its closed runs at one level. */
@@ -58,7 +67,8 @@ export function classifyRun(record: RunRecord): Outcome {
   if (record.audit?.verdict === 'bad') return 'audited_bad';
   if (completed && (record.override || applied('retry'))) return 'overridden';
   const passed = completed && record.stopReason === 'passed';
-  if (passed && applied('approve') && !applied('extend')) return verified('approve') ? 'approved_unchanged' : 'unverified';
+  if (passed && applied('approve') && !applied('extend'))
+    return verified('approve') ? 'approved_unchanged' : 'unverified';
   if (record.audit?.verdict === 'ok') return verified('audit') ? 'audited_ok' : 'unverified';
   if (passed) return 'passed';
   return 'other';
@@ -93,17 +103,27 @@ export function promotionEvidence(records: RunRecord[], level: Autonomy, rule?: 
   const outcomes = runs.map((r) => classifyRun(r));
   for (const o of outcomes) counts[o] += 1;
   const base = { level, runs: runs.length, counts };
-  if (!rule) return { ...base, streak: 0, brokenBy: null, rule: null, meets: false, verdict: 'no promotion rule declared' };
+  if (!rule)
+    return { ...base, streak: 0, brokenBy: null, rule: null, meets: false, verdict: 'no promotion rule declared' };
 
   const broken = outcomes.findIndex((o) => !QUALIFIES[rule.of].includes(o));
   const streak = broken === -1 ? outcomes.length : broken;
   const brokenBy = broken === -1 ? null : { workflowId: runs[broken].workflowId, outcome: outcomes[broken] };
   const text = describeRule(rule, level);
   if (RANK[rule.to] <= RANK[level]) {
-    return { ...base, streak, brokenBy, rule, meets: false, verdict: `does not apply: the rule raises autonomy to ${rule.to} and these runs are ${level} already` };
+    return {
+      ...base,
+      streak,
+      brokenBy,
+      rule,
+      meets: false,
+      verdict: `does not apply: the rule raises autonomy to ${rule.to} and these runs are ${level} already`,
+    };
   }
   const meets = streak >= rule.consecutive;
-  const why = brokenBy ? `broken by run ${brokenBy.workflowId} ${brokenBy.outcome.replace('_', ' ')}` : `${rule.consecutive - streak} more needed`;
+  const why = brokenBy
+    ? `broken by run ${brokenBy.workflowId} ${brokenBy.outcome.replace('_', ' ')}`
+    : `${rule.consecutive - streak} more needed`;
   const verdict = meets
     ? `meets its rule: ${text} (streak ${streak}) — an operator may grant ${rule.to} (loopwright grant)`
     : `does not meet its rule: ${text} (streak ${streak}, ${why})`;

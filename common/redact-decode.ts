@@ -15,7 +15,8 @@ export interface View {
 }
 
 /** Zero-width and invisible characters: soft hyphen, joiners, marks, bidi controls, word joiner, BOM, fillers, variation selectors. */
-export const INVISIBLE = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u3164\uFE00-\uFE0F\uFEFF\uFFA0]/;
+export const INVISIBLE =
+  /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u3164\uFE00-\uFE0F\uFEFF\uFFA0]/;
 /** Escapes {@link normalised} decodes: `%XX`, `&#…;`, `&name;`, `\xHH`, `\uHHHH`. */
 const ESCAPE = /%[0-9A-Fa-f]{2}|&#|&[A-Za-z]{2,8};|\\[xu]/;
 /** Whether {@link normalised} would read `t` differently (each test native and linear; NFKD covers marks and compatibility forms). */
@@ -70,9 +71,37 @@ function builder(n: number, src: View | null) {
 
 /** HTML's named character references that can spell a secret's characters. */
 const ENTITIES: Record<string, string> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", sol: '/', bsol: '\\', colon: ':', semi: ';', comma: ',', period: '.',
-  equals: '=', plus: '+', minus: '-', hyphen: '-', dash: '-', lowbar: '_', num: '#', percnt: '%', excl: '!', quest: '?',
-  commat: '@', dollar: '$', ast: '*', lpar: '(', rpar: ')', tilde: '~', grave: '`', nbsp: ' ', Tab: '\t', NewLine: '\n',
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  sol: '/',
+  bsol: '\\',
+  colon: ':',
+  semi: ';',
+  comma: ',',
+  period: '.',
+  equals: '=',
+  plus: '+',
+  minus: '-',
+  hyphen: '-',
+  dash: '-',
+  lowbar: '_',
+  num: '#',
+  percnt: '%',
+  excl: '!',
+  quest: '?',
+  commat: '@',
+  dollar: '$',
+  ast: '*',
+  lpar: '(',
+  rpar: ')',
+  tilde: '~',
+  grave: '`',
+  nbsp: ' ',
+  Tab: '\t',
+  NewLine: '\n',
 };
 
 /**
@@ -81,9 +110,35 @@ const ENTITIES: Record<string, string> = {
  */
 const LOOKALIKES: Record<string, string> = Object.fromEntries(
   [
-    ['a', 'аα'], ['A', 'АΑ'], ['B', 'ВΒ'], ['c', 'сϲ'], ['C', 'СϹ'], ['d', 'ԁ'], ['e', 'еє'], ['E', 'ЕΕ'], ['H', 'НΗ'],
-    ['i', 'іι'], ['I', 'ІΙӀ'], ['j', 'ј'], ['J', 'Ј'], ['k', 'κ'], ['K', 'КΚ'], ['M', 'МΜ'], ['N', 'Ν'], ['o', 'оο'], ['O', 'ОΟ'],
-    ['p', 'рρ'], ['P', 'РΡ'], ['s', 'ѕ'], ['S', 'Ѕ'], ['T', 'ТΤ'], ['x', 'хχ'], ['X', 'ХΧ'], ['y', 'у'], ['Y', 'ҮΥ'], ['Z', 'Ζ'],
+    ['a', 'аα'],
+    ['A', 'АΑ'],
+    ['B', 'ВΒ'],
+    ['c', 'сϲ'],
+    ['C', 'СϹ'],
+    ['d', 'ԁ'],
+    ['e', 'еє'],
+    ['E', 'ЕΕ'],
+    ['H', 'НΗ'],
+    ['i', 'іι'],
+    ['I', 'ІΙӀ'],
+    ['j', 'ј'],
+    ['J', 'Ј'],
+    ['k', 'κ'],
+    ['K', 'КΚ'],
+    ['M', 'МΜ'],
+    ['N', 'Ν'],
+    ['o', 'оο'],
+    ['O', 'ОΟ'],
+    ['p', 'рρ'],
+    ['P', 'РΡ'],
+    ['s', 'ѕ'],
+    ['S', 'Ѕ'],
+    ['T', 'ТΤ'],
+    ['x', 'хχ'],
+    ['X', 'ХΧ'],
+    ['y', 'у'],
+    ['Y', 'ҮΥ'],
+    ['Z', 'Ζ'],
   ].flatMap(([latin, alikes]) => [...alikes].map((c) => [c, latin])),
 );
 
@@ -170,7 +225,9 @@ function unescapeAt(t: string, i: number): { text: string; length: number } | un
 }
 
 function codePoint(cp: number, length: number): { text: string; length: number } | undefined {
-  return cp > 0 && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) ? { text: String.fromCodePoint(cp), length } : undefined;
+  return cp > 0 && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff)
+    ? { text: String.fromCodePoint(cp), length }
+    : undefined;
 }
 
 /** A quick test for a run of at least 8 single characters that {@link spacedOut} would join (bounded, so linear). */
@@ -250,7 +307,9 @@ export function alnumOnly(src: View | null, text: string, values: string[]): Vie
 }
 
 const B64 = new Int8Array(128).fill(-1);
-'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((ch, i) => (B64[ch.charCodeAt(0)] = i));
+'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+  .split('')
+  .forEach((ch, i) => (B64[ch.charCodeAt(0)] = i));
 B64['-'.charCodeAt(0)] = 62;
 B64['_'.charCodeAt(0)] = 63;
 

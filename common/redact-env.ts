@@ -9,17 +9,74 @@ import { isSecretValue } from './redact-patterns';
 
 /** Names whose values are never secrets. */
 const SAFE_NAMES = new Set([
-  'PATH', 'HOME', 'USER', 'LOGNAME', 'USERNAME', 'SHELL', 'PWD', 'OLDPWD', 'INIT_CWD', 'TZ', 'TMPDIR', 'TEMP', 'TMP',
-  'LANG', 'LANGUAGE', 'TERM', 'COLORTERM', 'FORCE_COLOR', 'NO_COLOR', 'CLICOLOR', 'LS_COLORS', 'LSCOLORS', 'COLUMNS', 'LINES',
-  'CI', 'HOSTNAME', 'HOSTTYPE', 'OSTYPE', 'MACHTYPE', 'SHLVL', '_', 'EDITOR', 'VISUAL', 'PAGER', 'LESS', 'LESSOPEN', 'LESSCLOSE',
-  'MAIL', 'MANPATH', 'INFOPATH', 'DISPLAY', 'WAYLAND_DISPLAY', 'DEBUG', 'JEST_WORKER_ID', 'VIRTUAL_ENV', 'GOPATH', 'GOROOT',
-  'JAVA_HOME', 'CARGO_HOME', 'RUSTUP_HOME', 'PYTHONPATH', 'HISTFILE', 'HISTSIZE', 'HISTCONTROL', 'ZDOTDIR', 'DEBIAN_FRONTEND',
-  'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE', 'TEMPORAL_CLI', 'TEMPORAL_UI_PORT',
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'USERNAME',
+  'SHELL',
+  'PWD',
+  'OLDPWD',
+  'INIT_CWD',
+  'TZ',
+  'TMPDIR',
+  'TEMP',
+  'TMP',
+  'LANG',
+  'LANGUAGE',
+  'TERM',
+  'COLORTERM',
+  'FORCE_COLOR',
+  'NO_COLOR',
+  'CLICOLOR',
+  'LS_COLORS',
+  'LSCOLORS',
+  'COLUMNS',
+  'LINES',
+  'CI',
+  'HOSTNAME',
+  'HOSTTYPE',
+  'OSTYPE',
+  'MACHTYPE',
+  'SHLVL',
+  '_',
+  'EDITOR',
+  'VISUAL',
+  'PAGER',
+  'LESS',
+  'LESSOPEN',
+  'LESSCLOSE',
+  'MAIL',
+  'MANPATH',
+  'INFOPATH',
+  'DISPLAY',
+  'WAYLAND_DISPLAY',
+  'DEBUG',
+  'JEST_WORKER_ID',
+  'VIRTUAL_ENV',
+  'GOPATH',
+  'GOROOT',
+  'JAVA_HOME',
+  'CARGO_HOME',
+  'RUSTUP_HOME',
+  'PYTHONPATH',
+  'HISTFILE',
+  'HISTSIZE',
+  'HISTCONTROL',
+  'ZDOTDIR',
+  'DEBIAN_FRONTEND',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_CLI',
+  'TEMPORAL_UI_PORT',
 ]);
 /** Prefixes of names whose values are not secrets unless the name reads like one. */
-const SAFE_PREFIX = /^(?:LC_|NODE_|npm_|XDG_|LOOPWRIGHT_|GITHUB_|RUNNER_|TERM_|GIT_(?:AUTHOR|COMMITTER)_(?:NAME|EMAIL|DATE)$)/;
+const SAFE_PREFIX =
+  /^(?:LC_|NODE_|npm_|XDG_|LOOPWRIGHT_|GITHUB_|RUNNER_|TERM_|GIT_(?:AUTHOR|COMMITTER)_(?:NAME|EMAIL|DATE)$)/;
 /** A name that reads like a secret, whatever its prefix. */
-const SECRET_WORD = /KEY|TOKEN|SECRET|PASS|PWD|CRED|AUTH|PRIVATE|SIGN|SESSION|COOKIE|DSN|CERT|(?:^|_)PAT(?:_|$)|_URL$|_URI$/i;
+const SECRET_WORD =
+  /KEY|TOKEN|SECRET|PASS|PWD|CRED|AUTH|PRIVATE|SIGN|SESSION|COOKIE|DSN|CERT|(?:^|_)PAT(?:_|$)|_URL$|_URI$/i;
 
 /** Whether `name` is on the allow-list of variables whose values are not secrets. */
 export function isSafeEnvName(name: string): boolean {
@@ -32,7 +89,8 @@ export function redactNames(env: Record<string, string | undefined>): string[] {
 }
 
 /** A value of a variable not named like a secret that is still ordinary: a short word, a number, an address. */
-const ORDINARY_VALUE = /^(?:[A-Za-z][a-z]{0,11}|[A-Z]{1,12}|\d{1,11}|(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?|localhost(?::\d{1,5})?)$/;
+const ORDINARY_VALUE =
+  /^(?:[A-Za-z][a-z]{0,11}|[A-Z]{1,12}|\d{1,11}|(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?|localhost(?::\d{1,5})?)$/;
 
 /**
  * The redaction a process applies: the configured names, and the values of its variables
@@ -42,7 +100,10 @@ const ORDINARY_VALUE = /^(?:[A-Za-z][a-z]{0,11}|[A-Z]{1,12}|\d{1,11}|(?:\d{1,3}\
  * prose); so are ordinary values (a single word, a number, an address) of variables whose names
  * do not read like secrets. The values never leave the process.
  */
-export function redactionFromEnv(env: Record<string, string | undefined>, names: string[] = []): { names: string[]; values: string[] } {
+export function redactionFromEnv(
+  env: Record<string, string | undefined>,
+  names: string[] = [],
+): { names: string[]; values: string[] } {
   const configured = new Set([...redactNames(env), ...names].map((n) => n.toLowerCase()));
   const values: string[] = [];
   for (const [name, value] of Object.entries(env)) {

@@ -66,11 +66,14 @@ const SECRET_KEY_NAME =
   /(?:^|[_.-])(?:api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?|secret[_-]?key|private[_-]?key|signing[_-]?key|auth[_-]?key|token|secret|password|passwd|passphrase|credentials?|pat|dsn|auth|authorization|cookie)$|^(?:api[_-]?key|apikey|token|secret|password|passwd|passphrase|pwd|credentials?|pat|authorization|cookie)$/i;
 /** `*_KEY` is a secret (OPENAI_KEY, STRIPE_KEY) unless it names one of these ordinary keys. */
 const KEY_NAME = /[_.-]key$/i;
-const ORDINARY_KEY = /(?:^|[_.-])(?:sort|primary|foreign|partition|cache|group|idempotency|item|public|row|hash|lookup|map|dedup|dedupe|unique|index|cursor|query|route|message|i18n|translation)[_.-]key$/i;
+const ORDINARY_KEY =
+  /(?:^|[_.-])(?:sort|primary|foreign|partition|cache|group|idempotency|item|public|row|hash|lookup|map|dedup|dedupe|unique|index|cursor|query|route|message|i18n|translation)[_.-]key$/i;
 
 /** Whether `name`'s assigned value is a secret: by its shape, or because it is configured. */
 export function isSecretName(name: string, extra: ReadonlySet<string>): boolean {
-  return SECRET_KEY_NAME.test(name) || (KEY_NAME.test(name) && !ORDINARY_KEY.test(name)) || extra.has(name.toLowerCase());
+  return (
+    SECRET_KEY_NAME.test(name) || (KEY_NAME.test(name) && !ORDINARY_KEY.test(name)) || extra.has(name.toLowerCase())
+  );
 }
 
 /** What one scan looks for beyond the shapes (prepared once per {@link Redaction}). */
@@ -104,7 +107,8 @@ export function rawSpans(text: string, p: Prepared, spans: Span[] = []): Span[] 
   for (const m of text.matchAll(ASSIGNMENT)) {
     const [whole, , name, , vq, value] = m;
     // `Authorization: Bearer …`: the scheme is not the secret (AUTH_SCHEME takes the credential).
-    if (value === '[redacted]' || /^(?:bearer|basic|digest|token)$/i.test(value) || !isSecretName(name, p.names)) continue;
+    if (value === '[redacted]' || /^(?:bearer|basic|digest|token)$/i.test(value) || !isSecretName(name, p.names))
+      continue;
     const end = m.index! + whole.length - vq.length;
     spans.push([end - value.length, end]);
   }
@@ -114,7 +118,8 @@ export function rawSpans(text: string, p: Prepared, spans: Span[] = []): Span[] 
 /** The spans of each of `values` (non-empty strings) in `text`. */
 export function literalSpans(text: string, values: string[], spans: Span[] = []): Span[] {
   for (const value of values) {
-    for (let i = text.indexOf(value); i >= 0; i = text.indexOf(value, i + value.length)) spans.push([i, i + value.length]);
+    for (let i = text.indexOf(value); i >= 0; i = text.indexOf(value, i + value.length))
+      spans.push([i, i + value.length]);
   }
   return spans;
 }

@@ -9,7 +9,10 @@ import { SHAPES, type Span } from './redact-patterns';
 
 const atoms = (source: string) => source.match(/\[[^\]]*\]|\(\?:[^)]*\)|\\.|./g) ?? [];
 /** Each shape's prefix, allowing up to two spaces or a line break between its characters. */
-const PREFIXES = SHAPES.map((shape) => ({ shape, re: new RegExp(atoms(shape.prefix.source).join('(?:[ \\t]{1,2}|\\r?\\n)?'), 'g') }));
+const PREFIXES = SHAPES.map((shape) => ({
+  shape,
+  re: new RegExp(atoms(shape.prefix.source).join('(?:[ \\t]{1,2}|\\r?\\n)?'), 'g'),
+}));
 const WORD = /[A-Za-z0-9_]/;
 const SEPARATOR = /[ \t\r\n.\-\u00a0]/;
 
@@ -52,7 +55,8 @@ function walk(text: string, i: number, body: RegExp, min: number, max: number): 
     // A short separator (up to 6 characters, one line break at most), then the next piece.
     let s = pos;
     let breaks = 0;
-    while (s < text.length && s - pos < 6 && SEPARATOR.test(text[s]) && !body.test(text[s])) if (text[s++] === '\n') breaks++;
+    while (s < text.length && s - pos < 6 && SEPARATOR.test(text[s]) && !body.test(text[s]))
+      if (text[s++] === '\n') breaks++;
     if (s === pos || breaks > 1) break;
     let e = s;
     while (e < text.length && e - s < max && body.test(text[e])) e++;

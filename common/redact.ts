@@ -21,7 +21,16 @@
  * stands in the original text. The work is linear; a text over a megabyte is redacted a
  * megabyte at a time (cut at line breaks), and decoding stops after {@link DECODE_BUDGET} characters.
  */
-import { alnumOnly, decodeBase64, decodeHex, normalised, spacedOut, squeezed, toOriginal, type View } from './redact-decode';
+import {
+  alnumOnly,
+  decodeBase64,
+  decodeHex,
+  normalised,
+  spacedOut,
+  squeezed,
+  toOriginal,
+  type View,
+} from './redact-decode';
 import { isSecretValue, literalSpans, rawSpans, type Prepared, type Span } from './redact-patterns';
 import { shapeSpans } from './redact-shapes';
 
@@ -88,7 +97,7 @@ export function redact(text: string, r: Redaction = {}): string {
   const budget: Budget = { left: DECODE_BUDGET, seen: new Map() };
   if (text.length <= CHUNK) return settle(text, p, budget);
   let out = '';
-  for (let at = 0; at < text.length; ) {
+  for (let at = 0; at < text.length;) {
     let end = Math.min(text.length, at + CHUNK);
     if (end < text.length) {
       const cut = text.lastIndexOf('\n', end);
@@ -179,7 +188,13 @@ function encodedSpans(text: string, p: Prepared, depth: number, budget: Budget, 
   for (const m of text.matchAll(HEX_RUN)) {
     if (budget.left <= 0) return spans;
     const run = m[0];
-    if (holds(`hex:${run}`, [0, 1].map((off) => () => decodeHex(run.slice(off, off + ((run.length - off) & ~1)))))) spans.push([m.index!, m.index! + run.length]);
+    if (
+      holds(
+        `hex:${run}`,
+        [0, 1].map((off) => () => decodeHex(run.slice(off, off + ((run.length - off) & ~1)))),
+      )
+    )
+      spans.push([m.index!, m.index! + run.length]);
   }
   return spans;
 }

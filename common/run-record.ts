@@ -194,7 +194,14 @@ export interface RunRecord {
   /** Effects applied (or found already applied), each with its idempotency key. */
   effects: EffectRecord[];
   /** L3: effects applied without approval wait for review here. */
-  audit: { needed: boolean; reason: string; reviewedBy?: string; verdict?: 'ok' | 'bad'; note?: string; at?: string } | null;
+  audit: {
+    needed: boolean;
+    reason: string;
+    reviewedBy?: string;
+    verdict?: 'ok' | 'bad';
+    note?: string;
+    at?: string;
+  } | null;
   error: string | null;
   startedAt: string;
   /** The harness version the run used (see `loopwright harness`); absent before harness versions existed. */

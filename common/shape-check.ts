@@ -36,8 +36,10 @@ export function checkString(value: unknown, path: string, rule: StringRule, issu
   if (typeof value !== 'string') return fail(issues, path, `expected string, received ${typeName(value)}`);
   const text = rule.trim ? value.trim() : value;
   const before = issues.length;
-  if (rule.min !== undefined && text.length < rule.min) issue(issues, path, rule.minMessage ?? `too small: expected string to have >=${rule.min} characters`);
-  if (rule.max !== undefined && text.length > rule.max) issue(issues, path, rule.maxMessage ?? `too big: expected string to have <=${rule.max} characters`);
+  if (rule.min !== undefined && text.length < rule.min)
+    issue(issues, path, rule.minMessage ?? `too small: expected string to have >=${rule.min} characters`);
+  if (rule.max !== undefined && text.length > rule.max)
+    issue(issues, path, rule.maxMessage ?? `too big: expected string to have <=${rule.max} characters`);
   const broken = rule.test?.(text);
   if (broken) issue(issues, path, broken);
   return issues.length === before ? text : undefined;
@@ -53,17 +55,27 @@ export interface NumberRule {
 }
 
 export function checkNumber(value: unknown, path: string, rule: NumberRule, issues: Issues): number | undefined {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return fail(issues, path, `expected number, received ${typeName(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    return fail(issues, path, `expected number, received ${typeName(value)}`);
   if (rule.int && !Number.isSafeInteger(value)) return fail(issues, path, 'expected int, received number');
   const before = issues.length;
   if (rule.min !== undefined && (rule.minExclusive ? value <= rule.min : value < rule.min)) {
-    issue(issues, path, rule.minMessage ?? `too small: expected number to be ${rule.minExclusive ? '>' : '>='}${rule.min}`);
+    issue(
+      issues,
+      path,
+      rule.minMessage ?? `too small: expected number to be ${rule.minExclusive ? '>' : '>='}${rule.min}`,
+    );
   }
   if (rule.max !== undefined && value > rule.max) issue(issues, path, `too big: expected number to be <=${rule.max}`);
   return issues.length === before ? value : undefined;
 }
 
-export function checkEnum<T extends string>(value: unknown, path: string, options: readonly T[], issues: Issues): T | undefined {
+export function checkEnum<T extends string>(
+  value: unknown,
+  path: string,
+  options: readonly T[],
+  issues: Issues,
+): T | undefined {
   if (typeof value === 'string' && (options as readonly string[]).includes(value)) return value as T;
   return fail(issues, path, `expected one of ${options.map((o) => JSON.stringify(o)).join('|')}`);
 }

@@ -81,7 +81,12 @@ export function base64Encode(bytes: Uint8Array, pad = true): string {
   let s = '';
   for (let i = 0; i < bytes.length; i += 3) {
     const n = (bytes[i] << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
-    const chars = [B64[(n >> 18) & 63], B64[(n >> 12) & 63], i + 1 < bytes.length ? B64[(n >> 6) & 63] : '=', i + 2 < bytes.length ? B64[n & 63] : '='];
+    const chars = [
+      B64[(n >> 18) & 63],
+      B64[(n >> 12) & 63],
+      i + 1 < bytes.length ? B64[(n >> 6) & 63] : '=',
+      i + 2 < bytes.length ? B64[n & 63] : '=',
+    ];
     s += chars.join('');
   }
   return pad ? s : s.replace(/=+$/, '');
@@ -214,11 +219,21 @@ export function parseAllowedSigners(text: string): AllowedSigners {
     if (!trimmed || trimmed.startsWith('#')) return;
     const f = split(trimmed, /[ \t]/);
     const typeAt = f.findIndex((x, j) => j > 0 && /^(ssh-|ecdsa-|sk-)/.test(x));
-    if (typeAt < 0 || typeAt > 2) return void skipped.push({ line, reason: 'expected: principals [options] ssh-ed25519 <key>' });
-    if (f[typeAt] !== 'ssh-ed25519') return void skipped.push({ line, reason: `${f[typeAt]} keys are not supported (use ssh-ed25519)` });
+    if (typeAt < 0 || typeAt > 2)
+      return void skipped.push({ line, reason: 'expected: principals [options] ssh-ed25519 <key>' });
+    if (f[typeAt] !== 'ssh-ed25519')
+      return void skipped.push({ line, reason: `${f[typeAt]} keys are not supported (use ssh-ed25519)` });
     const blob = parsePublicKey(`${f[typeAt]} ${f[typeAt + 1] ?? ''}`);
     if (!blob) return void skipped.push({ line, reason: 'the ssh-ed25519 key does not decode' });
-    const entry: AllowedSigner = { principals: unquote(f[0]).split(',').filter(Boolean), namespaces: null, validAfter: null, validBefore: null, key: blob, fingerprint: fingerprint(blob), line };
+    const entry: AllowedSigner = {
+      principals: unquote(f[0]).split(',').filter(Boolean),
+      namespaces: null,
+      validAfter: null,
+      validBefore: null,
+      key: blob,
+      fingerprint: fingerprint(blob),
+      line,
+    };
     for (const option of typeAt === 2 ? split(f[1], /,/) : []) {
       const eq = option.indexOf('=');
       const name = (eq < 0 ? option : option.slice(0, eq)).toLowerCase();
@@ -239,7 +254,12 @@ export function parseAllowedSigners(text: string): AllowedSigners {
 
 /** ssh-keygen's pattern match: `*` any run, `?` one character, case-sensitive. */
 function matchPattern(pattern: string, name: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
   return re.test(name);
 }
 
@@ -268,7 +288,15 @@ export function signedData(namespace: string, message: Uint8Array, hash: 'sha512
 
 /** The armored SSHSIG of an ed25519 `signature` by `publicKey` (32 bytes) over `signedData(namespace, …)`. */
 export function armorSignature(publicKey: Uint8Array, namespace: string, signature: Uint8Array): string {
-  const blob = concat(MAGIC, Uint8Array.from([0, 0, 0, 1]), sshString(ed25519Blob(publicKey)), sshString(namespace), sshString(''), sshString('sha512'), sshString(concat(sshString('ssh-ed25519'), sshString(signature))));
+  const blob = concat(
+    MAGIC,
+    Uint8Array.from([0, 0, 0, 1]),
+    sshString(ed25519Blob(publicKey)),
+    sshString(namespace),
+    sshString(''),
+    sshString('sha512'),
+    sshString(concat(sshString('ssh-ed25519'), sshString(signature))),
+  );
   const b64 = base64Encode(blob);
   return [BEGIN, ...(b64.match(/.{1,70}/g) ?? []), END].join('\n');
 }
@@ -282,7 +310,8 @@ interface ParsedSignature {
 
 function parseArmored(armored: string): ParsedSignature | string {
   const text = armored.trim();
-  if (!text.startsWith(BEGIN) || !text.endsWith(END)) return 'not an SSH signature (expected -----BEGIN SSH SIGNATURE-----)';
+  if (!text.startsWith(BEGIN) || !text.endsWith(END))
+    return 'not an SSH signature (expected -----BEGIN SSH SIGNATURE-----)';
   const blob = base64Decode(text.slice(BEGIN.length, text.length - END.length));
   if (!blob) return 'the signature is not valid base64';
   try {
@@ -311,23 +340,42 @@ function parseArmored(armored: string): ParsedSignature | string {
  * allowed signers list for that principal and namespace at `now` (ms). The reason of a failure
  * is one line.
  */
-export function verifySignature(opts: { armored: string; message: Uint8Array | string; namespace: string; principal: string; allowed: AllowedSigners; now: number }): Verified {
+export function verifySignature(opts: {
+  armored: string;
+  message: Uint8Array | string;
+  namespace: string;
+  principal: string;
+  allowed: AllowedSigners;
+  now: number;
+}): Verified {
   const parsed = parseArmored(opts.armored);
   if (typeof parsed === 'string') return { ok: false, reason: parsed };
   const fp = fingerprint(parsed.publicKey);
-  if (parsed.namespace !== opts.namespace) return { ok: false, reason: `the signature is for namespace "${parsed.namespace}", not "${opts.namespace}"` };
+  if (parsed.namespace !== opts.namespace)
+    return { ok: false, reason: `the signature is for namespace "${parsed.namespace}", not "${opts.namespace}"` };
   const message = typeof opts.message === 'string' ? utf8(opts.message) : opts.message;
   let good = false;
   try {
-    good = ed25519.verify(parsed.signature, signedData(parsed.namespace, message, parsed.hash), ed25519Key(parsed.publicKey)!);
+    good = ed25519.verify(
+      parsed.signature,
+      signedData(parsed.namespace, message, parsed.hash),
+      ed25519Key(parsed.publicKey)!,
+    );
   } catch {
     good = false;
   }
-  if (!good) return { ok: false, reason: `the signature by key ${fp} does not match this decision (signed for another run or decision, or altered)` };
+  if (!good)
+    return {
+      ok: false,
+      reason: `the signature by key ${fp} does not match this decision (signed for another run or decision, or altered)`,
+    };
   const entries = opts.allowed.entries.filter((e) => equal(e.key, parsed.publicKey));
   if (!entries.length) return { ok: false, reason: `key ${fp} is not in the worker's allowed signers` };
   if (!entries.some((e) => admits(e, opts.principal, opts.namespace, opts.now))) {
-    return { ok: false, reason: `key ${fp} may not sign as "${opts.principal}" for ${opts.namespace} (see the allowed signers, line ${entries[0].line})` };
+    return {
+      ok: false,
+      reason: `key ${fp} may not sign as "${opts.principal}" for ${opts.namespace} (see the allowed signers, line ${entries[0].line})`,
+    };
   }
   return { ok: true, principal: opts.principal, fingerprint: fp };
 }
@@ -336,7 +384,9 @@ export function verifySignature(opts: { armored: string; message: Uint8Array | s
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value);

@@ -77,6 +77,9 @@ export function firstUnprintable(text: string): { char: string; index: number } 
  */
 export function requireOneLine(what: string, value: string): string {
   const bad = firstUnprintable(value);
-  if (bad) throw new UsageError(`${what} "${escapeLine(value).replace(UNPRINTABLE_GLOBAL, visible)}" has a control or invisible character (${visible(bad.char)} at position ${bad.index + 1}): use one line of printable text`);
+  if (bad)
+    throw new UsageError(
+      `${what} "${escapeLine(value).replace(UNPRINTABLE_GLOBAL, visible)}" has a control or invisible character (${visible(bad.char)} at position ${bad.index + 1}): use one line of printable text`,
+    );
   return value;
 }

@@ -17,7 +17,10 @@ const MAX_SLUG = 60;
  * 60 characters, end with an 8-hex hash of the full name so different names keep different keys.
  */
 export function testKey(name: string): string {
-  const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   if (slug && slug.length <= MAX_SLUG) return slug;
   const head = slug.slice(0, MAX_SLUG).replace(/-+$/g, '');
   return head ? `${head}-${fnv1a(name)}` : `test-${fnv1a(name)}`;

@@ -17,7 +17,9 @@ export interface Trust {
 }
 
 /** What the record shows of the trust a run pinned (the allowed signers by path and hash). */
-export type TrustRecord = Omit<Trust, 'allowedSigners'> & { allowedSigners: { path: string; sha256: string; keys: number } | null };
+export type TrustRecord = Omit<Trust, 'allowedSigners'> & {
+  allowedSigners: { path: string; sha256: string; keys: number } | null;
+};
 
 /**
  * Whether the run may use the autonomy it asked for: granted by the loop's definition (L1, and L2

@@ -16,7 +16,12 @@ export const JsonPayloadSchema = z.object({
  * Protobuf JSON leaves an empty list out, so `{}` is no payloads (the Temporal CLI sends it for
  * every event without any); a field the contract does not have is an error.
  */
-export const CodecBodySchema = z.strictObject({ payloads: z.array(JsonPayloadSchema).nullish().transform((p) => p ?? []) });
+export const CodecBodySchema = z.strictObject({
+  payloads: z
+    .array(JsonPayloadSchema)
+    .nullish()
+    .transform((p) => p ?? []),
+});
 
 export type JsonPayload = z.infer<typeof JsonPayloadSchema>;
 export type CodecBody = z.infer<typeof CodecBodySchema>;
@@ -32,12 +37,17 @@ export function fromJson({ metadata, data }: JsonPayload): Payload {
 /** The JSON form of a payload (standard base64). */
 export function toJson({ metadata, data }: Payload): JsonPayload {
   return {
-    metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    metadata: Object.fromEntries(
+      Object.entries(metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+    ),
     data: Buffer.from(data ?? new Uint8Array()).toString('base64'),
   };
 }
 
 /** `path: message` lines for a body that is not the contract's shape. */
 export function shapeProblems(error: z.ZodError): string {
-  return error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
+    .join('; ');
 }

@@ -43,7 +43,11 @@ export interface CodecServer {
 
 /** An answer other than 200, with the one-line reason the client gets as `{ error }`. */
 class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
     super(message);
   }
 }
@@ -65,8 +69,14 @@ export async function startCodecServer(opts: CodecServerOptions): Promise<CodecS
   const host = opts.host ?? '127.0.0.1';
   const allowOrigins = (opts.allowOrigins ?? DEFAULT_UI_ORIGINS).map((o) => checkOrigin(o));
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  if (opts.token !== undefined && opts.token.length < MIN_TOKEN_LENGTH) throw new UsageError(`the codec server token is ${opts.token.length} characters: use at least ${MIN_TOKEN_LENGTH} (e.g. \`openssl rand -hex 32\`)`);
-  if (!isLoopback(host) && !opts.token) throw new UsageError(`the codec server decrypts for anyone who can reach it: binding ${host} (beyond localhost) needs a bearer token: set LOOPWRIGHT_CODEC_TOKEN or --token`);
+  if (opts.token !== undefined && opts.token.length < MIN_TOKEN_LENGTH)
+    throw new UsageError(
+      `the codec server token is ${opts.token.length} characters: use at least ${MIN_TOKEN_LENGTH} (e.g. \`openssl rand -hex 32\`)`,
+    );
+  if (!isLoopback(host) && !opts.token)
+    throw new UsageError(
+      `the codec server decrypts for anyone who can reach it: binding ${host} (beyond localhost) needs a bearer token: set LOOPWRIGHT_CODEC_TOKEN or --token`,
+    );
   const tokenDigest = opts.token ? digest(opts.token) : undefined;
   const codec = new EncryptionCodec(opts.ring);
 
@@ -75,18 +85,35 @@ export async function startCodecServer(opts: CodecServerOptions): Promise<CodecS
     const cors = origin !== undefined && allowOrigins.includes(origin) ? corsHeaders(origin, req) : undefined;
     try {
       const route = /^\/(?:[^/]+\/)?(encode|decode)$/.exec((req.url ?? '/').split('?')[0]!)?.[1];
-      if (!route) throw new HttpError(404, `no such endpoint ${req.method} ${(req.url ?? '').slice(0, 100)}: POST /encode or /decode`);
+      if (!route)
+        throw new HttpError(
+          404,
+          `no such endpoint ${req.method} ${(req.url ?? '').slice(0, 100)}: POST /encode or /decode`,
+        );
       // No Origin: not a browser (the Temporal CLI, curl). A browser always sends one on a POST or preflight.
-      if (origin !== undefined && !cors) throw new HttpError(403, `origin ${origin.slice(0, 200)} is not allowed: start the codec server with --allow-origin ${origin.slice(0, 200)} to let that Web UI in`);
+      if (origin !== undefined && !cors)
+        throw new HttpError(
+          403,
+          `origin ${origin.slice(0, 200)} is not allowed: start the codec server with --allow-origin ${origin.slice(0, 200)} to let that Web UI in`,
+        );
       if (req.method === 'OPTIONS') return send(res, 204, undefined, cors);
-      if (req.method !== 'POST') throw new HttpError(405, `${req.method} is not allowed on /${route}: use POST`, { Allow: 'POST, OPTIONS' });
-      if (tokenDigest && !bearerMatches(req.headers.authorization, tokenDigest)) throw new HttpError(401, 'missing or wrong bearer token: send Authorization: Bearer <LOOPWRIGHT_CODEC_TOKEN>', { 'WWW-Authenticate': 'Bearer' });
+      if (req.method !== 'POST')
+        throw new HttpError(405, `${req.method} is not allowed on /${route}: use POST`, { Allow: 'POST, OPTIONS' });
+      if (tokenDigest && !bearerMatches(req.headers.authorization, tokenDigest))
+        throw new HttpError(401, 'missing or wrong bearer token: send Authorization: Bearer <LOOPWRIGHT_CODEC_TOKEN>', {
+          'WWW-Authenticate': 'Bearer',
+        });
       const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (type !== 'application/json') throw new HttpError(415, `content type ${type || '(none)'} is not accepted: send application/json`);
+      if (type !== 'application/json')
+        throw new HttpError(415, `content type ${type || '(none)'} is not accepted: send application/json`);
       const namespace = req.headers['x-namespace'];
       if (typeof namespace === 'string' && namespace.length > 1000) throw new HttpError(400, 'X-Namespace is too long');
       const parsed = CodecBodySchema.safeParse(parseJson(await readBody(req, maxBody)));
-      if (!parsed.success) throw new HttpError(400, `the body is not {"payloads": [{"metadata": {key: base64}, "data": base64}]}: ${shapeProblems(parsed.error)}`);
+      if (!parsed.success)
+        throw new HttpError(
+          400,
+          `the body is not {"payloads": [{"metadata": {key: base64}, "data": base64}]}: ${shapeProblems(parsed.error)}`,
+        );
       const payloads = parsed.data.payloads.map(fromJson);
       let out;
       try {
@@ -107,12 +134,20 @@ export async function startCodecServer(opts: CodecServerOptions): Promise<CodecS
   server.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new UsageError(`codec server port ${opts.port ?? DEFAULT_CODEC_PORT} on ${host} is already in use: set --port (0 picks a free one)`) : err));
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new UsageError(
+              `codec server port ${opts.port ?? DEFAULT_CODEC_PORT} on ${host} is already in use: set --port (0 picks a free one)`,
+            )
+          : err,
+      ),
+    );
     server.listen({ port: opts.port ?? DEFAULT_CODEC_PORT, host, exclusive: true }, resolve);
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  const urlHost = isLoopback(host) || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : isIP(host) === 6 ? `[${host}]` : host;
+  const urlHost =
+    isLoopback(host) || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : isIP(host) === 6 ? `[${host}]` : host;
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= new Promise<void>((resolve) => {
@@ -136,7 +171,10 @@ export function checkOrigin(origin: string): string {
   } catch {
     url = undefined;
   }
-  if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin.replace(/\/$/, '')) throw new UsageError(`--allow-origin ${origin} is not an origin: give scheme://host[:port], e.g. http://localhost:8233`);
+  if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin.replace(/\/$/, ''))
+    throw new UsageError(
+      `--allow-origin ${origin} is not an origin: give scheme://host[:port], e.g. http://localhost:8233`,
+    );
   return url.origin;
 }
 
@@ -147,7 +185,9 @@ function corsHeaders(origin: string, req: IncomingMessage): Record<string, strin
     'Access-Control-Allow-Headers': 'Content-Type, X-Namespace, Authorization',
     'Access-Control-Max-Age': '600',
     // Chromium's Private Network Access asks before a page reaches a loopback address.
-    ...(req.headers['access-control-request-private-network'] === 'true' ? { 'Access-Control-Allow-Private-Network': 'true' } : {}),
+    ...(req.headers['access-control-request-private-network'] === 'true'
+      ? { 'Access-Control-Allow-Private-Network': 'true' }
+      : {}),
   };
 }
 
@@ -158,7 +198,9 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
     Vary: 'Origin',
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
-    ...(body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) }),
+    ...(body === undefined
+      ? {}
+      : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) }),
   });
   res.end(text);
 }

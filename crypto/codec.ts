@@ -27,11 +27,22 @@ export class EncryptionCodec implements PayloadCodec {
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((p) => {
-      const plain = te.encode(JSON.stringify({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')])), data: Buffer.from(p.data ?? new Uint8Array()).toString('base64') }));
+      const plain = te.encode(
+        JSON.stringify({
+          metadata: Object.fromEntries(
+            Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+          ),
+          data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
+        }),
+      );
       const compressed = plain.length >= COMPRESS_FROM;
       const { keyId, sealed } = seal(this.ring, compressed ? gzipSync(plain) : plain);
       return {
-        metadata: { encoding: te.encode(ENCODING), 'encryption-key-id': te.encode(keyId), ...(compressed ? { compressed: te.encode('gzip') } : {}) },
+        metadata: {
+          encoding: te.encode(ENCODING),
+          'encryption-key-id': te.encode(keyId),
+          ...(compressed ? { compressed: te.encode('gzip') } : {}),
+        },
         data: sealed,
       };
     });
@@ -44,7 +55,10 @@ export class EncryptionCodec implements PayloadCodec {
       let plain = open(this.ring, keyId, p.data ?? new Uint8Array());
       if (td.decode(p.metadata?.compressed ?? new Uint8Array()) === 'gzip') plain = gunzipSync(plain);
       const inner = JSON.parse(td.decode(plain)) as { metadata: Record<string, string>; data: string };
-      return { metadata: Object.fromEntries(Object.entries(inner.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])), data: Buffer.from(inner.data, 'base64') };
+      return {
+        metadata: Object.fromEntries(Object.entries(inner.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+        data: Buffer.from(inner.data, 'base64'),
+      };
     });
   }
 }
@@ -62,7 +76,8 @@ export class NoKeysCodec implements PayloadCodec {
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
     for (const p of payloads) {
-      if (td.decode(p.metadata?.encoding ?? new Uint8Array()) === ENCODING) throw new KeyMissingError(td.decode(p.metadata?.['encryption-key-id'] ?? new Uint8Array()), NO_RING);
+      if (td.decode(p.metadata?.encoding ?? new Uint8Array()) === ENCODING)
+        throw new KeyMissingError(td.decode(p.metadata?.['encryption-key-id'] ?? new Uint8Array()), NO_RING);
     }
     return payloads;
   }
@@ -74,9 +89,10 @@ export class NoKeysCodec implements PayloadCodec {
  * without one, payloads in clear and a clear error for encrypted ones ({@link NoKeysCodec}).
  */
 export function clientDataConverter(ring: KeyRing | undefined): DataConverter {
-  return ring ? { payloadCodecs: [new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH } : { payloadCodecs: [new NoKeysCodec()] };
+  return ring
+    ? { payloadCodecs: [new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH }
+    : { payloadCodecs: [new NoKeysCodec()] };
 }
-
 
 /**
  * The data converter every Loopwright worker uses: first the display codec (strings workflow code
@@ -86,5 +102,7 @@ export function clientDataConverter(ring: KeyRing | undefined): DataConverter {
  */
 export function workerDataConverter(ring: KeyRing | undefined, redaction: Redaction): DataConverter {
   const display = new DisplayRedactionCodec(redaction);
-  return ring ? { payloadCodecs: [display, new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH } : { payloadCodecs: [display, new NoKeysCodec()] };
+  return ring
+    ? { payloadCodecs: [display, new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH }
+    : { payloadCodecs: [display, new NoKeysCodec()] };
 }

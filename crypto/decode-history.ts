@@ -28,7 +28,9 @@ async function decodePayloads(payloads: Payload[], codecs: readonly PayloadCodec
   const sealed = out.find((p) => td.decode(p.metadata?.encoding ?? new Uint8Array()) === ENCODING);
   if (sealed) {
     const keyId = td.decode(sealed.metadata?.['encryption-key-id'] ?? new Uint8Array());
-    throw new LoopwrightError(`this run is encrypted (key ${keyId}) and this process has no key ring: set LOOPWRIGHT_KEYS to the ring that holds ${keyId}`);
+    throw new LoopwrightError(
+      `this run is encrypted (key ${keyId}) and this process has no key ring: set LOOPWRIGHT_KEYS to the ring that holds ${keyId}`,
+    );
   }
   return out;
 }
@@ -64,7 +66,9 @@ async function walk(node: unknown, codecs: readonly PayloadCodec[]): Promise<voi
 /** What DefaultFailureConverter does with encodedAttributes: message and stack trace back in place. */
 function restoreAttributes(failure: Record<string, unknown>): void {
   try {
-    const attrs = defaultPayloadConverter.fromPayload<{ message?: unknown; stack_trace?: unknown }>(failure.encodedAttributes as Payload);
+    const attrs = defaultPayloadConverter.fromPayload<{ message?: unknown; stack_trace?: unknown }>(
+      failure.encodedAttributes as Payload,
+    );
     if (typeof attrs?.message === 'string') failure.message = attrs.message;
     if (typeof attrs?.stack_trace === 'string') failure.stackTrace = attrs.stack_trace;
   } catch {

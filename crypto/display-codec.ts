@@ -29,7 +29,12 @@ export class DisplayRedactionCodec implements PayloadCodec {
 
   private redactOne(p: Payload): Payload {
     const data = p.data;
-    if (!data || td.decode(p.metadata?.encoding ?? new Uint8Array()) !== 'json/plain' || Buffer.from(data.buffer, data.byteOffset, data.byteLength).indexOf(MARK) < 0) return p;
+    if (
+      !data ||
+      td.decode(p.metadata?.encoding ?? new Uint8Array()) !== 'json/plain' ||
+      Buffer.from(data.buffer, data.byteOffset, data.byteLength).indexOf(MARK) < 0
+    )
+      return p;
     let value: unknown;
     try {
       value = JSON.parse(td.decode(data));
@@ -40,9 +45,11 @@ export class DisplayRedactionCodec implements PayloadCodec {
   }
 
   private walk(value: unknown): unknown {
-    if (typeof value === 'string') return value.startsWith(DISPLAY_MARK) ? redact(value.slice(DISPLAY_MARK.length), this.redaction) : value;
+    if (typeof value === 'string')
+      return value.startsWith(DISPLAY_MARK) ? redact(value.slice(DISPLAY_MARK.length), this.redaction) : value;
     if (Array.isArray(value)) return value.map((v) => this.walk(v));
-    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.walk(v)]));
+    if (value !== null && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.walk(v)]));
     return value;
   }
 }

@@ -1,4 +1,15 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { UsageError } from '../common/errors';
 import { loopwrightHome } from '../server/paths';
@@ -26,12 +37,18 @@ export function readRingAt(where: string): KeyRing {
  * keys in it may be the only way to read runs already encrypted.
  */
 export function initKeyFile(file: string, now = new Date()): { file: string; keyId: string } {
-  if (existsSync(file)) throw new UsageError(`${file} already exists: it is kept (its keys may be the only way to read encrypted runs); add a key with \`loopwright keys rotate\``);
+  if (existsSync(file))
+    throw new UsageError(
+      `${file} already exists: it is kept (its keys may be the only way to read encrypted runs); add a key with \`loopwright keys rotate\``,
+    );
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const keyId = newKeyId(now);
   const fd = openSync(file, 'wx', 0o600);
   try {
-    writeSync(fd, `# Loopwright key ring: id=base64 AES-256 key; the current key encrypts, every key decrypts. Back it up; never commit it.\n${keyId}=${newKey()}\ncurrent=${keyId}\n`);
+    writeSync(
+      fd,
+      `# Loopwright key ring: id=base64 AES-256 key; the current key encrypts, every key decrypts. Back it up; never commit it.\n${keyId}=${newKey()}\ncurrent=${keyId}\n`,
+    );
   } finally {
     closeSync(fd);
   }
@@ -52,7 +69,11 @@ export function rotateRing(where: string, now = new Date()): { keyId: string; pr
     writeFileSync(path.join(where, `${keyId}.key`), `${newKey()}\n`, { mode: 0o600, flag: 'wx' });
     writeAtomic(path.join(where, 'current'), `${keyId}\n`);
   } else {
-    const kept = readFileSync(where, 'utf8').split(/\r?\n/).filter((l) => !/^\s*current\s*=/.test(l)).join('\n').replace(/\n*$/, '\n');
+    const kept = readFileSync(where, 'utf8')
+      .split(/\r?\n/)
+      .filter((l) => !/^\s*current\s*=/.test(l))
+      .join('\n')
+      .replace(/\n*$/, '\n');
     const text = `${kept}${keyId}=${newKey()}\ncurrent=${keyId}\n`;
     parseKeyFile(text, where); // never write a ring that would not read back
     writeAtomic(where, text);

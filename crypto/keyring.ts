@@ -35,7 +35,10 @@ const ID = /^[A-Za-z0-9._-]{1,64}$/;
 export function keyRingFromEnv(env: Record<string, string | undefined>): KeyRing | undefined {
   const where = env.LOOPWRIGHT_KEYS === undefined ? defaultRing(env) : env.LOOPWRIGHT_KEYS.trim();
   if (!where) return undefined;
-  if (!existsSync(where)) throw new ConfigError(`LOOPWRIGHT_KEYS names ${where}, which does not exist: create it with \`loopwright keys init\`, or unset it`);
+  if (!existsSync(where))
+    throw new ConfigError(
+      `LOOPWRIGHT_KEYS names ${where}, which does not exist: create it with \`loopwright keys init\`, or unset it`,
+    );
   return statSync(where).isDirectory() ? readDir(where) : parseKeyFile(readFileSync(where, 'utf8'), where);
 }
 
@@ -67,7 +70,9 @@ export function parseKeyFile(text: string, source: string): KeyRing {
 
 function readDir(dir: string): KeyRing {
   const keys = new Map<string, Buffer>();
-  for (const name of readdirSync(dir).filter((f) => f.endsWith('.key')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((f) => f.endsWith('.key'))
+    .sort()) {
     const id = checkId(name.slice(0, -4), path.join(dir, name));
     keys.set(id, decodeKey(readFileSync(path.join(dir, name), 'utf8').trim(), path.join(dir, name)));
   }
@@ -77,7 +82,10 @@ function readDir(dir: string): KeyRing {
 
 function ring(keys: Map<string, Buffer>, current: string | undefined, source: string): KeyRing {
   if (!keys.size) throw new ConfigError(`${source} holds no keys: add one with \`loopwright keys rotate\``);
-  if (!current || !keys.has(current)) throw new ConfigError(`${source}: the current key ${current ?? '(none)'} is not in the ring: name one of ${[...keys.keys()].join(', ')}`);
+  if (!current || !keys.has(current))
+    throw new ConfigError(
+      `${source}: the current key ${current ?? '(none)'} is not in the ring: name one of ${[...keys.keys()].join(', ')}`,
+    );
   return { current, keys, source };
 }
 
@@ -88,7 +96,10 @@ function checkId(id: string, where: string): string {
 
 function decodeKey(b64: string, where: string): Buffer {
   const key = Buffer.from(b64, 'base64');
-  if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== b64.replace(/=+$/, '')) throw new ConfigError(`${where}: a key is 32 bytes in base64 (44 characters); make one with \`loopwright keys rotate\``);
+  if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== b64.replace(/=+$/, ''))
+    throw new ConfigError(
+      `${where}: a key is 32 bytes in base64 (44 characters); make one with \`loopwright keys rotate\``,
+    );
   return key;
 }
 
@@ -99,7 +110,10 @@ export function newKey(): string {
 
 /** A new key id: `k` and the UTC time, e.g. `k20261201T235900Z`. */
 export function newKeyId(now = new Date()): string {
-  return `k${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}`;
+  return `k${now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')}`;
 }
 
 /** AES-256-GCM of `plain` with the ring's current key: `nonce (12) | ciphertext | tag (16)`, and the key id. */
@@ -123,7 +137,9 @@ export function open(ring: KeyRing, keyId: string, sealed: Uint8Array, aad?: Uin
   try {
     return Buffer.concat([decipher.update(buf.subarray(12, buf.length - 16)), decipher.final()]);
   } catch {
-    throw new CiphertextError(`ciphertext under key ${keyId} does not authenticate: it was altered, or the key ${keyId} in ${ring.source} is not the one it was made with`);
+    throw new CiphertextError(
+      `ciphertext under key ${keyId} does not authenticate: it was altered, or the key ${keyId} in ${ring.source} is not the one it was made with`,
+    );
   }
 }
 
@@ -132,7 +148,10 @@ export function open(ring: KeyRing, keyId: string, sealed: Uint8Array, aad?: Uin
 export const NO_RING = '(none: LOOPWRIGHT_KEYS is not set in this process)';
 
 export class KeyMissingError extends ConfigError {
-  constructor(readonly keyId: string, source: string) {
+  constructor(
+    readonly keyId: string,
+    source: string,
+  ) {
     super(
       source === NO_RING
         ? `key ${keyId} is not in the key ring ${source}: this data was encrypted with it; set LOOPWRIGHT_KEYS to the key ring the workers use (see README "Secrets at rest")`

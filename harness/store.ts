@@ -3,7 +3,13 @@ import { UsageError } from '../common/errors';
 import type { CurrentHarness, Harness } from '../common/improve/types';
 import { getLoop } from '../loops';
 import {
-  addRegressionUpdate, HARNESS_MEMO, harnessStateQuery, publishHarnessUpdate, rollbackHarnessUpdate, type HarnessState, harnessWorkflow,
+  addRegressionUpdate,
+  HARNESS_MEMO,
+  harnessStateQuery,
+  publishHarnessUpdate,
+  rollbackHarnessUpdate,
+  type HarnessState,
+  harnessWorkflow,
 } from '../workflows/harness-workflow';
 
 /**
@@ -17,7 +23,11 @@ export const harnessStoreId = (taskQueue: string, loop: string) => `harness/${ta
  * The loop's current harness, from the store's memo (so it needs no worker), or undefined when
  * the loop has no store yet: its runs use the built-in harness, v1.
  */
-export async function currentHarness(temporal: Client, taskQueue: string, loop: string): Promise<CurrentHarness | undefined> {
+export async function currentHarness(
+  temporal: Client,
+  taskQueue: string,
+  loop: string,
+): Promise<CurrentHarness | undefined> {
   try {
     const description = await temporal.workflow.getHandle(harnessStoreId(taskQueue, loop)).describe();
     if (description.status.name !== 'RUNNING') return undefined;
@@ -34,21 +44,39 @@ export async function harnessState(temporal: Client, loop: string, taskQueue: st
 }
 
 /** Adds a version and makes it current; runs that start afterwards use it. */
-export async function publishHarness(temporal: Client, taskQueue: string, req: { loop: string; harness: Harness; by: string; reason: string; proposedBy?: string }): Promise<number> {
+export async function publishHarness(
+  temporal: Client,
+  taskQueue: string,
+  req: { loop: string; harness: Harness; by: string; reason: string; proposedBy?: string },
+): Promise<number> {
   const { loop, ...rest } = req;
-  return update(() => store(temporal, loop, taskQueue).then((h) => h.executeUpdate(publishHarnessUpdate, { args: [rest] })));
+  return update(() =>
+    store(temporal, loop, taskQueue).then((h) => h.executeUpdate(publishHarnessUpdate, { args: [rest] })),
+  );
 }
 
 /** Points the current harness back to the version before (or to `to`). */
-export async function rollbackHarness(temporal: Client, taskQueue: string, req: { loop: string; to?: number; by: string; reason: string }): Promise<number> {
+export async function rollbackHarness(
+  temporal: Client,
+  taskQueue: string,
+  req: { loop: string; to?: number; by: string; reason: string },
+): Promise<number> {
   const { loop, ...rest } = req;
-  return update(() => store(temporal, loop, taskQueue).then((h) => h.executeUpdate(rollbackHarnessUpdate, { args: [rest] })));
+  return update(() =>
+    store(temporal, loop, taskQueue).then((h) => h.executeUpdate(rollbackHarnessUpdate, { args: [rest] })),
+  );
 }
 
 /** Adds a task to the loop's regression set; returns its id. */
-export async function addRegression(temporal: Client, taskQueue: string, req: { loop: string; input: unknown; expect: 'pass' | 'fail'; fromRun?: string; by: string }): Promise<string> {
+export async function addRegression(
+  temporal: Client,
+  taskQueue: string,
+  req: { loop: string; input: unknown; expect: 'pass' | 'fail'; fromRun?: string; by: string },
+): Promise<string> {
   const { loop, ...rest } = req;
-  return update(() => store(temporal, loop, taskQueue).then((h) => h.executeUpdate(addRegressionUpdate, { args: [rest] })));
+  return update(() =>
+    store(temporal, loop, taskQueue).then((h) => h.executeUpdate(addRegressionUpdate, { args: [rest] })),
+  );
 }
 
 /** The loop's store, started with its built-in harness as v1 when it does not exist yet. */

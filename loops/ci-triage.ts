@@ -10,7 +10,15 @@ const reportDir = z.string().trim().min(1).optional();
 
 /** Input of one `ci-triage` run: a repository, its test command and one failing test. */
 const maxPendingReviews = z.number().int().positive().optional();
-export const CiTriageInputSchema = z.object({ repo, testCommand, failingTest: z.string().trim().min(1, { message: 'name the failing test' }), reportDir, maxPendingReviews }).strict();
+export const CiTriageInputSchema = z
+  .object({
+    repo,
+    testCommand,
+    failingTest: z.string().trim().min(1, { message: 'name the failing test' }),
+    reportDir,
+    maxPendingReviews,
+  })
+  .strict();
 export type CiTriageInput = z.infer<typeof CiTriageInputSchema>;
 
 /**
@@ -18,11 +26,18 @@ export type CiTriageInput = z.infer<typeof CiTriageInputSchema>;
  * command; every failing test becomes one run. `fanOut` caps the starts in flight (default 4);
  * `maxPendingReviews` holds new runs back while that many of the loop's runs wait for a human.
  */
-export const CiTriageDiscoveryInputSchema = z.object({ repo, testCommand, reportDir, fanOut: z.number().int().min(1).max(64).optional(), maxPendingReviews }).strict();
+export const CiTriageDiscoveryInputSchema = z
+  .object({ repo, testCommand, reportDir, fanOut: z.number().int().min(1).max(64).optional(), maxPendingReviews })
+  .strict();
 export type CiTriageDiscoveryInput = z.infer<typeof CiTriageDiscoveryInputSchema>;
 
 /** The judge's rubric for a diagnosis. */
-export const CI_TRIAGE_RUBRIC = ['names the failing test', 'gives a likely cause', 'cites evidence as path:line', 'suggests a fix'];
+export const CI_TRIAGE_RUBRIC = [
+  'names the failing test',
+  'gives a likely cause',
+  'cites evidence as path:line',
+  'suggests a fix',
+];
 
 const SYSTEM_PROMPT = [
   'You diagnose failing tests in a software repository, using read-only tools inside it. Paths are relative to the repository root.',
@@ -39,7 +54,8 @@ const SYSTEM_PROMPT = [
  */
 export const ciTriage: LoopDefinition<CiTriageInput> = {
   name: 'ci-triage',
-  description: 'Diagnose a failing test by reading the code; deliver a cited report (L1). Discovery: one run per failing test.',
+  description:
+    'Diagnose a failing test by reading the code; deliver a cited report (L1). Discovery: one run per failing test.',
   example: { repo: '.', testCommand: 'node --test', failingTest: 'add adds two numbers' },
   inputSchema: CiTriageInputSchema,
   harness: { systemPrompt: SYSTEM_PROMPT, knowledge: {}, toolDescriptions: {} },
@@ -54,10 +70,21 @@ export const ciTriage: LoopDefinition<CiTriageInput> = {
       name: 'ci-triage',
       version: '1',
       description: this.description,
-      agent: { ...harnessAgent(defaults.harness), maxTokens: 4096, tools: ['read_file', 'list_files', 'search'], maxTurns: 20 },
+      agent: {
+        ...harnessAgent(defaults.harness),
+        maxTokens: 4096,
+        tools: ['read_file', 'list_files', 'search'],
+        maxTurns: 20,
+      },
       models: defaults.models,
       checks: [
-        { kind: 'citations', name: 'citations', testName: input.failingTest, testCommand: input.testCommand, timeout: '10m' },
+        {
+          kind: 'citations',
+          name: 'citations',
+          testName: input.failingTest,
+          testCommand: input.testCommand,
+          timeout: '10m',
+        },
         { kind: 'judge', name: 'judge', rubric: CI_TRIAGE_RUBRIC },
       ],
       budget: { maxAttempts: 3 },
@@ -67,7 +94,14 @@ export const ciTriage: LoopDefinition<CiTriageInput> = {
       promotion: { to: 'L2', consecutive: 50, of: 'audited_ok' },
       ...(input.maxPendingReviews ? { maxPendingReviews: input.maxPendingReviews } : {}),
       delivery: {
-        effects: [{ kind: 'report', name: 'report', title: `ci-triage: ${input.failingTest}`, ...(input.reportDir ? { dir: path.resolve(input.repo, input.reportDir) } : {}) }],
+        effects: [
+          {
+            kind: 'report',
+            name: 'report',
+            title: `ci-triage: ${input.failingTest}`,
+            ...(input.reportDir ? { dir: path.resolve(input.repo, input.reportDir) } : {}),
+          },
+        ],
         // The L1 delivery also keeps the story of how the triage was reached, whatever the outcome.
         trace: input.reportDir ? { dir: path.resolve(input.repo, input.reportDir, 'traces') } : {},
       },

@@ -1,6 +1,14 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { AutonomySchema, BudgetSchema, CheckSchema, CommandEnvSchema, DurationSchema, LoopSpecSchema, ModelTimeoutsSchema } from '../common/loop-spec';
+import {
+  AutonomySchema,
+  BudgetSchema,
+  CheckSchema,
+  CommandEnvSchema,
+  DurationSchema,
+  LoopSpecSchema,
+  ModelTimeoutsSchema,
+} from '../common/loop-spec';
 import { harnessPrompt } from '../common/improve/proposal';
 import { harnessAgent, type LoopDefinition } from './loop-definition';
 
@@ -32,8 +40,14 @@ export const EvaluateOptimizeInputSchema = z
     modelTimeouts: ModelTimeoutsSchema.optional(),
   })
   .strict()
-  .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, { message: 'give a rubric or at least one check', path: ['rubric'] })
-  .refine((i) => !i.tools?.length || i.workspace !== undefined, { message: 'tools work in a workspace: give "workspace" (a folder; a git repository for L2)', path: ['workspace'] });
+  .refine((i) => i.rubric !== undefined || (i.checks?.length ?? 0) > 0, {
+    message: 'give a rubric or at least one check',
+    path: ['rubric'],
+  })
+  .refine((i) => !i.tools?.length || i.workspace !== undefined, {
+    message: 'tools work in a workspace: give "workspace" (a folder; a git repository for L2)',
+    path: ['workspace'],
+  });
 export type EvaluateOptimizeInput = z.infer<typeof EvaluateOptimizeInputSchema>;
 
 const SYSTEM_PROMPT = [
@@ -55,7 +69,11 @@ const TOOLS_PROMPT = [
 export const evaluateOptimize: LoopDefinition<EvaluateOptimizeInput> = {
   name: 'evaluate-optimize',
   description: 'Any task, answered by the worker model and judged against your rubric and checks.',
-  example: { task: 'Write a haiku about durable execution.', rubric: ['has three lines', 'mentions a crash'], maxAttempts: 3 },
+  example: {
+    task: 'Write a haiku about durable execution.',
+    rubric: ['has three lines', 'mentions a crash'],
+    maxAttempts: 3,
+  },
   inputSchema: EvaluateOptimizeInputSchema,
   harness: { systemPrompt: SYSTEM_PROMPT, knowledge: {}, toolDescriptions: {} },
   plan(input, defaults) {

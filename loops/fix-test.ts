@@ -10,7 +10,9 @@ export const FixTestInputSchema = z
     repo: z.string().trim().min(1, { message: 'give the path of a git repository' }),
     testCommand: z.string().trim().min(1, { message: 'give the command that runs the tests, e.g. "npm test"' }),
     failingTest: z.string().trim().min(1, { message: 'name the failing test' }),
-    allowedPaths: z.array(z.string().trim().min(1)).min(1, { message: 'list the paths the fix may touch, e.g. ["src/", "test/"]' }),
+    allowedPaths: z
+      .array(z.string().trim().min(1))
+      .min(1, { message: 'list the paths the fix may touch, e.g. ["src/", "test/"]' }),
     targetBranch: z.string().trim().min(1).optional(),
     maxAttempts: z.number().int().min(1).max(10).optional(),
     /** L2 (default) waits for approval before committing; L3 commits at once and asks for an audit. */
@@ -27,7 +29,14 @@ export const FixTestInputSchema = z
      */
     /** A change to existing tests, helpers, fixtures or runner config: fail the attempt (default), or send it to a person's review. */
     testChanges: z.enum(['fail', 'human']).optional(),
-    heldOutTests: z.object({ dir: z.string().trim().min(1), into: z.string().trim().min(1).optional(), command: z.string().trim().min(1).optional() }).strict().optional(),
+    heldOutTests: z
+      .object({
+        dir: z.string().trim().min(1),
+        into: z.string().trim().min(1).optional(),
+        command: z.string().trim().min(1).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type FixTestInput = z.infer<typeof FixTestInputSchema>;
@@ -67,7 +76,16 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       agent: {
         ...harnessAgent(defaults.harness),
         maxTokens: 8192,
-        tools: ['read_file', 'list_files', 'search', 'write_file', 'edit_file', 'run_command', 'git_diff', 'git_status'],
+        tools: [
+          'read_file',
+          'list_files',
+          'search',
+          'write_file',
+          'edit_file',
+          'run_command',
+          'git_diff',
+          'git_status',
+        ],
         maxTurns: 25,
         commandAllowList: [input.testCommand],
         commandTimeout: '5m',
@@ -75,11 +93,30 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       models: defaults.models,
       checks: [
         {
-          kind: 'tests', name: 'tests', command: input.testCommand, failingTest: input.failingTest, requireRegressionTest: true, timeout: '10m',
-          ...(input.testRunner ? { runner: input.testRunner } : {}), ...(input.junitPath ? { junitPath: input.junitPath } : {}),
-          ...(input.heldOutTests ? { heldOut: { dir: input.heldOutTests.dir, ...(input.heldOutTests.into ? { into: input.heldOutTests.into } : {}), ...(input.heldOutTests.command ? { command: input.heldOutTests.command } : {}) } } : {}),
+          kind: 'tests',
+          name: 'tests',
+          command: input.testCommand,
+          failingTest: input.failingTest,
+          requireRegressionTest: true,
+          timeout: '10m',
+          ...(input.testRunner ? { runner: input.testRunner } : {}),
+          ...(input.junitPath ? { junitPath: input.junitPath } : {}),
+          ...(input.heldOutTests
+            ? {
+                heldOut: {
+                  dir: input.heldOutTests.dir,
+                  ...(input.heldOutTests.into ? { into: input.heldOutTests.into } : {}),
+                  ...(input.heldOutTests.command ? { command: input.heldOutTests.command } : {}),
+                },
+              }
+            : {}),
         },
-        { kind: 'diff', name: 'change policy', allowedPaths: input.allowedPaths, ...(input.testChanges ? { testChanges: input.testChanges } : {}) },
+        {
+          kind: 'diff',
+          name: 'change policy',
+          allowedPaths: input.allowedPaths,
+          ...(input.testChanges ? { testChanges: input.testChanges } : {}),
+        },
         // Last, so that it reads the gate's verdicts beside the diff.
         { kind: 'judge', name: 'code review', rubric: [...FIX_TEST_REVIEW_RUBRIC], subject: 'change' },
       ],
@@ -87,8 +124,19 @@ export const fixTest: LoopDefinition<FixTestInput> = {
       escalation: { timeout: '72h' },
       autonomy: input.autonomy ?? 'L2',
       // L3 (apply at once, audit afterwards) is earned by 50 L2 changes in a row approved as they were.
-      ...((input.autonomy ?? 'L2') === 'L2' ? { promotion: { to: 'L3', consecutive: 50, of: 'approved_unchanged' } } : {}),
-      delivery: { effects: [{ kind: 'git_commit', name: 'commit', targetBranch: input.targetBranch, message: `fix: ${input.failingTest}` }] },
+      ...((input.autonomy ?? 'L2') === 'L2'
+        ? { promotion: { to: 'L3', consecutive: 50, of: 'approved_unchanged' } }
+        : {}),
+      delivery: {
+        effects: [
+          {
+            kind: 'git_commit',
+            name: 'commit',
+            targetBranch: input.targetBranch,
+            message: `fix: ${input.failingTest}`,
+          },
+        ],
+      },
       ...(input.commandEnv ? { sandbox: { env: input.commandEnv } } : {}),
     });
     return { task, spec, workspace: input.repo, itemKey: input.failingTest };

@@ -43,5 +43,8 @@ export interface LoopDefinition<I = unknown> {
 
 /** The part of `spec.agent` a harness sets: the system prompt (with its knowledge) and the tool descriptions. */
 export function harnessAgent(h: Harness): { systemPrompt: string; toolDescriptions?: Record<string, string> } {
-  return { systemPrompt: harnessPrompt(h), ...(Object.keys(h.toolDescriptions).length ? { toolDescriptions: h.toolDescriptions } : {}) };
+  return {
+    systemPrompt: harnessPrompt(h),
+    ...(Object.keys(h.toolDescriptions).length ? { toolDescriptions: h.toolDescriptions } : {}),
+  };
 }

@@ -21,7 +21,13 @@ export interface LoopConfig {
  * names each field at fault (exit 2), raised before anything reaches the server. `harness` is
  * the loop's current harness version (see harness/store.ts); without it, the built-in one (v1).
  */
-export function planRun(loopName: string, rawInput: unknown, config: LoopConfig, trigger: Trigger, harness?: CurrentHarness): LoopInput {
+export function planRun(
+  loopName: string,
+  rawInput: unknown,
+  config: LoopConfig,
+  trigger: Trigger,
+  harness?: CurrentHarness,
+): LoopInput {
   const loop = getLoop(loopName);
   const parsed = loop.inputSchema.safeParse(rawInput);
   if (!parsed.success) {
@@ -30,7 +36,9 @@ export function planRun(loopName: string, rawInput: unknown, config: LoopConfig,
   }
   const plan = loop.plan(parsed.data, { models: config.models, harness: harness?.harness ?? loop.harness });
   const rubric = plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? c.rubric : []));
-  const rubricHashes = Object.fromEntries(plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? [[c.name, hashRubric(c.rubric)]] : [])));
+  const rubricHashes = Object.fromEntries(
+    plan.spec.checks.flatMap((c) => (c.kind === 'judge' ? [[c.name, hashRubric(c.rubric)]] : [])),
+  );
   return {
     loop: loop.name,
     task: plan.task,

@@ -32,6 +32,8 @@ export async function runModelServerCommand(opts: RunModelServerOptions): Promis
   const out = opts.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const rules = `${script.rules.length} rule${script.rules.length === 1 ? '' : 's'}`;
   const log = opts.logFile === undefined ? '' : `, log: ${opts.logFile}`;
-  out(`model server listening on ${server.url} (script: ${opts.scriptPath}, ${rules}${log}); set ANTHROPIC_BASE_URL to it`);
+  out(
+    `model server listening on ${server.url} (script: ${opts.scriptPath}, ${rules}${log}); set ANTHROPIC_BASE_URL to it`,
+  );
   return server;
 }

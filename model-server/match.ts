@@ -51,8 +51,7 @@ export function readRequestFacts(headers: IncomingHttpHeaders, body: unknown): R
   const record = isRecord(body) ? body : {};
   const messages = Array.isArray(record.messages) ? record.messages : [];
   const lastUser = [...messages].reverse().find((m) => isRecord(m) && m.role === 'user') as
-    | Record<string, unknown>
-    | undefined;
+    Record<string, unknown> | undefined;
   return {
     role: header(headers, 'x-loopwright-role'),
     attempt: attempt !== undefined && Number.isFinite(attempt) ? attempt : undefined,
@@ -101,7 +100,9 @@ export class RuleBook {
 
   /** Names of the rules whose `times` are all used. */
   usedUp(): string[] {
-    return this.script.rules.filter((rule, i) => rule.times !== undefined && this.used[i] >= rule.times).map((r) => r.name);
+    return this.script.rules
+      .filter((rule, i) => rule.times !== undefined && this.used[i] >= rule.times)
+      .map((r) => r.name);
   }
 
   /**

@@ -3,8 +3,7 @@ import type { ScriptReply } from './script';
 
 /** A content block of a scripted assistant message, as the Messages API returns it. */
 export type ScriptedContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
+  { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
 /** Usage of a scripted message, every counter filled in. */
 export interface ScriptedUsage {
@@ -49,7 +48,8 @@ export function buildMessage(reply: ScriptReply, model: string, requestChars: nu
       : { type: 'tool_use', id: block.id ?? newId('toolu'), name: block.name, input: block.input },
   );
   const outputChars = content.reduce(
-    (sum, block) => sum + (block.type === 'text' ? block.text.length : block.name.length + JSON.stringify(block.input).length),
+    (sum, block) =>
+      sum + (block.type === 'text' ? block.text.length : block.name.length + JSON.stringify(block.input).length),
     0,
   );
   const usage = reply.usage ?? {};

@@ -45,9 +45,7 @@ export const ScriptUsageSchema = z.strictObject({
  */
 export const ScriptReplySchema = z.strictObject({
   content: z.array(z.discriminatedUnion('type', [ScriptTextBlockSchema, ScriptToolUseBlockSchema])),
-  stop_reason: z
-    .enum(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal'])
-    .optional(),
+  stop_reason: z.enum(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal']).optional(),
   usage: ScriptUsageSchema.optional(),
 });
 /** See {@link ScriptReplySchema}. */
@@ -66,7 +64,15 @@ export const ScriptErrorSchema = z.strictObject({
 export type ScriptError = z.infer<typeof ScriptErrorSchema>;
 
 /** The events of a streamed reply, in the order they are sent (`fault.after` may name one). */
-export const STREAM_EVENT_NAMES = ['message_start', 'ping', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop'] as const;
+export const STREAM_EVENT_NAMES = [
+  'message_start',
+  'ping',
+  'content_block_start',
+  'content_block_delta',
+  'content_block_stop',
+  'message_delta',
+  'message_stop',
+] as const;
 
 /**
  * What goes wrong in a streamed reply, after `after` events (a count, 0 = right after the
@@ -82,7 +88,10 @@ export const StreamFaultSchema = z
     after: z.union([z.number().int().nonnegative(), z.enum(STREAM_EVENT_NAMES)]),
     error: z.strictObject({ type: z.string().min(1), message: z.string() }).optional(),
   })
-  .refine((f) => f.error === undefined || f.kind === 'error', { message: '"error" goes with kind "error" only', path: ['error'] });
+  .refine((f) => f.error === undefined || f.kind === 'error', {
+    message: '"error" goes with kind "error" only',
+    path: ['error'],
+  });
 /** See {@link StreamFaultSchema}. */
 export type StreamFault = z.infer<typeof StreamFaultSchema>;
 
@@ -141,7 +150,10 @@ export function parseModelScript(data: unknown, source: string): ModelScript {
   const parsed = ModelScriptSchema.safeParse(data);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((issue) =>
-    `${issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`.replace(/\s*\n\s*/g, ' '),
+    `${issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`.replace(
+      /\s*\n\s*/g,
+      ' ',
+    ),
   );
   throw new InputError(`invalid model script ${source}: ${issues.join('; ')}`, issues);
 }

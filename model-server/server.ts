@@ -66,8 +66,7 @@ export interface ModelServer {
 }
 
 type Answer = { delayMs?: number } & (
-  | { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> }
-  | ({ kind: 'stream' } & StreamPlan)
+  { kind: 'json'; status: number; body: unknown; headers?: Record<string, string> } | ({ kind: 'stream' } & StreamPlan)
 );
 
 /**
@@ -94,21 +93,40 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const { at, role, attempt, turn, workflowId, model, rule, status, system, lastUser, body, usage, fault } = record;
     const line = {
       ...{ at, role: role ?? null, attempt: attempt ?? null, turn: turn ?? null, workflowId: workflowId ?? null },
-      ...{ model, rule, status, ...(usage ? { usage } : {}), ...(fault ? { fault } : {}), system, lastUser, request: body },
+      ...{
+        model,
+        rule,
+        status,
+        ...(usage ? { usage } : {}),
+        ...(fault ? { fault } : {}),
+        system,
+        lastUser,
+        request: body,
+      },
     };
     logChain = logChain
       .then(() => appendFile(logFile, `${JSON.stringify(line)}\n`))
       .catch((err: unknown) => process.emitWarning(`model server could not append to ${logFile}: ${String(err)}`));
   };
 
-  const decide = (req: IncomingMessage, raw: string, json: boolean, record: RecordedRequest, requestId: string): Answer => {
+  const decide = (
+    req: IncomingMessage,
+    raw: string,
+    json: boolean,
+    record: RecordedRequest,
+    requestId: string,
+  ): Answer => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (req.method !== 'POST' || path !== '/v1/messages') {
       const message = `scripted model: no route ${req.method ?? '?'} ${path}; only POST /v1/messages is served`;
       return { kind: 'json', status: 404, body: errorBody(404, message, requestId) };
     }
     if (!json) {
-      return { kind: 'json', status: 400, body: errorBody(400, 'scripted model: request body is not valid JSON', requestId) };
+      return {
+        kind: 'json',
+        status: 400,
+        body: errorBody(400, 'scripted model: request body is not valid JSON', requestId),
+      };
     }
     const problems = messagesBodyProblems(record.body);
     if (problems.length > 0) return { kind: 'json', status: 400, body: errorBody(400, problems.join('; '), requestId) };
@@ -123,7 +141,14 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     }
     const message = buildMessage(rule.reply ?? { content: [] }, record.model, raw.length);
     const stream = (record.body as { stream?: unknown }).stream === true;
-    if (stream) return { kind: 'stream', events: messageStreamEvents(message), eventDelayMs: rule.eventDelayMs, fault: rule.fault, delayMs };
+    if (stream)
+      return {
+        kind: 'stream',
+        events: messageStreamEvents(message),
+        eventDelayMs: rule.eventDelayMs,
+        fault: rule.fault,
+        delayMs,
+      };
     if (rule.fault) {
       const problem = `scripted model: rule "${rule.name}" scripts a ${rule.fault.kind} fault of a stream; send "stream": true`;
       return { kind: 'json', status: 400, body: errorBody(400, problem, requestId) };
@@ -164,7 +189,8 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, errorBody(500, `scripted model crashed: ${String(err)}`, newId('req')), {});
+      if (!res.headersSent)
+        sendJson(res, 500, errorBody(500, `scripted model crashed: ${String(err)}`, newId('req')), {});
       else res.destroy();
     });
   });
@@ -186,7 +212,11 @@ function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') {
-        reject(new UsageError(`cannot start the model server: ${host}:${port} is already in use; pick another port (0 = any free port)`));
+        reject(
+          new UsageError(
+            `cannot start the model server: ${host}:${port} is already in use; pick another port (0 = any free port)`,
+          ),
+        );
       } else {
         reject(new LoopwrightError(`cannot start the model server on ${host}:${port}: ${err.message}`, { cause: err }));
       }

@@ -35,9 +35,15 @@ export function messageStreamEvents(message: ScriptedMessage): StreamEvent[] {
   ];
   message.content.forEach((block, index) => {
     if (block.type === 'text') {
-      events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } });
+      events.push({
+        event: 'content_block_start',
+        data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+      });
       for (const text of chunks(block.text)) {
-        events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text } } });
+        events.push({
+          event: 'content_block_delta',
+          data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text } },
+        });
       }
     } else {
       const start = { type: 'tool_use', id: block.id, name: block.name, input: {} };

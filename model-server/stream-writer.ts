@@ -21,7 +21,8 @@ export interface StreamProgress {
 }
 
 /** Data that is not JSON, cut in the middle of a delta, as a broken proxy might send it. */
-const MALFORMED = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_de\n\n';
+const MALFORMED =
+  'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_de\n\n';
 
 /**
  * Writes a streamed answer event by event, each flushed before the next (so a fault after N
@@ -30,7 +31,12 @@ const MALFORMED = 'event: content_block_delta\ndata: {"type":"content_block_delt
  * for `message_start` to be sent. Resolves once the answer is over: ended, dropped, or, for a
  * stall, when the client leaves or the server closes.
  */
-export async function writeStream(res: ServerResponse, plan: StreamPlan, progress: StreamProgress, headers: Record<string, string>): Promise<void> {
+export async function writeStream(
+  res: ServerResponse,
+  plan: StreamPlan,
+  progress: StreamProgress,
+  headers: Record<string, string>,
+): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...headers });
   res.flushHeaders();
   const faultAt = plan.fault ? faultIndex(plan.fault, plan.events) : Infinity;
@@ -79,7 +85,7 @@ function faultIndex(fault: StreamFault, events: StreamEvent[]): number {
 }
 
 function usageOf(event: StreamEvent): ScriptedUsage | undefined {
-  if (event.event === 'message_start') return { ...((event.data.message as { usage: ScriptedUsage }).usage) };
+  if (event.event === 'message_start') return { ...(event.data.message as { usage: ScriptedUsage }).usage };
   if (event.event === 'message_delta') return { ...(event.data.usage as ScriptedUsage) };
   return undefined;
 }

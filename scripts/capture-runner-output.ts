@@ -41,7 +41,12 @@ function capture(runner: Exclude<TestRunner, 'junit'>, dir: string, command: str
   const reporterFile = path.join(resultsDir, 'reporter.mjs');
   writeFileSync(reporterFile, nodeReporterSource(path.join(resultsDir, RESULTS_FILES.node)));
   const inv = runnerInvocation(runner, command, { resultsDir, reporterFile });
-  const r = spawnSync('sh', ['-c', inv.command], { cwd: dir, env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', CI: 'true', ...inv.env }, encoding: 'utf8', timeout: 300_000 });
+  const r = spawnSync('sh', ['-c', inv.command], {
+    cwd: dir,
+    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', CI: 'true', ...inv.env },
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   console.log(`${runner}: \`${command}\` in ${dir} exited ${r.status}`);
   if (!existsSync(inv.resultsFile!)) throw new Error(`${runner} wrote no results: ${r.stdout}${r.stderr}`);
   return inv.resultsFile!;
@@ -55,7 +60,9 @@ const capturers: Record<string, () => void> = {
     const out = capture('node', dir, 'node --test');
     mkdirSync(path.join(FIXTURES, 'node'), { recursive: true });
     copyFileSync(out, path.join(FIXTURES, 'node', 'events.jsonl'));
-    notes.push(`- node/events.jsonl: \`node --test\` in ${dir} (${process.version}), with Loopwright's reporter (NODE_OPTIONS, as runTests runs it)`);
+    notes.push(
+      `- node/events.jsonl: \`node --test\` in ${dir} (${process.version}), with Loopwright's reporter (NODE_OPTIONS, as runTests runs it)`,
+    );
   },
   jest() {
     const dir = path.join(SAMPLES_DIR, 'jest');
@@ -64,18 +71,23 @@ const capturers: Record<string, () => void> = {
     const out = capture('jest', dir, `${jest} --ci`);
     mkdirSync(path.join(FIXTURES, 'jest'), { recursive: true });
     copyFileSync(out, path.join(FIXTURES, 'jest', 'results.json'));
-    notes.push(`- jest/results.json: \`jest --ci --json --outputFile=… --testLocationInResults\` in ${dir} (jest ${version(jest, ['--version'])})`);
+    notes.push(
+      `- jest/results.json: \`jest --ci --json --outputFile=… --testLocationInResults\` in ${dir} (jest ${version(jest, ['--version'])})`,
+    );
   },
   vitest() {
     const bin = path.join(VITEST_DIR, 'node_modules', '.bin', 'vitest');
-    if (!existsSync(bin)) throw new Error(`vitest is not installed in ${VITEST_DIR}: npm install --prefix ${VITEST_DIR} vitest@3.2.4`);
+    if (!existsSync(bin))
+      throw new Error(`vitest is not installed in ${VITEST_DIR}: npm install --prefix ${VITEST_DIR} vitest@3.2.4`);
     const dir = path.join(SAMPLES_DIR, 'vitest');
     lay(dir, 'vitest/sample');
     symlinkSync(path.join(VITEST_DIR, 'node_modules'), path.join(dir, 'node_modules'));
     const out = capture('vitest', dir, `${bin} run`);
     mkdirSync(path.join(FIXTURES, 'vitest'), { recursive: true });
     copyFileSync(out, path.join(FIXTURES, 'vitest', 'results.json'));
-    notes.push(`- vitest/results.json: \`vitest run --reporter=default --reporter=json --outputFile.json=… --includeTaskLocation\` in ${dir} (vitest ${version(bin, ['--version'])})`);
+    notes.push(
+      `- vitest/results.json: \`vitest run --reporter=default --reporter=json --outputFile.json=… --includeTaskLocation\` in ${dir} (vitest ${version(bin, ['--version'])})`,
+    );
   },
   pytest() {
     const dir = path.join(SAMPLES_DIR, 'pytest');
@@ -83,17 +95,29 @@ const capturers: Record<string, () => void> = {
     const pytest = version('python3', ['-m', 'pytest', '--version']);
     mkdirSync(path.join(FIXTURES, 'pytest'), { recursive: true });
     lay(dir, 'pytest/sample');
-    copyFileSync(capture('pytest', dir, 'python3 -m pytest -p no:cacheprovider'), path.join(FIXTURES, 'pytest', 'xunit1.xml'));
+    copyFileSync(
+      capture('pytest', dir, 'python3 -m pytest -p no:cacheprovider'),
+      path.join(FIXTURES, 'pytest', 'xunit1.xml'),
+    );
     // The same tests in pytest's default dialect (xunit2: no file, no line), which a loop's own --junitxml may give.
     const xunit2 = path.join(SAMPLES_DIR, 'pytest-xunit2.xml');
     spawnSync('python3', ['-m', 'pytest', '-p', 'no:cacheprovider', `--junitxml=${xunit2}`], { cwd: dir });
     copyFileSync(xunit2, path.join(FIXTURES, 'pytest', 'xunit2.xml'));
     lay(dir, 'pytest/sample', 'pytest/sample-broken');
-    copyFileSync(capture('pytest', dir, 'python3 -m pytest -p no:cacheprovider'), path.join(FIXTURES, 'pytest', 'collection-error.xml'));
+    copyFileSync(
+      capture('pytest', dir, 'python3 -m pytest -p no:cacheprovider'),
+      path.join(FIXTURES, 'pytest', 'collection-error.xml'),
+    );
     lay(dir, 'pytest/sample');
-    notes.push(`- pytest/xunit1.xml: \`python3 -m pytest -p no:cacheprovider --junitxml=… -o junit_family=xunit1\` in ${dir} (${pytest}, ${py})`);
-    notes.push(`- pytest/xunit2.xml: the same tests with pytest's default junit_family (xunit2: no file or line attributes)`);
-    notes.push(`- pytest/collection-error.xml: the same with tests/test_broken.py, a syntax error: pytest stops at collection and runs no test`);
+    notes.push(
+      `- pytest/xunit1.xml: \`python3 -m pytest -p no:cacheprovider --junitxml=… -o junit_family=xunit1\` in ${dir} (${pytest}, ${py})`,
+    );
+    notes.push(
+      `- pytest/xunit2.xml: the same tests with pytest's default junit_family (xunit2: no file or line attributes)`,
+    );
+    notes.push(
+      `- pytest/collection-error.xml: the same with tests/test_broken.py, a syntax error: pytest stops at collection and runs no test`,
+    );
   },
   go() {
     const dir = path.join(SAMPLES_DIR, 'go');
@@ -112,8 +136,11 @@ const capturers: Record<string, () => void> = {
     const target = path.join(FIXTURES, 'junit', 'surefire');
     rmSync(target, { recursive: true, force: true });
     mkdirSync(target, { recursive: true });
-    for (const f of readdirSync(reports).filter((f) => f.endsWith('.xml'))) copyFileSync(path.join(reports, f), path.join(target, f));
-    notes.push(`- junit/surefire/*.xml: \`mvn -B -q test\` in ${dir} (${version('mvn', ['-v']).replace(/\x1b\[[0-9;]*m/g, '')}, maven-surefire-plugin 3.5.2, JUnit Jupiter 5.11.4, ${version('java', ['-version'])})`);
+    for (const f of readdirSync(reports).filter((f) => f.endsWith('.xml')))
+      copyFileSync(path.join(reports, f), path.join(target, f));
+    notes.push(
+      `- junit/surefire/*.xml: \`mvn -B -q test\` in ${dir} (${version('mvn', ['-v']).replace(/\x1b\[[0-9;]*m/g, '')}, maven-surefire-plugin 3.5.2, JUnit Jupiter 5.11.4, ${version('java', ['-version'])})`,
+    );
   },
 };
 

@@ -10,13 +10,18 @@ import { isRunning, readState } from '../server/cluster/processes';
 import { startCluster, stopCluster } from '../server/cluster/cluster';
 import { loopwrightHome } from '../server/paths';
 
-const USAGE = 'usage: npm run cluster -- start [--port N] [--workers N] [--frontends N] [--ui-port N] [--dir DIR] | stop [--dir DIR] | status [--dir DIR]';
+const USAGE =
+  'usage: npm run cluster -- start [--port N] [--workers N] [--frontends N] [--ui-port N] [--dir DIR] | stop [--dir DIR] | status [--dir DIR]';
 const NUMERIC = new Set(['--port', '--workers', '--frontends', '--ui-port']);
 
 /** The command and its flags, or a UsageError naming what is wrong. */
-export function parseClusterArgs(argv: string[]): { command: 'start' | 'stop' | 'status'; flags: Record<string, string> } {
+export function parseClusterArgs(argv: string[]): {
+  command: 'start' | 'stop' | 'status';
+  flags: Record<string, string>;
+} {
   const [command, ...rest] = argv;
-  if (command !== 'start' && command !== 'stop' && command !== 'status') throw new UsageError(`unknown command ${command ?? '(none)'}: ${USAGE}`);
+  if (command !== 'start' && command !== 'stop' && command !== 'status')
+    throw new UsageError(`unknown command ${command ?? '(none)'}: ${USAGE}`);
   const allowed = command === 'start' ? new Set([...NUMERIC, '--dir']) : new Set(['--dir']);
   const flags: Record<string, string> = {};
   for (let i = 0; i < rest.length; i += 2) {
@@ -34,19 +39,33 @@ async function main(argv: string[]): Promise<void> {
   const dir = flags['--dir'] ?? join(loopwrightHome(), 'cluster');
   const num = (f: string) => (flags[f] === undefined ? undefined : Number(flags[f]));
   if (command === 'start') {
-    const state = await startCluster({ dir, port: num('--port'), workers: num('--workers'), frontends: num('--frontends'), uiPort: num('--ui-port'), log: (l) => console.error(l) });
-    console.log(`cluster running: Temporal at ${state.addresses.join(', ')}, namespace ${state.namespace}, PostgreSQL at 127.0.0.1:${state.pgPort}`);
+    const state = await startCluster({
+      dir,
+      port: num('--port'),
+      workers: num('--workers'),
+      frontends: num('--frontends'),
+      uiPort: num('--ui-port'),
+      log: (l) => console.error(l),
+    });
+    console.log(
+      `cluster running: Temporal at ${state.addresses.join(', ')}, namespace ${state.namespace}, PostgreSQL at 127.0.0.1:${state.pgPort}`,
+    );
     if (state.uiUrl) console.log(`Web UI: ${state.uiUrl}`);
     for (const p of state.processes) console.log(`  ${p.name.padEnd(16)} pid ${String(p.pid)}  log ${p.logFile}`);
-    console.log(`use it: TEMPORAL_ADDRESS=${state.addresses[0]} npx loopwright run ...   stop it: npm run cluster -- stop`);
+    console.log(
+      `use it: TEMPORAL_ADDRESS=${state.addresses[0]} npx loopwright run ...   stop it: npm run cluster -- stop`,
+    );
   } else if (command === 'stop') {
     const stopped = await stopCluster(dir);
     console.log(stopped.length ? `stopped ${stopped.join(', ')}` : `no cluster running from ${dir}`);
   } else {
     const state = readState(dir);
     if (!state) return void console.log(`no cluster running from ${dir}`);
-    console.log(`Temporal at ${state.addresses.join(', ')}, namespace ${state.namespace}, PostgreSQL at 127.0.0.1:${state.pgPort}`);
-    for (const p of state.processes) console.log(`  ${p.name.padEnd(16)} pid ${String(p.pid)}  ${isRunning(p) ? 'running' : 'NOT RUNNING'}`);
+    console.log(
+      `Temporal at ${state.addresses.join(', ')}, namespace ${state.namespace}, PostgreSQL at 127.0.0.1:${state.pgPort}`,
+    );
+    for (const p of state.processes)
+      console.log(`  ${p.name.padEnd(16)} pid ${String(p.pid)}  ${isRunning(p) ? 'running' : 'NOT RUNNING'}`);
   }
 }
 

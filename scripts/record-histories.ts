@@ -33,41 +33,135 @@ import { redactionFromEnv } from '../common/redact';
 import { improveWorkflow } from '../workflows/improve-workflow';
 
 const verdict = (passed: boolean, item = 'mentions a crash') => ({
-  content: [{ type: 'tool_use', name: 'submit_verdict', input: { passed, reason: passed ? 'ok' : `misses: ${item}`, failed_items: passed ? [] : [item], required_correction: passed ? '' : `Fix: ${item}.` } }],
+  content: [
+    {
+      type: 'tool_use',
+      name: 'submit_verdict',
+      input: {
+        passed,
+        reason: passed ? 'ok' : `misses: ${item}`,
+        failed_items: passed ? [] : [item],
+        required_correction: passed ? '' : `Fix: ${item}.`,
+      },
+    },
+  ],
 });
 const text = (t: string) => ({ content: [{ type: 'text', text: t }] });
 
 const SCRIPT = parseModelScript(
   {
     rules: [
-      { name: 'feedback-w1', match: { workflowId: 'replay-feedback', role: 'worker', attempt: 1 }, reply: text('first') },
-      { name: 'feedback-c1', match: { workflowId: 'replay-feedback', role: 'checker', attempt: 1 }, reply: verdict(false) },
-      { name: 'feedback-w2', match: { workflowId: 'replay-feedback', role: 'worker', attempt: 2 }, reply: text('a crash, fixed') },
-      { name: 'feedback-c2', match: { workflowId: 'replay-feedback', role: 'checker', attempt: 2 }, reply: verdict(true) },
-      { name: 'escalate-w1', match: { workflowId: 'replay-escalate', role: 'worker', attempt: 1 }, reply: text('first') },
-      { name: 'escalate-c1', match: { workflowId: 'replay-escalate', role: 'checker', attempt: 1 }, reply: verdict(false) },
-      { name: 'escalate-w2', match: { workflowId: 'replay-escalate', role: 'worker', attempt: 2 }, reply: text('after guidance: a crash') },
-      { name: 'escalate-c2', match: { workflowId: 'replay-escalate', role: 'checker', attempt: 2 }, reply: verdict(true) },
+      {
+        name: 'feedback-w1',
+        match: { workflowId: 'replay-feedback', role: 'worker', attempt: 1 },
+        reply: text('first'),
+      },
+      {
+        name: 'feedback-c1',
+        match: { workflowId: 'replay-feedback', role: 'checker', attempt: 1 },
+        reply: verdict(false),
+      },
+      {
+        name: 'feedback-w2',
+        match: { workflowId: 'replay-feedback', role: 'worker', attempt: 2 },
+        reply: text('a crash, fixed'),
+      },
+      {
+        name: 'feedback-c2',
+        match: { workflowId: 'replay-feedback', role: 'checker', attempt: 2 },
+        reply: verdict(true),
+      },
+      {
+        name: 'escalate-w1',
+        match: { workflowId: 'replay-escalate', role: 'worker', attempt: 1 },
+        reply: text('first'),
+      },
+      {
+        name: 'escalate-c1',
+        match: { workflowId: 'replay-escalate', role: 'checker', attempt: 1 },
+        reply: verdict(false),
+      },
+      {
+        name: 'escalate-w2',
+        match: { workflowId: 'replay-escalate', role: 'worker', attempt: 2 },
+        reply: text('after guidance: a crash'),
+      },
+      {
+        name: 'escalate-c2',
+        match: { workflowId: 'replay-escalate', role: 'checker', attempt: 2 },
+        reply: verdict(true),
+      },
       { name: 'approve-w1', match: { workflowId: 'replay-approve', role: 'worker', attempt: 1 }, reply: text('first') },
-      { name: 'approve-c1', match: { workflowId: 'replay-approve', role: 'checker', attempt: 1 }, reply: verdict(false) },
-      { name: 'agent-t1', match: { workflowId: 'replay-agent', role: 'worker', turn: 1 }, reply: { content: [{ type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'notes.txt' } }, { type: 'tool_use', id: 'toolu_2', name: 'list_files', input: { path: '.' } }] } },
-      { name: 'agent-t2', match: { workflowId: 'replay-agent', role: 'worker', turn: 2 }, reply: { content: [{ type: 'tool_use', id: 'toolu_3', name: 'write_file', input: { path: 'x.txt', content: 'x' } }] } },
-      { name: 'agent-t3', match: { workflowId: 'replay-agent', role: 'worker', turn: 3 }, reply: text('a crash at 3am (notes.txt:1)') },
+      {
+        name: 'approve-c1',
+        match: { workflowId: 'replay-approve', role: 'checker', attempt: 1 },
+        reply: verdict(false),
+      },
+      {
+        name: 'agent-t1',
+        match: { workflowId: 'replay-agent', role: 'worker', turn: 1 },
+        reply: {
+          content: [
+            { type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'notes.txt' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'list_files', input: { path: '.' } },
+          ],
+        },
+      },
+      {
+        name: 'agent-t2',
+        match: { workflowId: 'replay-agent', role: 'worker', turn: 2 },
+        reply: {
+          content: [{ type: 'tool_use', id: 'toolu_3', name: 'write_file', input: { path: 'x.txt', content: 'x' } }],
+        },
+      },
+      {
+        name: 'agent-t3',
+        match: { workflowId: 'replay-agent', role: 'worker', turn: 3 },
+        reply: text('a crash at 3am (notes.txt:1)'),
+      },
       { name: 'pass-w1', match: { workflowId: 'replay-pass', role: 'worker' }, reply: text('a crash at dawn') },
       { name: 'pass-c1', match: { workflowId: 'replay-pass', role: 'checker' }, reply: verdict(true) },
       { name: 'budget-w1', match: { workflowId: 'replay-budget', role: 'worker' }, reply: text('no crash here') },
       { name: 'budget-c1', match: { workflowId: 'replay-budget', role: 'checker' }, reply: verdict(false) },
       // The improvement: sources fail until the prompt asks for a crash; the proposer asks for one.
-      { name: 'improve-w-fixed', match: { workflowId: 'replay-improve', role: 'worker', system: 'Always mention a crash.' }, reply: text('a crash at night') },
+      {
+        name: 'improve-w-fixed',
+        match: { workflowId: 'replay-improve', role: 'worker', system: 'Always mention a crash.' },
+        reply: text('a crash at night'),
+      },
       { name: 'improve-w', match: { workflowId: 'replay-improve', role: 'worker' }, reply: text('a quiet night') },
-      { name: 'improve-c-pass', match: { workflowId: 'replay-improve', role: 'checker', lastUser: 'a crash at night' }, reply: verdict(true) },
+      {
+        name: 'improve-c-pass',
+        match: { workflowId: 'replay-improve', role: 'checker', lastUser: 'a crash at night' },
+        reply: verdict(true),
+      },
       { name: 'improve-c-fail', match: { workflowId: 'replay-improve', role: 'checker' }, reply: verdict(false) },
       {
-        name: 'improve-proposer', match: { workflowId: 'replay-improve', role: 'proposer' },
-        reply: { content: [{ type: 'tool_use', name: 'submit_proposal', input: {
-          changes: [{ path: 'systemPrompt', value: `${getLoop('evaluate-optimize').harness.systemPrompt}\nAlways mention a crash.` }],
-          contract: { failingRuns: [], occurrences: 3, rootCause: 'the prompt never asks for a crash', expectedImprovement: 'answers mention a crash', rollback: 'loopwright harness rollback evaluate-optimize' },
-        } }] },
+        name: 'improve-proposer',
+        match: { workflowId: 'replay-improve', role: 'proposer' },
+        reply: {
+          content: [
+            {
+              type: 'tool_use',
+              name: 'submit_proposal',
+              input: {
+                changes: [
+                  {
+                    path: 'systemPrompt',
+                    value: `${getLoop('evaluate-optimize').harness.systemPrompt}\nAlways mention a crash.`,
+                  },
+                ],
+                contract: {
+                  failingRuns: [],
+                  occurrences: 3,
+                  rootCause: 'the prompt never asks for a crash',
+                  expectedImprovement: 'answers mention a crash',
+                  rollback: 'loopwright harness rollback evaluate-optimize',
+                },
+              },
+            },
+          ],
+        },
       },
       { name: 'agent-c1', match: { workflowId: 'replay-agent', role: 'checker' }, reply: verdict(true) },
       { name: 'sandbox-w1', match: { workflowId: 'replay-sandbox', role: 'worker' }, reply: text('42') },
@@ -101,24 +195,40 @@ const RECORDERS: Record<string, Recorder> = {
   'replay-agent': async (client) => {
     const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));
     writeFileSync(path.join(workspace, 'notes.txt'), 'the crash happened at 3am\n');
-    await client.run('evaluate-optimize', { ...input, tools: ['read_file', 'list_files', 'write_file'], workspace, autonomy: 'L1' }, { id: 'replay-agent' });
+    await client.run(
+      'evaluate-optimize',
+      { ...input, tools: ['read_file', 'list_files', 'write_file'], workspace, autonomy: 'L1' },
+      { id: 'replay-agent' },
+    );
     await client.wait('replay-agent');
   },
   /** Passes at once and writes its trace report as it ends (delivery.trace). */
   'replay-pass': async (client) => {
-    await client.run('evaluate-optimize', { ...input, traceDir: mkdtempSync(path.join(tmpdir(), 'loopwright-record-traces-')) }, { id: 'replay-pass' });
+    await client.run(
+      'evaluate-optimize',
+      { ...input, traceDir: mkdtempSync(path.join(tmpdir(), 'loopwright-record-traces-')) },
+      { id: 'replay-pass' },
+    );
     await client.temporal.workflow.getHandle('replay-pass').result();
   },
   /** Spends its only attempt, waits for a human who never comes, and stops budget_exhausted. */
   'replay-budget': async (client) => {
-    await client.run('evaluate-optimize', { ...input, maxAttempts: 1, escalationTimeout: '2s' }, { id: 'replay-budget' });
+    await client.run(
+      'evaluate-optimize',
+      { ...input, maxAttempts: 1, escalationTimeout: '2s' },
+      { id: 'replay-budget' },
+    );
     await client.temporal.workflow.getHandle('replay-budget').result();
   },
   /** A command check and no agent tools: the sandbox preflight (patch sandbox-preflight), then the check in bubblewrap. */
   'replay-sandbox': async (client) => {
     const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));
     const check = { kind: 'command', name: 'answer', command: 'test "$(cat "$LOOPWRIGHT_CANDIDATE_FILE")" = 42' };
-    await client.run('evaluate-optimize', { task: 'Answer with the number 42.', workspace, checks: [check] }, { id: 'replay-sandbox' });
+    await client.run(
+      'evaluate-optimize',
+      { task: 'Answer with the number 42.', workspace, checks: [check] },
+      { id: 'replay-sandbox' },
+    );
     await client.temporal.workflow.getHandle('replay-sandbox').result();
   },
   /** The L2 fix-test demo: a cheating attempt refused by the change policy, a real fix, approval by ada, one git commit. */
@@ -139,9 +249,14 @@ const RECORDERS: Record<string, Recorder> = {
       await client.temporal.workflow.getHandle(id).result();
       sources.push(id);
     }
-    for (const runId of sources.slice(0, 2)) await regressionFromRun(client, { loop: 'evaluate-optimize', runId, expect: 'pass', by: 'ada' });
+    for (const runId of sources.slice(0, 2))
+      await regressionFromRun(client, { loop: 'evaluate-optimize', runId, expect: 'pass', by: 'ada' });
     const improve = improveInput(client, 'evaluate-optimize', { since: '1h', minOccurrences: '3', repeats: '2' }, {});
-    await client.temporal.workflow.start(improveWorkflow, { taskQueue: client.config.taskQueue, workflowId: 'replay-improve', args: [improve] });
+    await client.temporal.workflow.start(improveWorkflow, {
+      taskQueue: client.config.taskQueue,
+      workflowId: 'replay-improve',
+      args: [improve],
+    });
     await waitImprovement(client, 'replay-improve');
     await client.decide('replay-improve', { kind: 'approve', by: 'ada', note: 'better' });
     await client.temporal.workflow.getHandle('replay-improve').result();
@@ -151,7 +266,11 @@ const RECORDERS: Record<string, Recorder> = {
 /** The fix-test demo on a fresh sample repository as run `id`, approved by ada once it waits; returns the applied approval. */
 async function approvedDemo(client: LoopwrightClient, id: string) {
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-record-repo-')), 'repo'));
-  await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id });
+  await client.run(
+    'fix-test',
+    { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] },
+    { id },
+  );
   await client.wait(id);
   const applied = await client.decide(id, { kind: 'approve', by: 'ada', note: 'ship it' });
   await client.temporal.workflow.getHandle(id).result();
@@ -172,7 +291,8 @@ const historyFile = (id: string) => path.join(packageRoot(), 'test', 'replay', '
 async function main(): Promise<void> {
   const named = process.argv.slice(2);
   const unknown = named.filter((id) => !RECORDERS[id]);
-  if (unknown.length) throw new Error(`no recorder for ${unknown.join(', ')}: choose from ${Object.keys(RECORDERS).join(', ')}`);
+  if (unknown.length)
+    throw new Error(`no recorder for ${unknown.join(', ')}: choose from ${Object.keys(RECORDERS).join(', ')}`);
   const ids = named.length ? named : Object.keys(RECORDERS).filter((id) => !existsSync(historyFile(id)));
   if (ids.length === 0) {
     console.log('every history is recorded; name the ones to record again');
@@ -190,14 +310,37 @@ async function main(): Promise<void> {
     const connection = await NativeConnection.connect({ address: server.address });
     // The demo queue's worker trusts one key (ada's), which its client signs decisions with.
     const ada = path.join(dir, 'ada_ed25519');
-    writeFileSync(path.join(dir, 'allowed_signers'), `ada namespaces="${DECISION_NAMESPACE}" ${generateSigningKey(ada, 'ada').publicKey}\n`);
-    const signing = { LOOPWRIGHT_ALLOWED_SIGNERS: path.join(dir, 'allowed_signers'), LOOPWRIGHT_GRANTS: path.join(dir, 'grants'), LOOPWRIGHT_SIGNING_KEY: ada };
-    for (const [queue, url] of [['record', model.url], ['record-demo', demoModel.url]] as const) {
-      const env = { ANTHROPIC_BASE_URL: url, ANTHROPIC_API_KEY: 'record', ...(queue === 'record-demo' ? signing : { LOOPWRIGHT_ALLOWED_SIGNERS: '', LOOPWRIGHT_SIGNING_KEY: '' }) };
+    writeFileSync(
+      path.join(dir, 'allowed_signers'),
+      `ada namespaces="${DECISION_NAMESPACE}" ${generateSigningKey(ada, 'ada').publicKey}\n`,
+    );
+    const signing = {
+      LOOPWRIGHT_ALLOWED_SIGNERS: path.join(dir, 'allowed_signers'),
+      LOOPWRIGHT_GRANTS: path.join(dir, 'grants'),
+      LOOPWRIGHT_SIGNING_KEY: ada,
+    };
+    for (const [queue, url] of [
+      ['record', model.url],
+      ['record-demo', demoModel.url],
+    ] as const) {
+      const env = {
+        ANTHROPIC_BASE_URL: url,
+        ANTHROPIC_API_KEY: 'record',
+        ...(queue === 'record-demo' ? signing : { LOOPWRIGHT_ALLOWED_SIGNERS: '', LOOPWRIGHT_SIGNING_KEY: '' }),
+      };
       const trust = () => trustPathsFromEnv(env);
-      const worker = await Worker.create({ connection, taskQueue: queue, activities: createActivities({ model: createModelClient(env), trust }), dataConverter: workerDataConverter(undefined, redactionFromEnv(env)), ...workflowSource(process.env), ...WORKER_TUNING });
+      const worker = await Worker.create({
+        connection,
+        taskQueue: queue,
+        activities: createActivities({ model: createModelClient(env), trust }),
+        dataConverter: workerDataConverter(undefined, redactionFromEnv(env)),
+        ...workflowSource(process.env),
+        ...WORKER_TUNING,
+      });
       // Recorded unencrypted, whatever the shell's LOOPWRIGHT_KEYS: the replay test reads them without keys.
-      const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue, LOOPWRIGHT_KEYS: '' } });
+      const client = await LoopwrightClient.connect({
+        env: { ...env, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: queue, LOOPWRIGHT_KEYS: '' },
+      });
       const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate' || id === 'replay-signed';
       const mine = ids.filter((id) => demo(id) === (queue === 'record-demo'));
       await worker.runUntil(async () => {

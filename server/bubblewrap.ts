@@ -68,7 +68,14 @@ export async function findBubblewrap(opts: FindBubblewrapOptions = {}): Promise<
     try {
       const lockFile = opts.lockFile ?? join(tmpdir(), 'loopwright-bubblewrap-install.lock');
       const log = opts.log ?? (() => undefined);
-      return await aptInstallOnce({ pkg: 'bubblewrap', env, lockFile, log, reason: 'bwrap not found (the sandbox for agent commands needs it)', find: (t) => findOnPath(env, t) });
+      return await aptInstallOnce({
+        pkg: 'bubblewrap',
+        env,
+        lockFile,
+        log,
+        reason: 'bwrap not found (the sandbox for agent commands needs it)',
+        find: (t) => findOnPath(env, t),
+      });
     } catch (err) {
       tried.push(`installing it failed: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -98,7 +105,9 @@ async function checkBwrap(path: string, env: NodeJS.ProcessEnv): Promise<string 
   const result = await runCommand(path, ['--version'], { env, timeoutMs: 30_000 });
   if (result.error || result.code !== 0) return `\`${path} --version\` ${failureReason(result)}`;
   const first = result.stdout.trim().split('\n')[0] ?? '';
-  return /^bubblewrap \d/.test(first) ? undefined : `\`${path} --version\` printed ${JSON.stringify(first.slice(0, 80))}, not a bubblewrap version`;
+  return /^bubblewrap \d/.test(first)
+    ? undefined
+    : `\`${path} --version\` printed ${JSON.stringify(first.slice(0, 80))}, not a bubblewrap version`;
 }
 
 function oneLine(text: string): string {

@@ -34,8 +34,14 @@ const COMMANDS = ['chromium', 'chromium-browser'];
 // Headless as root on a machine with a closed network: without the background-networking flags
 // Chromium's own connections (updates, sync, QUIC probes) are refused and slow it down.
 const HEADLESS_FLAGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
 ];
 
 /**
@@ -61,7 +67,14 @@ export async function findChromium(opts: FindChromiumOptions = {}): Promise<stri
   } else {
     try {
       const lockFile = opts.lockFile ?? join(tmpdir(), 'loopwright-chromium-install.lock');
-      return await aptInstallOnce({ pkg: 'chromium', env, lockFile, log, reason: 'Chromium not found', find: (t) => findInstalled(env, t) });
+      return await aptInstallOnce({
+        pkg: 'chromium',
+        env,
+        lockFile,
+        log,
+        reason: 'Chromium not found',
+        find: (t) => findInstalled(env, t),
+      });
     } catch (err) {
       tried.push(`installing Debian's chromium package: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -81,7 +94,13 @@ export async function findChromium(opts: FindChromiumOptions = {}): Promise<stri
 export async function dumpDom(chromium: string, url: string, opts: DumpDomOptions = {}): Promise<string> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const profile = mkdtempSync(join(tmpdir(), 'loopwright-chromium-'));
-  const args = [...HEADLESS_FLAGS, `--user-data-dir=${profile}`, `--virtual-time-budget=${opts.virtualTimeMs ?? 5000}`, '--dump-dom', url];
+  const args = [
+    ...HEADLESS_FLAGS,
+    `--user-data-dir=${profile}`,
+    `--virtual-time-budget=${opts.virtualTimeMs ?? 5000}`,
+    '--dump-dom',
+    url,
+  ];
   const child = spawn(chromium, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const killGroup = () => {
     try {
@@ -113,7 +132,9 @@ export async function dumpDom(chromium: string, url: string, opts: DumpDomOption
     if (error !== undefined || code !== 0) {
       const lines = stderr.split('\n').filter((line) => line.trim() && !line.includes('dbus'));
       const tail = lines.slice(-5).join('\n');
-      throw new ChromiumError(`Chromium (${chromium}) could not render ${url}: ${error ?? `exited with code ${String(code)}`}${tail ? `\n${tail}` : ''}`);
+      throw new ChromiumError(
+        `Chromium (${chromium}) could not render ${url}: ${error ?? `exited with code ${String(code)}`}${tail ? `\n${tail}` : ''}`,
+      );
     }
     return stdout;
   } finally {
@@ -144,5 +165,7 @@ async function findInstalled(env: NodeJS.ProcessEnv, tried: string[]): Promise<s
 async function checkChromium(path: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const result = await runCommand(path, ['--version'], { env, timeoutMs: 30_000 });
   if (result.error || result.code !== 0) return `\`${path} --version\` ${failureReason(result)}`;
-  return /chrom/i.test(result.stdout) ? undefined : `\`${path} --version\` printed ${JSON.stringify(result.stdout.trim().split('\n')[0])}, not a Chromium version`;
+  return /chrom/i.test(result.stdout)
+    ? undefined
+    : `\`${path} --version\` printed ${JSON.stringify(result.stdout.trim().split('\n')[0])}, not a Chromium version`;
 }

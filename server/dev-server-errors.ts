@@ -8,7 +8,9 @@ export class DevServerRunningError extends UsageError {
   readonly uiUrl?: string;
   constructor(lock: DevServerLock) {
     const where = lock.uiUrl ? `UI ${lock.uiUrl}` : `address ${lock.address}`;
-    super(`loopwright dev is already running (pid ${lock.pid}, ${where}): stop it with Ctrl-C in its terminal, or use that one`);
+    super(
+      `loopwright dev is already running (pid ${lock.pid}, ${where}): stop it with Ctrl-C in its terminal, or use that one`,
+    );
     this.pid = lock.pid;
     this.address = lock.address;
     this.uiUrl = lock.uiUrl;
@@ -17,7 +19,10 @@ export class DevServerRunningError extends UsageError {
 
 /** A port the dev server needs is taken by another program. Exit 2. */
 export class PortInUseError extends UsageError {
-  constructor(readonly port: number, what: 'port' | 'UI port') {
+  constructor(
+    readonly port: number,
+    what: 'port' | 'UI port',
+  ) {
     super(
       what === 'port'
         ? `port ${port} is already in use: another Temporal server? set --port`
@@ -28,7 +33,11 @@ export class PortInUseError extends UsageError {
 
 /** The dev server exited or did not answer in time; `logTail` holds its last log lines. */
 export class DevServerStartError extends LoopwrightError {
-  constructor(message: string, readonly logFile: string, readonly logTail: string) {
+  constructor(
+    message: string,
+    readonly logFile: string,
+    readonly logTail: string,
+  ) {
     super(`${message} (log ${logFile})${logTail ? `:\n${logTail}` : ''}`);
   }
 }

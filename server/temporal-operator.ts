@@ -1,5 +1,5 @@
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import { CommandResult, failureReason, runCommand } from './run-command';
+import { type CommandResult, failureReason, runCommand } from './run-command';
 
 /** Where and how to reach a server with the Temporal CLI. */
 export interface OperatorTarget {
@@ -20,8 +20,16 @@ export async function isServing(target: OperatorTarget): Promise<boolean> {
 
 /** Sets how long closed runs are kept: `temporal operator namespace update --retention`. */
 export async function setRetention(target: OperatorTarget, retention: string): Promise<void> {
-  const result = await operator(target, ['namespace', 'update', '--namespace', target.namespace, '--retention', retention]);
-  if (result.code !== 0 || result.error) throw new Error(`could not set retention ${retention} on namespace ${target.namespace}: ${failureReason(result)}`);
+  const result = await operator(target, [
+    'namespace',
+    'update',
+    '--namespace',
+    target.namespace,
+    '--retention',
+    retention,
+  ]);
+  if (result.code !== 0 || result.error)
+    throw new Error(`could not set retention ${retention} on namespace ${target.namespace}: ${failureReason(result)}`);
 }
 
 /**
@@ -32,13 +40,24 @@ export async function setRetention(target: OperatorTarget, retention: string): P
 export async function ensureSearchAttributes(target: OperatorTarget): Promise<string[]> {
   const listed = await operator(target, ['search-attribute', 'list', '--namespace', target.namespace, '-o', 'json']);
   if (listed.code !== 0 || listed.error) throw new Error(`could not list search attributes: ${failureReason(listed)}`);
-  const existing = Object.keys((JSON.parse(listed.stdout) as { customAttributes?: Record<string, string> }).customAttributes ?? {});
+  const existing = Object.keys(
+    (JSON.parse(listed.stdout) as { customAttributes?: Record<string, string> }).customAttributes ?? {},
+  );
   const missing = SEARCH_ATTRIBUTES.filter((attr) => !existing.includes(attr.name));
   // One create call per type: the CLI takes many --name but a single --type.
   for (const type of new Set(missing.map((attr) => attr.type))) {
     const names = missing.filter((attr) => attr.type === type).flatMap((attr) => ['--name', attr.name]);
-    const created = await operator(target, ['search-attribute', 'create', '--namespace', target.namespace, ...names, '--type', type]);
-    if (created.code !== 0 || created.error) throw new Error(`could not register search attributes (${type}): ${failureReason(created)}`);
+    const created = await operator(target, [
+      'search-attribute',
+      'create',
+      '--namespace',
+      target.namespace,
+      ...names,
+      '--type',
+      type,
+    ]);
+    if (created.code !== 0 || created.error)
+      throw new Error(`could not register search attributes (${type}): ${failureReason(created)}`);
   }
   return missing.map((attr) => attr.name);
 }

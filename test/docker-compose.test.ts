@@ -93,7 +93,9 @@ function dependsOn(name: string): Record<string, string> {
 function publishes(name: string, port: number): boolean {
   return (service(name).ports ?? []).some((p) => {
     if (typeof p === 'object') return String(p.target) === String(port) && String(p.published) === String(port);
-    const parts = unsetDefault(p).replace(/\/tcp$/, '').split(':');
+    const parts = unsetDefault(p)
+      .replace(/\/tcp$/, '')
+      .split(':');
     return parts.length >= 2 && parts[parts.length - 1] === String(port) && parts[parts.length - 2] === String(port);
   });
 }
@@ -153,8 +155,12 @@ describe('docker-compose.yml services', () => {
   });
 
   it('temporal reads the dynamic config file npm run cluster gives its services', () => {
-    const mount = (service('temporal').volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`)).find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
-    expect(join(ROOT, mount!.split(':')[0], env('temporal').DYNAMIC_CONFIG_FILE_PATH.split('/').pop()!)).toBe(dynamicConfigFile());
+    const mount = (service('temporal').volumes ?? [])
+      .map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`))
+      .find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
+    expect(join(ROOT, mount!.split(':')[0], env('temporal').DYNAMIC_CONFIG_FILE_PATH.split('/').pop()!)).toBe(
+      dynamicConfigFile(),
+    );
   });
 
   it('temporal mounts the dynamic config file that DYNAMIC_CONFIG_FILE_PATH names', () => {
@@ -174,8 +180,10 @@ describe('docker-compose.yml services', () => {
     expect(publishes('temporal-ui', 8080)).toBe(true);
   });
 
-  it('publishes them on the host\'s loopback only unless LOOPWRIGHT_PUBLISH_IP says otherwise, and nothing else at all', () => {
-    const published = Object.entries(compose.services).flatMap(([name, s]) => (s.ports ?? []).map((p) => [name, p] as const));
+  it("publishes them on the host's loopback only unless LOOPWRIGHT_PUBLISH_IP says otherwise, and nothing else at all", () => {
+    const published = Object.entries(compose.services).flatMap(([name, s]) =>
+      (s.ports ?? []).map((p) => [name, p] as const),
+    );
     expect(published.map(([name]) => name).sort()).toEqual(['temporal', 'temporal-ui']);
     for (const [, p] of published) {
       expect(typeof p).toBe('string');
@@ -210,7 +218,12 @@ describe('docker-compose.yml services', () => {
     expect(e.TEMPORAL_NAMESPACE).toBe('default');
     expect(e.LOOPWRIGHT_TASK_QUEUE).toBe('loopwright');
     // Secrets and model choices come from the host / .env, with empty defaults.
-    for (const key of ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'LOOPWRIGHT_WORKER_MODEL', 'LOOPWRIGHT_CHECKER_MODEL']) {
+    for (const key of [
+      'ANTHROPIC_API_KEY',
+      'ANTHROPIC_BASE_URL',
+      'LOOPWRIGHT_WORKER_MODEL',
+      'LOOPWRIGHT_CHECKER_MODEL',
+    ]) {
       expect(rawEnv('worker', key)).toBe(`\${${key}:-}`);
     }
   });
@@ -348,7 +361,9 @@ describe('deploy/temporal-setup.sh (run by sh against a fake temporal CLI)', () 
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   /** Run the script with temporal-setup's compose environment plus fast retries. */
-  function runSetup(opts: { namespaceExists?: boolean; attributes?: string[]; extraEnv?: Record<string, string> } = {}): Run {
+  function runSetup(
+    opts: { namespaceExists?: boolean; attributes?: string[]; extraEnv?: Record<string, string> } = {},
+  ): Run {
     if (opts.namespaceExists ?? true) writeFileSync(join(dir, 'namespace'), 'default\n');
     if (opts.attributes) writeFileSync(join(dir, 'attributes'), opts.attributes.map((a) => `${a}\n`).join(''));
     const r = spawnSync('sh', [SETUP_SCRIPT], {
@@ -387,7 +402,9 @@ describe('deploy/temporal-setup.sh (run by sh against a fake temporal CLI)', () 
       expect(run.status).toBe(0);
       expect(run.attributes).toEqual(expected);
       for (const { name, type } of SEARCH_ATTRIBUTES) {
-        expect(run.calls).toContain(`operator search-attribute create --namespace default --name ${name} --type ${type}`);
+        expect(run.calls).toContain(
+          `operator search-attribute create --namespace default --name ${name} --type ${type}`,
+        );
       }
       expect(run.calls).toContain('operator namespace update --namespace default --retention 720h');
       expect(durationHours(run.retention!)).toBeGreaterThanOrEqual(720);
@@ -439,23 +456,48 @@ describe('docker-compose.yml security notes (how production is protected)', () =
   it('the header says what is unprotected as shipped and names mTLS, the authorizer and the claim mapper', () => {
     const header = text.slice(0, text.indexOf('\nname:'));
     expect(header).toMatch(/^# Security: /m);
-    for (const word of ['mTLS', 'TEMPORAL_AUTH_AUTHORIZER=default', 'TEMPORAL_AUTH_CLAIM_MAPPER=default', 'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH=true', 'LOOPWRIGHT_PUBLISH_IP']) {
+    for (const word of [
+      'mTLS',
+      'TEMPORAL_AUTH_AUTHORIZER=default',
+      'TEMPORAL_AUTH_CLAIM_MAPPER=default',
+      'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH=true',
+      'LOOPWRIGHT_PUBLISH_IP',
+    ]) {
       expect(header).toContain(word);
     }
     expect(header).toMatch(/do not read TLS client\s+#?\s*certificates or an API key yet/);
   });
 
-  it('shows, commented out, the temporal service\'s mTLS and authorizer settings, and none of them is on', () => {
-    for (const key of ['TEMPORAL_TLS_FRONTEND_CERT', 'TEMPORAL_TLS_FRONTEND_KEY', 'TEMPORAL_TLS_CLIENT1_CA_CERT', 'TEMPORAL_TLS_CLIENT2_CA_CERT', 'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH', 'TEMPORAL_AUTH_AUTHORIZER', 'TEMPORAL_AUTH_CLAIM_MAPPER', 'TEMPORAL_JWT_KEY_SOURCE1', 'USE_INTERNAL_FRONTEND']) {
+  it("shows, commented out, the temporal service's mTLS and authorizer settings, and none of them is on", () => {
+    for (const key of [
+      'TEMPORAL_TLS_FRONTEND_CERT',
+      'TEMPORAL_TLS_FRONTEND_KEY',
+      'TEMPORAL_TLS_CLIENT1_CA_CERT',
+      'TEMPORAL_TLS_CLIENT2_CA_CERT',
+      'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH',
+      'TEMPORAL_AUTH_AUTHORIZER',
+      'TEMPORAL_AUTH_CLAIM_MAPPER',
+      'TEMPORAL_JWT_KEY_SOURCE1',
+      'USE_INTERNAL_FRONTEND',
+    ]) {
       expect({ key, commented: commented('temporal', key) }).toEqual({ key, commented: true });
       expect(env('temporal')[key]).toBeUndefined();
     }
   });
 
-  it('shows the client side for the setup job, the Web UI and the worker (the worker\'s marked as not read yet)', () => {
-    for (const key of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_API_KEY']) expect(commented('temporal-setup', key)).toBe(true);
-    for (const key of ['TEMPORAL_TLS_CA', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_AUTH_ENABLED', 'TEMPORAL_DISABLE_WRITE_ACTIONS']) expect(commented('temporal-ui', key)).toBe(true);
-    for (const key of ['TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_API_KEY']) expect(commented('worker', key)).toBe(true);
+  it("shows the client side for the setup job, the Web UI and the worker (the worker's marked as not read yet)", () => {
+    for (const key of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_API_KEY'])
+      expect(commented('temporal-setup', key)).toBe(true);
+    for (const key of [
+      'TEMPORAL_TLS_CA',
+      'TEMPORAL_TLS_CERT',
+      'TEMPORAL_TLS_KEY',
+      'TEMPORAL_AUTH_ENABLED',
+      'TEMPORAL_DISABLE_WRITE_ACTIONS',
+    ])
+      expect(commented('temporal-ui', key)).toBe(true);
+    for (const key of ['TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_API_KEY'])
+      expect(commented('worker', key)).toBe(true);
     expect(block('worker')).toMatch(/NOT READ YET/);
   });
 });
@@ -472,31 +514,40 @@ type SeccompRule = {
 };
 type SeccompProfile = { defaultAction: string; defaultErrnoRet?: number; archMap?: unknown[]; syscalls: SeccompRule[] };
 
-describe('deploy/seccomp-bwrap.json (the worker\'s seccomp profile)', () => {
+describe("deploy/seccomp-bwrap.json (the worker's seccomp profile)", () => {
   const file = join(ROOT, SECCOMP_PROFILE);
   const profile = JSON.parse(readFileSync(file, 'utf8')) as SeccompProfile;
   const ours = profile.syscalls.filter((r) => r.comment?.startsWith('Loopwright:'));
   const docker = profile.syscalls.filter((r) => !ours.includes(r));
   /** Allowed by `rules` to the worker (Docker's default capabilities: no CAP_SYS_ADMIN) on every arch, whatever the arguments. */
   const allows = (rules: SeccompRule[], name: string) =>
-    rules.some((r) => r.names.includes(name) && r.action === 'SCMP_ACT_ALLOW' && !r.args?.length && !r.includes?.caps?.length && !r.includes?.arches?.length);
+    rules.some(
+      (r) =>
+        r.names.includes(name) &&
+        r.action === 'SCMP_ACT_ALLOW' &&
+        !r.args?.length &&
+        !r.includes?.caps?.length &&
+        !r.includes?.arches?.length,
+    );
   const allowedOutright = (name: string) => allows(profile.syscalls, name);
 
-  it('is valid JSON and keeps Docker\'s default action: every syscall not listed fails with EPERM', () => {
+  it("is valid JSON and keeps Docker's default action: every syscall not listed fails with EPERM", () => {
     expect(profile.defaultAction).toBe('SCMP_ACT_ERRNO');
     expect(profile.defaultErrnoRet).toBe(1);
     expect(profile.archMap?.length).toBeGreaterThan(0);
   });
 
-  it('is Docker\'s default profile (moby/profiles seccomp v0.2.3) unchanged plus one Loopwright rule', () => {
+  it("is Docker's default profile (moby/profiles seccomp v0.2.3) unchanged plus one Loopwright rule", () => {
     expect(ours).toHaveLength(1);
     // sha256 of JSON.stringify(JSON.parse(default.json)) at moby/moby b985e231 (vendor/github.com/moby/profiles/seccomp).
     const upstream = { ...profile, syscalls: docker };
-    expect(createHash('sha256').update(JSON.stringify(upstream)).digest('hex')).toBe('afb4934b023cfceaaec1a9d752ca3f801aaa96eb2e59abe6e7ea16976948e080');
+    expect(createHash('sha256').update(JSON.stringify(upstream)).digest('hex')).toBe(
+      'afb4934b023cfceaaec1a9d752ca3f801aaa96eb2e59abe6e7ea16976948e080',
+    );
     expect(profile.syscalls[profile.syscalls.length - 1]).toBe(ours[0]);
   });
 
-  it('allows the namespace and mount syscalls bubblewrap needs without CAP_SYS_ADMIN, which Docker\'s default refuses', () => {
+  it("allows the namespace and mount syscalls bubblewrap needs without CAP_SYS_ADMIN, which Docker's default refuses", () => {
     const needed = ['clone', 'unshare', 'mount', 'umount2', 'pivot_root', 'sethostname'];
     for (const name of needed) expect({ name, allowed: allowedOutright(name) }).toEqual({ name, allowed: true });
     for (const name of needed) expect({ name, byDocker: allows(docker, name) }).toEqual({ name, byDocker: false });
@@ -506,9 +557,21 @@ describe('deploy/seccomp-bwrap.json (the worker\'s seccomp profile)', () => {
     expect(ours[0].args).toBeUndefined();
   });
 
-  it('keeps the rest of Docker\'s refusals: clone3 answers ENOSYS, keyring, bpf, modules, kexec and setns stay refused', () => {
-    expect(profile.syscalls.find((r) => r.names.includes('clone3') && r.action === 'SCMP_ACT_ERRNO')).toMatchObject({ errnoRet: 38 });
-    for (const name of ['clone3', 'keyctl', 'add_key', 'bpf', 'init_module', 'finit_module', 'kexec_load', 'setns', 'open_by_handle_at']) {
+  it("keeps the rest of Docker's refusals: clone3 answers ENOSYS, keyring, bpf, modules, kexec and setns stay refused", () => {
+    expect(profile.syscalls.find((r) => r.names.includes('clone3') && r.action === 'SCMP_ACT_ERRNO')).toMatchObject({
+      errnoRet: 38,
+    });
+    for (const name of [
+      'clone3',
+      'keyctl',
+      'add_key',
+      'bpf',
+      'init_module',
+      'finit_module',
+      'kexec_load',
+      'setns',
+      'open_by_handle_at',
+    ]) {
       expect({ name, allowed: allowedOutright(name) }).toEqual({ name, allowed: false });
     }
   });
@@ -606,7 +669,15 @@ describe('.dockerignore', () => {
   });
 
   it('does not exclude anything the build needs', () => {
-    const needed = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'common', 'workers', 'workflows'];
+    const needed = [
+      'package.json',
+      'package-lock.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'common',
+      'workers',
+      'workflows',
+    ];
     for (const p of patterns) expect(needed).not.toContain(p.replace(/^\/|\/$/g, ''));
   });
 });
@@ -615,9 +686,12 @@ describe('.dockerignore', () => {
 const composeCli = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' }).status === 0;
 
 describe('docker compose client', () => {
-  (composeCli ? it : it.skip)('`docker compose config -q` accepts docker-compose.yml (skipped without a compose client)', () => {
-    const r = spawnSync('docker', ['compose', '-f', COMPOSE_FILE, 'config', '-q'], { encoding: 'utf8', cwd: ROOT });
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-  });
+  (composeCli ? it : it.skip)(
+    '`docker compose config -q` accepts docker-compose.yml (skipped without a compose client)',
+    () => {
+      const r = spawnSync('docker', ['compose', '-f', COMPOSE_FILE, 'config', '-q'], { encoding: 'utf8', cwd: ROOT });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+    },
+  );
 });

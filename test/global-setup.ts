@@ -29,9 +29,21 @@ export default async function globalSetup(): Promise<void> {
   // Two bundles, as `npm run build` writes: plain, and with the encoding failure converter for
   // workers with a key ring (test/crypto).
   const [server, bundle, encryptedBundle] = await Promise.all([
-    external ? undefined : startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port, uiPort, logFile: path.join(dir, 'temporal.log') }),
+    external
+      ? undefined
+      : startDevServer({
+          cli,
+          dbFile: path.join(dir, 'temporal.db'),
+          port,
+          uiPort,
+          logFile: path.join(dir, 'temporal.log'),
+        }),
     bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger }),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), failureConverterPath: FAILURE_CONVERTER_PATH, logger }),
+    bundleWorkflowCode({
+      workflowsPath: require.resolve('../workflows'),
+      failureConverterPath: FAILURE_CONVERTER_PATH,
+      logger,
+    }),
   ]);
   const bundlePath = path.join(dir, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);

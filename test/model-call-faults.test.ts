@@ -13,7 +13,10 @@ import { script } from './helpers/scripts';
  */
 const price = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };
 const usage = { input_tokens: 1000, output_tokens: 40, cache_read_input_tokens: 200, cache_creation_input_tokens: 50 };
-const reply = { content: [{ type: 'text' as const, text: 'The crash is in add(): it subtracts; it should return a + b instead.' }], usage };
+const reply = {
+  content: [{ type: 'text' as const, text: 'The crash is in add(): it subtracts; it should return a + b instead.' }],
+  usage,
+};
 const rule = (extra: Partial<ModelRule>): ModelRule => ({ name: 'r', reply, ...extra }) as ModelRule;
 
 let server: ModelServer | undefined;
@@ -24,8 +27,20 @@ afterEach(async () => {
 
 async function call(rules: ModelRule[], timeouts = { totalMs: 30_000, idleMs: 5_000 }) {
   server = await startModelServer({ script: script(...rules), port: 0 });
-  const callModel = createModelCaller({ client: createModelClient({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' }) });
-  const req: ModelRequest = { role: 'worker', model: 'claude-test-1', workflowId: 'w/1', attempt: 1, system: 'sys', messages: [{ role: 'user', content: 'hi' }], maxTokens: 100, price, timeouts };
+  const callModel = createModelCaller({
+    client: createModelClient({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' }),
+  });
+  const req: ModelRequest = {
+    role: 'worker',
+    model: 'claude-test-1',
+    workflowId: 'w/1',
+    attempt: 1,
+    system: 'sys',
+    messages: [{ role: 'user', content: 'hi' }],
+    maxTokens: 100,
+    price,
+    timeouts,
+  };
   const started = Date.now();
   const outcome = await callModel(req).then(
     (value) => ({ ok: true as const, value }),
@@ -41,8 +56,22 @@ function carried(error: unknown): ModelFailureDetails['usage'] {
 }
 
 /** The server's usage in the run record's terms (tokens only). */
-const tokens = (u: { input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number } | undefined) =>
-  u && { inputTokens: u.input_tokens, outputTokens: u.output_tokens, cacheReadTokens: u.cache_read_input_tokens, cacheWriteTokens: u.cache_creation_input_tokens };
+const tokens = (
+  u:
+    | {
+        input_tokens: number;
+        output_tokens: number;
+        cache_read_input_tokens: number;
+        cache_creation_input_tokens: number;
+      }
+    | undefined,
+) =>
+  u && {
+    inputTokens: u.input_tokens,
+    outputTokens: u.output_tokens,
+    cacheReadTokens: u.cache_read_input_tokens,
+    cacheWriteTokens: u.cache_creation_input_tokens,
+  };
 
 describe('a model call that breaks carries the usage the endpoint sent', () => {
   test('a complete stream answers with the final usage and its cost', async () => {
@@ -55,10 +84,25 @@ describe('a model call that breaks carries the usage the endpoint sent', () => {
   });
 
   test.each([
-    ['a dropped connection after message_start', { kind: 'drop', after: 'message_start' }, /model stream broke after 1 event/, 1],
+    [
+      'a dropped connection after message_start',
+      { kind: 'drop', after: 'message_start' },
+      /model stream broke after 1 event/,
+      1,
+    ],
     ['a dropped connection after three deltas', { kind: 'drop', after: 6 }, /model stream broke after 5 events/, 1],
-    ['a dropped connection after message_delta', { kind: 'drop', after: 'message_delta' }, /model stream broke after \d+ events/, 40],
-    ['malformed JSON in an event', { kind: 'malformed', after: 'content_block_start' }, /model stream sent an event that is not JSON after 2 events/, 1],
+    [
+      'a dropped connection after message_delta',
+      { kind: 'drop', after: 'message_delta' },
+      /model stream broke after \d+ events/,
+      40,
+    ],
+    [
+      'malformed JSON in an event',
+      { kind: 'malformed', after: 'content_block_start' },
+      /model stream sent an event that is not JSON after 2 events/,
+      1,
+    ],
     ['an SSE error event', { kind: 'error', after: 4 }, /model stream reported overloaded_error after 3 events/, 1],
   ] as const)('%s: a retryable failure with the usage sent so far', async (_, fault, message, outputTokens) => {
     const { outcome, sent } = await call([rule({ fault: fault as ModelRule['fault'] })]);
@@ -70,12 +114,21 @@ describe('a model call that breaks carries the usage the endpoint sent', () => {
     expect(failure.message).toMatch(message);
     expect(failure.message).toContain('(worker, claude-test-1)');
     expect(carried(failure)).toMatchObject(tokens(sent.usage)!);
-    expect(carried(failure)).toMatchObject({ inputTokens: 1000, cacheReadTokens: 200, cacheWriteTokens: 50, outputTokens });
+    expect(carried(failure)).toMatchObject({
+      inputTokens: 1000,
+      cacheReadTokens: 200,
+      cacheWriteTokens: 50,
+      outputTokens,
+    });
     expect(carried(failure)!.costUsd).toBeGreaterThan(0);
   });
 
   test('an SSE error event of a kind retrying cannot fix is not retried, and still carries the usage', async () => {
-    const fault = { kind: 'error', after: 'message_start', error: { type: 'invalid_request_error', message: 'prompt too long' } } as const;
+    const fault = {
+      kind: 'error',
+      after: 'message_start',
+      error: { type: 'invalid_request_error', message: 'prompt too long' },
+    } as const;
     const { outcome, sent } = await call([rule({ fault })]);
     const failure = (outcome as { error: ApplicationFailure }).error;
     expect(failure.type).toBe(MODEL_NON_RETRYABLE);
@@ -87,14 +140,19 @@ describe('a model call that breaks carries the usage the endpoint sent', () => {
     const { outcome, sent } = await call([rule({ fault: { kind: 'end', after: 'content_block_stop' } })]);
     const failure = (outcome as { error: ApplicationFailure }).error;
     expect(failure.type).toBe(MODEL_RETRYABLE);
-    expect(failure.message).toMatch(/model stream ended without a stop_reason after 8 events .*the answer is incomplete/);
+    expect(failure.message).toMatch(
+      /model stream ended without a stop_reason after 8 events .*the answer is incomplete/,
+    );
     expect(carried(failure)).toMatchObject(tokens(sent.usage)!);
   });
 });
 
 describe('the call enforces its own limits', () => {
   test('a stall after message_start is cut at the idle limit (2 s) and charges message_start', async () => {
-    const { outcome, ms, sent } = await call([rule({ fault: { kind: 'stall', after: 'message_start' } })], { totalMs: 30_000, idleMs: 2_000 });
+    const { outcome, ms, sent } = await call([rule({ fault: { kind: 'stall', after: 'message_start' } })], {
+      totalMs: 30_000,
+      idleMs: 2_000,
+    });
     const failure = (outcome as { error: ApplicationFailure }).error;
     expect(failure.type).toBe(MODEL_RETRYABLE);
     expect(failure.message).toMatch(/model stream idle: no stream event for 2s \(the idle limit\) after 1 event/);

@@ -25,7 +25,10 @@ afterEach(async () => {
   server = undefined;
 });
 
-const answer: ModelRule['reply'] = { content: [{ type: 'text', text: 'ok' }], usage: { input_tokens: 10, output_tokens: 2 } };
+const answer: ModelRule['reply'] = {
+  content: [{ type: 'text', text: 'ok' }],
+  usage: { input_tokens: 10, output_tokens: 2 },
+};
 
 async function drain(body: ReadableStream<Uint8Array> | null): Promise<string> {
   const reader = body!.getReader();
@@ -53,7 +56,10 @@ describe('the model transport lets go of finished calls', () => {
     ['dropped mid-response', { kind: 'drop' as const, after: 2 }, 'failed: terminated'],
     ['ended early', { kind: 'end' as const, after: 'content_block_start' as const }, 'done'],
   ])('a body %s leaves no listener on the signal', async (_name, fault, outcome) => {
-    server = await startModelServer({ script: { rules: [{ name: 'a', reply: answer, ...(fault ? { fault } : {}) }] }, port: 0 });
+    server = await startModelServer({
+      script: { rules: [{ name: 'a', reply: answer, ...(fault ? { fault } : {}) }] },
+      port: 0,
+    });
     const caller = new AbortController();
     const res = await post(server.url, caller.signal);
     expect(res.status).toBe(200);
@@ -63,7 +69,10 @@ describe('the model transport lets go of finished calls', () => {
   });
 
   test('a body the reader cancels leaves no listener on the signal', async () => {
-    server = await startModelServer({ script: { rules: [{ name: 'slow', reply: answer, eventDelayMs: 200 }] }, port: 0 });
+    server = await startModelServer({
+      script: { rules: [{ name: 'slow', reply: answer, eventDelayMs: 200 }] },
+      port: 0,
+    });
     const caller = new AbortController();
     const res = await post(server.url, caller.signal);
     const reader = res.body!.getReader();
@@ -74,7 +83,10 @@ describe('the model transport lets go of finished calls', () => {
   });
 
   test('an aborted call leaves no listener on the signal', async () => {
-    server = await startModelServer({ script: { rules: [{ name: 'stall', reply: answer, fault: { kind: 'stall', after: 1 } }] }, port: 0 });
+    server = await startModelServer({
+      script: { rules: [{ name: 'stall', reply: answer, fault: { kind: 'stall', after: 1 } }] },
+      port: 0,
+    });
     const caller = new AbortController();
     const res = await post(server.url, caller.signal);
     const reading = drain(res.body);
@@ -86,7 +98,9 @@ describe('the model transport lets go of finished calls', () => {
 
   test('the async context of 200 streamed calls through the Anthropic adapter and the real SDK is collected', async () => {
     server = await startModelServer({ script: { rules: [{ name: 'a', reply: answer }] }, port: 0 });
-    const model = createAnthropicModelClient(createAnthropic({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' }));
+    const model = createAnthropicModelClient(
+      createAnthropic({ ANTHROPIC_BASE_URL: server.url, ANTHROPIC_API_KEY: 'test' }),
+    );
     const context = new AsyncLocalStorage<object>();
     let alive = 0;
     const collected = new FinalizationRegistry<void>(() => alive--);
@@ -98,7 +112,10 @@ describe('the model transport lets go of finished calls', () => {
       await context.run(store, async () => {
         const cancel = new AbortController();
         const caller = { workflowId: 'memory', role: 'worker', attempt: 1 };
-        const answer = await model.call({ model: 'm', system: 'be brief', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, caller }, { limits: { totalMs: 30_000, idleMs: 30_000 }, signal: cancel.signal });
+        const answer = await model.call(
+          { model: 'm', system: 'be brief', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, caller },
+          { limits: { totalMs: 30_000, idleMs: 30_000 }, signal: cancel.signal },
+        );
         expect(answer.stopReason).toBe('end_turn');
       });
     }

@@ -18,11 +18,16 @@ async function start(extra: Partial<ModelRule>): Promise<ModelServer> {
   return server;
 }
 
-const body = (stream: boolean) => JSON.stringify({ model: 'm', max_tokens: 10, stream, messages: [{ role: 'user', content: 'hi' }] });
+const body = (stream: boolean) =>
+  JSON.stringify({ model: 'm', max_tokens: 10, stream, messages: [{ role: 'user', content: 'hi' }] });
 
 /** Reads a streamed answer: the SSE events that arrived, and how the body ended. */
 async function read(s: ModelServer): Promise<{ events: string[]; data: string[]; ending: string }> {
-  const response = await fetch(`${s.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(true) });
+  const response = await fetch(`${s.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: body(true),
+  });
   const reader = response.body!.getReader();
   let raw = '';
   let ending = 'ended';
@@ -35,7 +40,11 @@ async function read(s: ModelServer): Promise<{ events: string[]; data: string[];
   } catch (err) {
     ending = `error: ${(err as Error).message}`;
   }
-  return { events: [...raw.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]), data: [...raw.matchAll(/^data: (.*)$/gm)].map((m) => m[1]), ending };
+  return {
+    events: [...raw.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]),
+    data: [...raw.matchAll(/^data: (.*)$/gm)].map((m) => m[1]),
+    ending,
+  };
 }
 
 describe('stream faults', () => {
@@ -44,7 +53,12 @@ describe('stream faults', () => {
     const got = await read(s);
     expect(got.events).toEqual(['message_start']);
     expect(got.ending).toMatch(/^error: terminated/);
-    expect(s.requests[0]).toMatchObject({ status: 200, events: 1, fault: 'drop after 1 events', usage: { ...usage, output_tokens: 1 } });
+    expect(s.requests[0]).toMatchObject({
+      status: 200,
+      events: 1,
+      fault: 'drop after 1 events',
+      usage: { ...usage, output_tokens: 1 },
+    });
   });
 
   test('drop after a count of events: exactly that many arrive; after message_delta the record has the final usage', async () => {
@@ -60,7 +74,17 @@ describe('stream faults', () => {
   test('end: the response ends properly, early', async () => {
     const s = await start({ fault: { kind: 'end', after: 'content_block_stop' } });
     const got = await read(s);
-    expect(got).toMatchObject({ ending: 'ended', events: ['message_start', 'ping', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop'] });
+    expect(got).toMatchObject({
+      ending: 'ended',
+      events: [
+        'message_start',
+        'ping',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_delta',
+        'content_block_stop',
+      ],
+    });
   });
 
   test('malformed: an event whose data is not JSON, then the response ends', async () => {
@@ -76,10 +100,15 @@ describe('stream faults', () => {
     const s = await start({ fault: { kind: 'error', after: 'message_start' } });
     const got = await read(s);
     expect(got.events).toEqual(['message_start', 'error']);
-    expect(JSON.parse(got.data[1])).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded (scripted stream error)' } });
+    expect(JSON.parse(got.data[1])).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: 'Overloaded (scripted stream error)' },
+    });
     await server!.close();
     const t = await start({ fault: { kind: 'error', after: 0, error: { type: 'api_error', message: 'boom' } } });
-    expect((await read(t)).data).toEqual([JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'boom' } })]);
+    expect((await read(t)).data).toEqual([
+      JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'boom' } }),
+    ]);
     expect(t.requests[0].usage).toBeUndefined();
   });
 
@@ -88,7 +117,10 @@ describe('stream faults', () => {
     const response = await fetch(`${s.url}/v1/messages`, { method: 'POST', body: body(true) });
     const reader = response.body!.getReader();
     expect(Buffer.from((await reader.read()).value!).toString()).toMatch(/^event: message_start/);
-    const next = reader.read().then(() => 'more', (err: Error) => `error: ${err.message}`);
+    const next = reader.read().then(
+      () => 'more',
+      (err: Error) => `error: ${err.message}`,
+    );
     const quiet = await Promise.race([next, new Promise((r) => setTimeout(() => r('quiet'), 500))]);
     expect(quiet).toBe('quiet');
     expect(s.requests[0]).toMatchObject({ events: 1, fault: 'stall after 1 events' });
@@ -110,7 +142,9 @@ describe('stream faults', () => {
     const s = await start({ fault: { kind: 'drop', after: 1 } });
     const response = await fetch(`${s.url}/v1/messages`, { method: 'POST', body: body(false) });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toBe('scripted model: rule "r" scripts a drop fault of a stream; send "stream": true');
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+      'scripted model: rule "r" scripts a drop fault of a stream; send "stream": true',
+    );
   });
 
   test('a plain reply records its usage', async () => {
@@ -122,8 +156,14 @@ describe('stream faults', () => {
 
 describe('fault scripts are validated', () => {
   test.each([
-    [{ name: 'x', fault: { kind: 'drop', after: 1 }, error: { status: 500 } }, 'rules.0: "fault" and "eventDelayMs" shape a streamed reply: they need "reply"'],
-    [{ name: 'x', fault: { kind: 'drop', after: 1, error: { type: 'a', message: 'b' } }, reply: { content: [] } }, 'rules.0.fault.error: "error" goes with kind "error" only'],
+    [
+      { name: 'x', fault: { kind: 'drop', after: 1 }, error: { status: 500 } },
+      'rules.0: "fault" and "eventDelayMs" shape a streamed reply: they need "reply"',
+    ],
+    [
+      { name: 'x', fault: { kind: 'drop', after: 1, error: { type: 'a', message: 'b' } }, reply: { content: [] } },
+      'rules.0.fault.error: "error" goes with kind "error" only',
+    ],
     [{ name: 'x', fault: { kind: 'explode', after: 1 }, reply: { content: [] } }, 'rules.0.fault.kind'],
     [{ name: 'x', fault: { kind: 'drop', after: 'message_end' }, reply: { content: [] } }, 'rules.0.fault.after'],
   ])('%j is refused', (rule, problem) => {

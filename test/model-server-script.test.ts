@@ -103,11 +103,18 @@ describe('runModelServerCommand and the log file', () => {
     ]);
     expect(server.url).toBe(`http://127.0.0.1:${server.port}`);
     const client = new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0 });
-    const call = async (role: string, attempt: number, text: string, system = 'You are the worker.'): Promise<string> => {
+    const call = async (
+      role: string,
+      attempt: number,
+      text: string,
+      system = 'You are the worker.',
+    ): Promise<string> => {
       const headers = { 'x-loopwright-role': role, 'x-loopwright-attempt': String(attempt) };
       const message = await client.messages.create({ ...ask(text), system }, { headers }).catch((e: Error) => e);
       if (message instanceof Error) return message.name;
-      return JSON.stringify(message.content.map((b) => (b.type === 'text' ? b.text : b.type === 'tool_use' ? b.input : b.type)));
+      return JSON.stringify(
+        message.content.map((b) => (b.type === 'text' ? b.text : b.type === 'tool_use' ? b.input : b.type)),
+      );
     };
     const checker = 'You are the checker.';
     const transcript = [
@@ -143,7 +150,10 @@ describe('runModelServerCommand and the log file', () => {
     await client.messages.create(ask('again')).catch(() => undefined);
     await server.close();
     server = undefined;
-    const lines = (await readFile(logFile, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = (await readFile(logFile, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatchObject({
       role: 'worker',
@@ -174,9 +184,16 @@ describe('scripted model server, HTTP edges', () => {
     const noMaxTokens = await post('/v1/messages', JSON.stringify({ model: 'm', messages: [] }));
     expect([notFound.status, beta.status, badJson.status, noMaxTokens.status]).toEqual([404, 200, 400, 400]);
     expect(await notFound.json()).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
-    expect(await badJson.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining('not valid JSON') } });
+    expect(await badJson.json()).toMatchObject({
+      error: { type: 'invalid_request_error', message: expect.stringContaining('not valid JSON') },
+    });
     expect(await noMaxTokens.json()).toMatchObject({ error: { message: 'max_tokens: Field required' } });
-    expect(server.requests.map((r) => [r.status, r.rule])).toEqual([[404, null], [200, 'any'], [400, null], [400, null]]);
+    expect(server.requests.map((r) => [r.status, r.rule])).toEqual([
+      [404, null],
+      [200, 'any'],
+      [400, null],
+      [400, null],
+    ]);
   });
 
   test('refuses to start on a port in use with a UsageError', async () => {

@@ -22,7 +22,11 @@ const ask = (text: string): Anthropic.MessageCreateParamsNonStreaming => ({
 });
 
 const longText = 'The test fails because add() subtracts; I will change it to return a + b and re-run the suite.';
-const verdictInput = { pass: true, feedback: 'all 12 tests pass', details: { failing: [], notes: 'quote " and\nnewline' } };
+const verdictInput = {
+  pass: true,
+  feedback: 'all 12 tests pass',
+  details: { failing: [], notes: 'quote " and\nnewline' },
+};
 
 describe('scripted model server, streaming', () => {
   test('stream().finalMessage() rebuilds the same text, tool_use input and usage as a plain create()', async () => {
@@ -35,7 +39,12 @@ describe('scripted model server, streaming', () => {
               { type: 'text', text: longText },
               { type: 'tool_use', id: 'toolu_fixed', name: 'submit_verdict', input: verdictInput },
             ],
-            usage: { input_tokens: 300, output_tokens: 40, cache_read_input_tokens: 250, cache_creation_input_tokens: 10 },
+            usage: {
+              input_tokens: 300,
+              output_tokens: 40,
+              cache_read_input_tokens: 250,
+              cache_creation_input_tokens: 10,
+            },
           },
         },
       ],
@@ -86,7 +95,10 @@ describe('scripted model server, streaming', () => {
 
   test('a scripted error on a streaming request is an HTTP error before any event', async () => {
     const client = await start({ rules: [{ name: 'overloaded', error: { status: 529 } }] });
-    const error: unknown = await client.messages.stream(ask('hi')).finalMessage().catch((e: unknown) => e);
+    const error: unknown = await client.messages
+      .stream(ask('hi'))
+      .finalMessage()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OverloadedError);
     expect((error as OverloadedError).type).toBe('overloaded_error');
   });
@@ -94,7 +106,9 @@ describe('scripted model server, streaming', () => {
 
 describe('scripted model server, delays', () => {
   test('waits delayMs before answering', async () => {
-    const client = await start({ rules: [{ name: 'slow', delayMs: 300, reply: { content: [{ type: 'text', text: 'late' }] } }] });
+    const client = await start({
+      rules: [{ name: 'slow', delayMs: 300, reply: { content: [{ type: 'text', text: 'late' }] } }],
+    });
     const started = Date.now();
     const message = await client.messages.create(ask('hi'));
     expect(Date.now() - started).toBeGreaterThanOrEqual(280);
@@ -124,7 +138,9 @@ describe('scripted model server, delays', () => {
 
   test('close() returns promptly and cuts the connection of a request still waiting out its delay', async () => {
     await start({ rules: [{ name: 'hang', delayMs: 10_000, reply: { content: [{ type: 'text', text: 'never' }] } }] });
-    const pending = fetch(`${server?.url}/v1/messages`, { method: 'POST', body: JSON.stringify(ask('hi')) }).catch((e: unknown) => e);
+    const pending = fetch(`${server?.url}/v1/messages`, { method: 'POST', body: JSON.stringify(ask('hi')) }).catch(
+      (e: unknown) => e,
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     const started = Date.now();
     await server?.close();

@@ -15,7 +15,10 @@ async function start(script: ModelScript): Promise<Anthropic> {
   return new Anthropic({ apiKey: 'test', baseURL: server.url, maxRetries: 0 });
 }
 
-function ask(text: string, extra: Partial<Anthropic.MessageCreateParamsNonStreaming> = {}): Anthropic.MessageCreateParamsNonStreaming {
+function ask(
+  text: string,
+  extra: Partial<Anthropic.MessageCreateParamsNonStreaming> = {},
+): Anthropic.MessageCreateParamsNonStreaming {
   return { model: MODEL, max_tokens: 100, messages: [{ role: 'user', content: text }], ...extra };
 }
 
@@ -25,7 +28,9 @@ function loopHeaders(role: string, attempt: number, workflowId = 'fix-test/issue
 
 describe('scripted model server, plain replies', () => {
   test('answers a text reply as a full Message with estimated usage and records the request', async () => {
-    const client = await start({ rules: [{ name: 'hello', reply: { content: [{ type: 'text', text: 'Hello there' }] } }] });
+    const client = await start({
+      rules: [{ name: 'hello', reply: { content: [{ type: 'text', text: 'Hello there' }] } }],
+    });
     const message = await client.messages.create(ask('Say hello', { system: 'Be brief.' }));
     expect(message).toMatchObject({
       type: 'message',
@@ -39,8 +44,17 @@ describe('scripted model server, plain replies', () => {
     expect(message.id).toMatch(/^msg_/);
     expect(message.usage.input_tokens).toBeGreaterThan(10);
     expect(server?.requests).toHaveLength(1);
-    expect(server?.requests[0]).toMatchObject({ model: MODEL, system: 'Be brief.', lastUser: 'Say hello', rule: 'hello', status: 200 });
-    expect(server?.requests[0].body).toMatchObject({ max_tokens: 100, messages: [{ role: 'user', content: 'Say hello' }] });
+    expect(server?.requests[0]).toMatchObject({
+      model: MODEL,
+      system: 'Be brief.',
+      lastUser: 'Say hello',
+      rule: 'hello',
+      status: 200,
+    });
+    expect(server?.requests[0].body).toMatchObject({
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'Say hello' }],
+    });
   });
 
   test('answers a tool_use reply with a generated toolu_ id, stop_reason tool_use and the scripted usage', async () => {
@@ -72,7 +86,12 @@ describe('scripted model server, matching', () => {
   test('picks rules by the x-loopwright role, attempt and workflow-id headers and records them', async () => {
     const client = await start(script);
     const texts: string[] = [];
-    for (const [role, attempt, workflowId] of [['worker', 2, 'a'], ['checker', 1, 'a'], ['worker', 1, 'a'], ['judge', 1, 'fix/issue-7']] as const) {
+    for (const [role, attempt, workflowId] of [
+      ['worker', 2, 'a'],
+      ['checker', 1, 'a'],
+      ['worker', 1, 'a'],
+      ['judge', 1, 'fix/issue-7'],
+    ] as const) {
       const message = await client.messages.create(ask('go'), { headers: loopHeaders(role, attempt, workflowId) });
       texts.push(message.content[0].type === 'text' ? message.content[0].text : '');
     }
@@ -89,21 +108,36 @@ describe('scripted model server, matching', () => {
     const client = await start({
       rules: [
         { name: 'wrong-model', match: { model: 'other-model' }, reply: { content: [{ type: 'text', text: 'no' }] } },
-        { name: 'needle', match: { system: 'strict checker', lastUser: 'FAIL add.test.ts', model: MODEL }, reply: { content: [{ type: 'text', text: 'yes' }] } },
+        {
+          name: 'needle',
+          match: { system: 'strict checker', lastUser: 'FAIL add.test.ts', model: MODEL },
+          reply: { content: [{ type: 'text', text: 'yes' }] },
+        },
       ],
     });
     const message = await client.messages.create({
       model: MODEL,
       max_tokens: 50,
-      system: [{ type: 'text', text: 'You are a strict checker.', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'Be fair.' }],
+      system: [
+        { type: 'text', text: 'You are a strict checker.', cache_control: { type: 'ephemeral' } },
+        { type: 'text', text: 'Be fair.' },
+      ],
       messages: [
         { role: 'user', content: 'first question' },
         { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'run_tests', input: {} }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'FAIL add.test.ts' }] }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: 'FAIL add.test.ts' }] },
+          ],
+        },
       ],
     });
     expect(message.content).toEqual([{ type: 'text', text: 'yes' }]);
-    expect(server?.requests[0]).toMatchObject({ system: 'You are a strict checker.\nBe fair.', lastUser: 'FAIL add.test.ts' });
+    expect(server?.requests[0]).toMatchObject({
+      system: 'You are a strict checker.\nBe fair.',
+      lastUser: 'FAIL add.test.ts',
+    });
   });
 
   test('falls through to the next rule once a rule has used its `times`', async () => {
@@ -130,7 +164,9 @@ describe('scripted model server, matching', () => {
       ],
     });
     await client.messages.create(ask('first'));
-    const error: unknown = await client.messages.create(ask('please review the diff'), { headers: loopHeaders('checker', 2) }).catch((e: unknown) => e);
+    const error: unknown = await client.messages
+      .create(ask('please review the diff'), { headers: loopHeaders('checker', 2) })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InternalServerError);
     const apiError = error as InternalServerError;
     expect(apiError.status).toBe(500);
@@ -146,7 +182,9 @@ describe('scripted model server, matching', () => {
 
 describe('scripted model server, scripted errors', () => {
   test('a 429 with retry-after surfaces as RateLimitError carrying the header and a request-id', async () => {
-    const client = await start({ rules: [{ name: 'limited', error: { status: 429, headers: { 'retry-after': '7' } } }] });
+    const client = await start({
+      rules: [{ name: 'limited', error: { status: 429, headers: { 'retry-after': '7' } } }],
+    });
     const error: unknown = await client.messages.create(ask('hi')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitError);
     const apiError = error as RateLimitError;

@@ -4,11 +4,31 @@ import { LoopwrightError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
 import type { CheckKind, RunRecord, Verdict } from '../common/run-record';
 import { addUsage, type Usage } from '../common/usage';
-import { activityFailure, decode, durationMs, eventMs, failureMessage, failureUsage, scheduledIdOf, summaryOf, type History, type HistoryEvent } from './history';
+import {
+  activityFailure,
+  decode,
+  durationMs,
+  eventMs,
+  failureMessage,
+  failureUsage,
+  scheduledIdOf,
+  summaryOf,
+  type History,
+  type HistoryEvent,
+} from './history';
 import { completeFromRecord, type TurnCalls } from './from-record';
 import { guessKind, outcomeOf, outcomeOfRecord } from './outcome';
 import { redactDeep, type Redaction } from '../common/redact';
-import type { Trace, TraceAttempt, TraceCheck, TraceEffect, TraceEscalation, TraceModelCall, TraceTime, TraceToolCall } from './types';
+import type {
+  Trace,
+  TraceAttempt,
+  TraceCheck,
+  TraceEffect,
+  TraceEscalation,
+  TraceModelCall,
+  TraceTime,
+  TraceToolCall,
+} from './types';
 import { parseToolCallSummary, parseWaitSummary } from '../common/activity-summary';
 
 type Pending =
@@ -32,16 +52,34 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
   const start = histories[0]?.events?.[0];
   const started = start?.workflowExecutionStartedEventAttributes;
   const input = decode<LoopInput>(started?.input);
-  if (!start || !started || !input) throw new LoopwrightError('this history does not start with a loopWorkflow start event: is it a Loopwright run?');
+  if (!start || !started || !input)
+    throw new LoopwrightError('this history does not start with a loopWorkflow start event: is it a Loopwright run?');
   const t0 = eventMs(start);
   const time = (ms: number): TraceTime => ({ at: new Date(ms).toISOString(), offsetMs: ms - t0 });
 
   const last = histories[histories.length - 1].events ?? [];
-  const record = decode<RunRecord>(last.find((e) => e.workflowExecutionCompletedEventAttributes)?.workflowExecutionCompletedEventAttributes?.result) ?? opts.ending;
+  const record =
+    decode<RunRecord>(
+      last.find((e) => e.workflowExecutionCompletedEventAttributes)?.workflowExecutionCompletedEventAttributes?.result,
+    ) ?? opts.ending;
   const attempts = new Map<number, TraceAttempt>();
   const attempt = (n: number, ms: number): TraceAttempt => {
     let a = attempts.get(n);
-    if (!a) attempts.set(n, (a = { n, ...time(ms), candidate: null, passed: null, modelCalls: [], toolCalls: [], checks: [], stopped: null, feedback: null }));
+    if (!a)
+      attempts.set(
+        n,
+        (a = {
+          n,
+          ...time(ms),
+          candidate: null,
+          passed: null,
+          modelCalls: [],
+          toolCalls: [],
+          checks: [],
+          stopped: null,
+          feedback: null,
+        }),
+      );
     return a;
   };
   const tries = new Map<string, number>();
@@ -75,7 +113,13 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
     decisions: [],
     effects: [],
     outcome: null,
-    usage: record?.usage.total ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 },
+    usage: record?.usage.total ?? {
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      costUsd: 0,
+    },
   };
 
   histories.forEach((history, r) => {
@@ -84,7 +128,12 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       const ms = eventMs(event);
       const scheduled = event.activityTaskScheduledEventAttributes;
       if (scheduled) {
-        const p = scheduleOf(event, scheduled.activityType?.name ?? '', decode<Record<string, unknown>>(scheduled.input) ?? {}, ms);
+        const p = scheduleOf(
+          event,
+          scheduled.activityType?.name ?? '',
+          decode<Record<string, unknown>>(scheduled.input) ?? {},
+          ms,
+        );
         if (p) pending.set(String(event.eventId), p);
         continue;
       }
@@ -98,13 +147,27 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
     }
   });
 
-  function scheduleOf(event: HistoryEvent, type: string, args: Record<string, unknown>, ms: number): Pending | undefined {
+  function scheduleOf(
+    event: HistoryEvent,
+    type: string,
+    args: Record<string, unknown>,
+    ms: number,
+  ): Pending | undefined {
     const n = Number(args.attempt ?? 0);
     if (type === 'generateCandidate' || type === 'modelTurn') {
       const turn = type === 'modelTurn' ? Number(args.turn) : null;
       const call: TraceModelCall = {
-        ...time(ms), activity: type, model: String(args.model ?? ''), attempt: n, turn, try: nextTry(`${type}/${n}/${turn}`),
-        durationMs: null, usage: null, tokens: 0, error: null, toolCalls: [],
+        ...time(ms),
+        activity: type,
+        model: String(args.model ?? ''),
+        attempt: n,
+        turn,
+        try: nextTry(`${type}/${n}/${turn}`),
+        durationMs: null,
+        usage: null,
+        tokens: 0,
+        error: null,
+        toolCalls: [],
       };
       attempt(n, ms).modelCalls.push(call);
       return { kind: 'model', call, startMs: ms };
@@ -112,8 +175,19 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
     if (type === 'judgeCandidate' || type === 'runCheck') {
       const spec = (args.check ?? {}) as { name?: string; kind?: CheckKind };
       const check: TraceCheck = {
-        ...time(ms), attempt: n, check: spec.name ?? '?', kind: spec.kind ?? (type === 'judgeCandidate' ? 'judge' : 'command'),
-        passed: null, reason: '', failedItems: [], requiredCorrection: '', evidence: null, by: null, usage: null, error: null, sandbox: null,
+        ...time(ms),
+        attempt: n,
+        check: spec.name ?? '?',
+        kind: spec.kind ?? (type === 'judgeCandidate' ? 'judge' : 'command'),
+        passed: null,
+        reason: '',
+        failedItems: [],
+        requiredCorrection: '',
+        evidence: null,
+        by: null,
+        usage: null,
+        error: null,
+        sandbox: null,
       };
       attempt(n, ms).checks.push(check);
       return { kind: 'check', check };
@@ -122,8 +196,18 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       const name = String(args.name ?? '');
       const fromMeta = parseToolCallSummary(summaryOf(event) ?? '', name);
       const call: TraceToolCall = {
-        ...time(ms), attempt: n, turn: Number(args.turn ?? 0), name, summary: fromMeta, allowed: true, deniedReason: null,
-        isError: false, preview: null, bytes: null, error: null, sandbox: null,
+        ...time(ms),
+        attempt: n,
+        turn: Number(args.turn ?? 0),
+        name,
+        summary: fromMeta,
+        allowed: true,
+        deniedReason: null,
+        isError: false,
+        preview: null,
+        bytes: null,
+        error: null,
+        sandbox: null,
       };
       toolsById.set(`${n}/${call.turn}/${String(args.toolUseId)}`, call);
       return { kind: 'tool', call };
@@ -132,8 +216,15 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
     if (type === 'applyEffect' || type === 'writeReport') {
       const key = String(args.key ?? '');
       const effect: TraceEffect = {
-        ...time(ms), key, name: key.split('/').at(-2) ?? key, kind: type === 'applyEffect' ? 'git_commit' : 'report',
-        target: typeof args.targetBranch === 'string' ? args.targetBranch : null, commit: null, path: null, alreadyApplied: false, error: null,
+        ...time(ms),
+        key,
+        name: key.split('/').at(-2) ?? key,
+        kind: type === 'applyEffect' ? 'git_commit' : 'report',
+        target: typeof args.targetBranch === 'string' ? args.targetBranch : null,
+        commit: null,
+        path: null,
+        alreadyApplied: false,
+        error: null,
       };
       trace.effects.push(effect);
       return { kind: 'effect', effect, dir: typeof args.dir === 'string' ? args.dir : undefined };
@@ -142,7 +233,9 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
   }
 
   function closeActivity(p: Pending, event: HistoryEvent, ms: number): void {
-    const result = event.activityTaskCompletedEventAttributes ? decode<Record<string, unknown>>(event.activityTaskCompletedEventAttributes.result) : undefined;
+    const result = event.activityTaskCompletedEventAttributes
+      ? decode<Record<string, unknown>>(event.activityTaskCompletedEventAttributes.result)
+      : undefined;
     const failure = activityFailure(event);
     const error = result ? null : event.activityTaskCanceledEventAttributes ? 'canceled' : failureMessage(failure);
     if (!result && !error) return; // started, not closed
@@ -166,11 +259,28 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       c.error = error;
       if (!result) return;
       const v = result as unknown as Verdict;
-      Object.assign(c, { passed: v.passed, reason: v.reason, failedItems: v.failedItems ?? [], requiredCorrection: v.requiredCorrection ?? '' });
-      Object.assign(c, { evidence: v.evidence ?? null, by: v.by ?? null, usage: c.kind === 'judge' ? v.usage : null, kind: v.kind ?? c.kind, sandbox: v.sandbox ?? null });
+      Object.assign(c, {
+        passed: v.passed,
+        reason: v.reason,
+        failedItems: v.failedItems ?? [],
+        requiredCorrection: v.requiredCorrection ?? '',
+      });
+      Object.assign(c, {
+        evidence: v.evidence ?? null,
+        by: v.by ?? null,
+        usage: c.kind === 'judge' ? v.usage : null,
+        kind: v.kind ?? c.kind,
+        sandbox: v.sandbox ?? null,
+      });
     } else if (p.kind === 'tool') {
       p.call.error = error;
-      if (result) Object.assign(p.call, { isError: Boolean(result.isError), preview: (result.preview as string) ?? null, bytes: (result.bytes as number) ?? null, sandbox: (result.sandbox as TraceToolCall['sandbox']) ?? null });
+      if (result)
+        Object.assign(p.call, {
+          isError: Boolean(result.isError),
+          preview: (result.preview as string) ?? null,
+          bytes: (result.bytes as number) ?? null,
+          sandbox: (result.sandbox as TraceToolCall['sandbox']) ?? null,
+        });
     } else if (p.kind === 'sandbox') {
       // prepareSession returns the session (with `sandbox` when the loop runs commands); checkSandbox the name itself.
       const name = typeof result === 'string' ? result : (result?.sandbox as unknown);
@@ -179,7 +289,11 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       const e = p.effect;
       e.error = error;
       if (!result) return;
-      Object.assign(e, { commit: (result.commit as string) || null, path: (result.path as string) ?? null, alreadyApplied: Boolean(result.alreadyApplied) });
+      Object.assign(e, {
+        commit: (result.commit as string) || null,
+        path: (result.path as string) ?? null,
+        alreadyApplied: Boolean(result.alreadyApplied),
+      });
       e.target = (result.target as string | undefined) ?? p.dir ?? e.target;
     }
   }
@@ -192,8 +306,12 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       const timeout = durationMs(timer.startToFireTimeout);
       const full = record?.escalation?.reason.startsWith(reason) ? record.escalation : undefined;
       const escalation: TraceEscalation = {
-        ...time(ms), kind: wait.kind === 'audit' ? 'audit' : (full?.kind ?? guessKind(reason)), reason: full?.reason ?? reason,
-        deadline: timeout === undefined ? null : new Date(ms + timeout).toISOString(), outcome: 'open', endedAt: null,
+        ...time(ms),
+        kind: wait.kind === 'audit' ? 'audit' : (full?.kind ?? guessKind(reason)),
+        reason: full?.reason ?? reason,
+        deadline: timeout === undefined ? null : new Date(ms + timeout).toISOString(),
+        outcome: 'open',
+        endedAt: null,
       };
       escalations.push(escalation);
       openTimers.set(`${r}/${timer.timerId}`, escalation);
@@ -217,20 +335,43 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
       const str = (k: string) => (typeof d[k] === 'string' ? clip(d[k] as string) : null);
       const num = (k: string) => (typeof d[k] === 'number' ? (d[k] as number) : null);
       trace.decisions.push({
-        ...time(ms), kind: str('kind') ?? '?', id: str('id'), by: str('by') ?? '?', note: str('note'), reason: str('reason'), guidance: str('guidance'),
-        attempts: num('attempts'), tokens: num('tokens'), costUsd: num('costUsd'), wallTime: str('wallTime'), verdict: (str('verdict') as 'ok' | 'bad' | null) ?? null,
-        status: null, refusal: null, override: false, verified: typeof d.signature === 'string' ? null : false, fingerprint: null,
+        ...time(ms),
+        kind: str('kind') ?? '?',
+        id: str('id'),
+        by: str('by') ?? '?',
+        note: str('note'),
+        reason: str('reason'),
+        guidance: str('guidance'),
+        attempts: num('attempts'),
+        tokens: num('tokens'),
+        costUsd: num('costUsd'),
+        wallTime: str('wallTime'),
+        verdict: (str('verdict') as 'ok' | 'bad' | null) ?? null,
+        status: null,
+        refusal: null,
+        override: false,
+        verified: typeof d.signature === 'string' ? null : false,
+        fingerprint: null,
       });
       return;
     }
     if (r === histories.length - 1) trace.outcome = outcomeOf(event, time(ms), record) ?? trace.outcome;
   }
 
-  if (!trace.outcome && opts.ending?.endedAt) trace.outcome = outcomeOfRecord(opts.ending, time(Date.parse(opts.ending.endedAt)));
+  if (!trace.outcome && opts.ending?.endedAt)
+    trace.outcome = outcomeOfRecord(opts.ending, time(Date.parse(opts.ending.endedAt)));
   trace.attempts = [...attempts.values()].sort((a, b) => a.n - b.n);
   completeFromRecord(trace, record, turns, toolsById, time);
-  if (!record) trace.usage = addUsage(...trace.attempts.flatMap((a) => [...a.modelCalls.map((c) => c.usage), ...a.checks.map((c) => c.usage)]).filter((u): u is Usage => u !== null));
-  return redactDeep(trace, { names: [...(input.redact ?? []), ...(opts.redaction?.names ?? [])], values: opts.redaction?.values });
+  if (!record)
+    trace.usage = addUsage(
+      ...trace.attempts
+        .flatMap((a) => [...a.modelCalls.map((c) => c.usage), ...a.checks.map((c) => c.usage)])
+        .filter((u): u is Usage => u !== null),
+    );
+  return redactDeep(trace, {
+    names: [...(input.redact ?? []), ...(opts.redaction?.names ?? [])],
+    values: opts.redaction?.values,
+  });
 }
 
 /** A sender's text, at most 2,000 characters. */

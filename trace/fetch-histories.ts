@@ -25,7 +25,6 @@ export async function fetchHistories(client: Client, workflowId: string): Promis
       if (!(err instanceof WorkflowNotFoundError || isNotFound(err))) throw err;
       if (chain.length === 0) throw new RunNotFoundError(workflowId);
       break; // older runs of the chain are past the namespace's retention
-
     }
     // Payloads as the run saw them: the client's codec decrypts them (a key not in the ring throws).
     chain.unshift(await decodeHistory(history, client.options.loadedDataConverter.payloadCodecs));

@@ -17,7 +17,13 @@ export interface TurnCalls {
  * (rubric mismatch), what became of each decision, and the feedback between attempts.
  * `record` is absent while the run is going: then only the history's part is there.
  */
-export function completeFromRecord(trace: Trace, record: RunRecord | undefined, turns: TurnCalls[], tools: Map<string, TraceToolCall>, time: (ms: number) => TraceTime): void {
+export function completeFromRecord(
+  trace: Trace,
+  record: RunRecord | undefined,
+  turns: TurnCalls[],
+  tools: Map<string, TraceToolCall>,
+  time: (ms: number) => TraceTime,
+): void {
   const byN = new Map(trace.attempts.map((a) => [a.n, a]));
   const recorded = new Map((record?.attempts ?? []).map((a) => [a.n, a]));
 
@@ -38,8 +44,18 @@ export function completeFromRecord(trace: Trace, record: RunRecord | undefined, 
       const i = denials.findIndex((d) => d.name === ref.name);
       const denial = i >= 0 ? denials.splice(i, 1)[0] : undefined;
       a.toolCalls.push({
-        ...time(t.ms), attempt: t.attempt, turn: t.turn, name: ref.name, summary: ref.summary, allowed: false,
-        deniedReason: denial?.reason ?? null, isError: true, preview: null, bytes: null, error: null, sandbox: null,
+        ...time(t.ms),
+        attempt: t.attempt,
+        turn: t.turn,
+        name: ref.name,
+        summary: ref.summary,
+        allowed: false,
+        deniedReason: denial?.reason ?? null,
+        isError: true,
+        preview: null,
+        bytes: null,
+        error: null,
+        sandbox: null,
       });
     }
   }
@@ -67,7 +83,8 @@ export function completeFromRecord(trace: Trace, record: RunRecord | undefined, 
       d.fingerprint = entry.fingerprint ?? null;
       d.by = entry.by;
     }
-    d.override = d.kind === 'approve' && entry.status === 'applied' && record!.override && record!.decision?.id === d.id;
+    d.override =
+      d.kind === 'approve' && entry.status === 'applied' && record!.override && record!.decision?.id === d.id;
   }
 
   for (const e of trace.effects) {
@@ -79,14 +96,23 @@ export function completeFromRecord(trace: Trace, record: RunRecord | undefined, 
     const failed = a.checks.filter((c) => c.passed === false);
     if (a.passed !== false || a.candidate === null || failed.length === 0 || !byN.has(a.n + 1)) continue;
     const at = Math.max(...a.checks.map((c) => Date.parse(c.at)));
-    a.feedback = { ...time(at), toAttempt: a.n + 1, reasons: failed.map((c) => c.reason), corrections: failed.map((c) => c.requiredCorrection).filter(Boolean) };
+    a.feedback = {
+      ...time(at),
+      toAttempt: a.n + 1,
+      reasons: failed.map((c) => c.reason),
+      corrections: failed.map((c) => c.requiredCorrection).filter(Boolean),
+    };
   }
 }
 
 /** Brings in the verdicts the record has and the history does not show (or shows otherwise). */
 function reconcileVerdicts(a: TraceAttempt, verdicts: Verdict[], trace: Trace, time: (ms: number) => TraceTime): void {
   const used = new Set<TraceCheck>();
-  const lastMs = Math.max(Date.parse(a.at), ...a.modelCalls.map((c) => Date.parse(c.at) + (c.durationMs ?? 0)), ...a.checks.map((c) => Date.parse(c.at)));
+  const lastMs = Math.max(
+    Date.parse(a.at),
+    ...a.modelCalls.map((c) => Date.parse(c.at) + (c.durationMs ?? 0)),
+    ...a.checks.map((c) => Date.parse(c.at)),
+  );
   for (const v of verdicts) {
     const seen = a.checks.find((c) => !used.has(c) && c.check === v.check && c.passed !== null);
     if (seen) {
@@ -95,10 +121,27 @@ function reconcileVerdicts(a: TraceAttempt, verdicts: Verdict[], trace: Trace, t
       continue;
     }
     // A human review's verdict is given by a decision; other synthetic ones end the attempt.
-    const decision = v.kind === 'human' ? trace.decisions.find((d) => d.by === v.by && (d.kind === 'approve' || d.kind === 'reject') && Date.parse(d.at) >= Date.parse(a.at)) : undefined;
+    const decision =
+      v.kind === 'human'
+        ? trace.decisions.find(
+            (d) =>
+              d.by === v.by && (d.kind === 'approve' || d.kind === 'reject') && Date.parse(d.at) >= Date.parse(a.at),
+          )
+        : undefined;
     const check: TraceCheck = {
-      ...(decision ? time(Date.parse(decision.at)) : time(lastMs)), attempt: a.n, check: v.check, kind: v.kind, passed: v.passed, reason: v.reason,
-      failedItems: v.failedItems, requiredCorrection: v.requiredCorrection, evidence: v.evidence ?? null, by: v.by ?? null, usage: null, error: null, sandbox: v.sandbox ?? null,
+      ...(decision ? time(Date.parse(decision.at)) : time(lastMs)),
+      attempt: a.n,
+      check: v.check,
+      kind: v.kind,
+      passed: v.passed,
+      reason: v.reason,
+      failedItems: v.failedItems,
+      requiredCorrection: v.requiredCorrection,
+      evidence: v.evidence ?? null,
+      by: v.by ?? null,
+      usage: null,
+      error: null,
+      sandbox: v.sandbox ?? null,
     };
     used.add(check);
     a.checks.push(check);

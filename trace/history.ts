@@ -51,7 +51,9 @@ export function summaryOf(event: HistoryEvent): string | null {
 export function failureMessage(failure: Failure | null | undefined): string {
   if (!failure) return 'failed (no details)';
   const own = failure.message || failure.cause?.message || 'failed';
-  return failure.cause?.message && failure.message && failure.cause.message !== failure.message ? `${own}: ${failure.cause.message}` : own;
+  return failure.cause?.message && failure.message && failure.cause.message !== failure.message
+    ? `${own}: ${failure.cause.message}`
+    : own;
 }
 
 /** Usage a failed model call reported (model-errors.ts puts it in the failure's details). */
@@ -68,6 +70,9 @@ export function activityFailure(event: HistoryEvent): Failure | null | undefined
 /** The id of the scheduled event a started/closed activity event belongs to. */
 export function scheduledIdOf(event: HistoryEvent): string | undefined {
   const attrs =
-    event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes ?? event.activityTaskCanceledEventAttributes;
+    event.activityTaskCompletedEventAttributes ??
+    event.activityTaskFailedEventAttributes ??
+    event.activityTaskTimedOutEventAttributes ??
+    event.activityTaskCanceledEventAttributes;
   return attrs?.scheduledEventId == null ? undefined : String(attrs.scheduledEventId);
 }

@@ -2,7 +2,16 @@ import { byline } from '../common/decision';
 import { redactDeep } from '../common/redact';
 import { escapeBlock } from '../common/terminal';
 import { budgetLimits, decisionDetails, formatOffset, money, oneLine } from './render-trace';
-import type { Trace, TraceAttempt, TraceCheck, TraceDecision, TraceEffect, TraceEscalation, TraceModelCall, TraceToolCall } from './types';
+import type {
+  Trace,
+  TraceAttempt,
+  TraceCheck,
+  TraceDecision,
+  TraceEffect,
+  TraceEscalation,
+  TraceModelCall,
+  TraceToolCall,
+} from './types';
 
 /** Candidates, outputs and tasks are cut to this many characters in a report's blocks. */
 export const BLOCK_CUT = 2000;
@@ -23,8 +32,13 @@ export function renderTraceMarkdown(input: Trace): string {
   const o = trace.outcome;
   const tokens = trace.usage.inputTokens + trace.usage.outputTokens;
   // The budget is pinned before any human extension; retries and extensions grant more attempts.
-  const granted = trace.decisions.reduce((n, d) => n + (d.status === 'applied' && (d.kind === 'retry' || d.kind === 'extend') ? (d.attempts ?? 0) : 0), 0);
-  const state = o ? `${o.state ?? o.status}${o.stopReason ? ` (${o.stopReason})` : ''}${o.override ? ' — human override' : ''}` : 'still running';
+  const granted = trace.decisions.reduce(
+    (n, d) => n + (d.status === 'applied' && (d.kind === 'retry' || d.kind === 'extend') ? (d.attempts ?? 0) : 0),
+    0,
+  );
+  const state = o
+    ? `${o.state ?? o.status}${o.stopReason ? ` (${o.stopReason})` : ''}${o.override ? ' — human override' : ''}`
+    : 'still running';
   const summary: Array<[string, string | null]> = [
     ['Loop', `${trace.loop} v${trace.specVersion}`],
     ['Autonomy', trace.autonomy],
@@ -32,17 +46,27 @@ export function renderTraceMarkdown(input: Trace): string {
     ['Item', trace.itemKey && code(trace.itemKey)],
     ['Started', `${trace.startedAt}${trace.runs > 1 ? ` (${trace.runs} runs, continued as new)` : ''}`],
     ['Outcome', state],
-    ['Attempts', `${trace.attempts.length} of ${trace.budget.maxAttempts + granted} (budget: ${budgetLimits(trace.budget)}${granted ? `, +${granted} granted by decisions` : ''})`],
+    [
+      'Attempts',
+      `${trace.attempts.length} of ${trace.budget.maxAttempts + granted} (budget: ${budgetLimits(trace.budget)}${granted ? `, +${granted} granted by decisions` : ''})`,
+    ],
     ['Tokens', String(tokens)],
     ['Cost', money(trace.usage.costUsd)],
     ['Rubric', code(trace.rubricHash)],
     ['Harness', trace.harnessVersion ? `v${trace.harnessVersion}${trace.evaluation ? ' (evaluation run)' : ''}` : null],
-    ['Sandbox', trace.sandbox && (trace.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : trace.sandbox)],
+    [
+      'Sandbox',
+      trace.sandbox &&
+        (trace.sandbox === 'none' ? 'none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : trace.sandbox),
+    ],
   ];
   const out: string[] = [
     `# ${inline(trace.loop, 80)}: ${inline(trace.itemKey ?? trace.task, 80)}`,
     '',
-    ...table(['Run', code(trace.workflowId)], summary.filter((r): r is [string, string] => r[1] !== null).map(([k, v]) => [`**${k}**`, v])),
+    ...table(
+      ['Run', code(trace.workflowId)],
+      summary.filter((r): r is [string, string] => r[1] !== null).map(([k, v]) => [`**${k}**`, v]),
+    ),
     '',
     '## Task',
     '',
@@ -51,17 +75,31 @@ export function renderTraceMarkdown(input: Trace): string {
   for (const a of trace.attempts) out.push('', ...attemptSection(a));
   if (trace.escalations.length || trace.decisions.length) {
     out.push('', '## Escalations and decisions');
-    if (trace.escalations.length) out.push('', ...table(['When', 'Kind', 'Reason', 'Deadline', 'Ended'], trace.escalations.map(escalationRow)));
-    if (trace.decisions.length) out.push('', ...table(['When', 'Decision', 'By', 'Details', 'Status'], trace.decisions.map(decisionRow)));
+    if (trace.escalations.length)
+      out.push('', ...table(['When', 'Kind', 'Reason', 'Deadline', 'Ended'], trace.escalations.map(escalationRow)));
+    if (trace.decisions.length)
+      out.push('', ...table(['When', 'Decision', 'By', 'Details', 'Status'], trace.decisions.map(decisionRow)));
   }
-  if (trace.effects.length) out.push('', '## Effects', '', ...table(['Name', 'Kind', 'Key', 'Target', 'Result'], trace.effects.map(effectRow)));
+  if (trace.effects.length)
+    out.push('', '## Effects', '', ...table(['Name', 'Kind', 'Key', 'Target', 'Result'], trace.effects.map(effectRow)));
   if (o) {
-    out.push('', '## Outcome', '', `- **State:** ${o.state ?? `${o.status} (no run record)`}`, `- **Stop reason:** ${o.stopReason ?? 'none'}`);
+    out.push(
+      '',
+      '## Outcome',
+      '',
+      `- **State:** ${o.state ?? `${o.status} (no run record)`}`,
+      `- **Stop reason:** ${o.stopReason ?? 'none'}`,
+    );
     if (o.override) out.push('- **Human override:** a person accepted a candidate that did not pass its checks');
     if (o.error) out.push(`- **Error:** ${inline(o.error)}`);
     if (o.output !== null) out.push('', '**Output**', '', ...fenced(o.output));
   } else {
-    out.push('', '## Outcome', '', `Still running at ${formatOffset(lastOffset(trace))}: ${tokens} tokens, ${money(trace.usage.costUsd)} so far.`);
+    out.push(
+      '',
+      '## Outcome',
+      '',
+      `Still running at ${formatOffset(lastOffset(trace))}: ${tokens} tokens, ${money(trace.usage.costUsd)} so far.`,
+    );
   }
   return escapeBlock(`${out.join('\n')}\n`);
 }
@@ -69,27 +107,49 @@ export function renderTraceMarkdown(input: Trace): string {
 function attemptSection(a: TraceAttempt): string[] {
   const verdict = a.passed === null ? 'no verdict' : a.passed ? '✅ passed' : '❌ failed';
   const out = [`## Attempt ${a.n}`, '', `Started ${formatOffset(a.offsetMs)} — ${verdict}.`];
-  if (a.modelCalls.length) out.push('', '**Model calls**', '', ...table(['Turn', 'Model', 'Tokens', 'Cost', 'Result'], a.modelCalls.map(modelRow)));
-  if (a.toolCalls.length) out.push('', '**Tool calls**', '', ...table(['Turn', 'Tool', 'Summary', 'Gate'], a.toolCalls.map(toolRow)));
+  if (a.modelCalls.length)
+    out.push(
+      '',
+      '**Model calls**',
+      '',
+      ...table(['Turn', 'Model', 'Tokens', 'Cost', 'Result'], a.modelCalls.map(modelRow)),
+    );
+  if (a.toolCalls.length)
+    out.push('', '**Tool calls**', '', ...table(['Turn', 'Tool', 'Summary', 'Gate'], a.toolCalls.map(toolRow)));
   if (a.candidate !== null) out.push('', '**Candidate**', '', ...fenced(a.candidate));
   if (a.checks.length) out.push('', '**Checks**', '', ...a.checks.flatMap(checkItem));
   if (a.stopped) out.push('', `**Stopped early (${a.stopped.reason}):** ${inline(a.stopped.detail)}`);
   if (a.feedback) {
     out.push('', `**Feedback to attempt ${a.feedback.toAttempt}**`, '');
-    out.push(...a.feedback.reasons.map((r) => `- ${inline(r)}`), ...a.feedback.corrections.map((c) => `- correction: ${inline(c)}`));
+    out.push(
+      ...a.feedback.reasons.map((r) => `- ${inline(r)}`),
+      ...a.feedback.corrections.map((c) => `- correction: ${inline(c)}`),
+    );
   }
   return out;
 }
 
 function modelRow(c: TraceModelCall): string[] {
   const turn = `${c.turn ?? 'worker'}${c.try > 1 ? ` (try ${c.try})` : ''}`;
-  const result = c.error ? `error: ${inline(c.error, 200)}` : c.toolCalls.length ? `→ ${c.toolCalls.join(', ')}` : c.durationMs === null ? 'running' : 'ok';
+  const result = c.error
+    ? `error: ${inline(c.error, 200)}`
+    : c.toolCalls.length
+      ? `→ ${c.toolCalls.join(', ')}`
+      : c.durationMs === null
+        ? 'running'
+        : 'ok';
   return [turn, c.model, c.usage ? String(c.tokens) : '—', c.usage ? money(c.usage.costUsd) : '—', result];
 }
 
 function toolRow(c: TraceToolCall): string[] {
   const ran = c.sandbox ? ` (sandbox ${c.sandbox})` : '';
-  const gate = !c.allowed ? `denied: ${inline(c.deniedReason ?? 'no reason recorded')}` : c.error ? `allowed, failed: ${inline(c.error, 200)}` : c.isError ? `allowed, tool error${ran}` : `allowed${ran}`;
+  const gate = !c.allowed
+    ? `denied: ${inline(c.deniedReason ?? 'no reason recorded')}`
+    : c.error
+      ? `allowed, failed: ${inline(c.error, 200)}`
+      : c.isError
+        ? `allowed, tool error${ran}`
+        : `allowed${ran}`;
   return [String(c.turn), c.name, c.summary ? code(c.summary) : '', gate];
 }
 
@@ -106,13 +166,27 @@ function checkItem(c: TraceCheck): string[] {
 }
 
 function escalationRow(e: TraceEscalation): string[] {
-  const ended = e.outcome === 'open' ? 'open' : `${e.outcome === 'decided' ? 'decided' : 'timed out'} at ${e.endedAt ?? '?'}`;
+  const ended =
+    e.outcome === 'open' ? 'open' : `${e.outcome === 'decided' ? 'decided' : 'timed out'} at ${e.endedAt ?? '?'}`;
   return [formatOffset(e.offsetMs), e.kind ?? 'unknown', inline(e.reason), e.deadline ?? '—', ended];
 }
 
 function decisionRow(d: TraceDecision): string[] {
-  const status = d.status === 'refused' ? `refused: ${inline(d.refusal ?? 'no reason given')}` : d.status === 'applied' ? (d.override ? 'applied — human override' : 'applied') : 'pending';
-  return [formatOffset(d.offsetMs), d.kind, `${d.by}${d.status === 'refused' ? '' : byline(d)}`, decisionDetails(d).join(', '), status];
+  const status =
+    d.status === 'refused'
+      ? `refused: ${inline(d.refusal ?? 'no reason given')}`
+      : d.status === 'applied'
+        ? d.override
+          ? 'applied — human override'
+          : 'applied'
+        : 'pending';
+  return [
+    formatOffset(d.offsetMs),
+    d.kind,
+    `${d.by}${d.status === 'refused' ? '' : byline(d)}`,
+    decisionDetails(d).join(', '),
+    status,
+  ];
 }
 
 function effectRow(e: TraceEffect): string[] {
@@ -128,7 +202,8 @@ function inline(text: string, max?: number): string {
 
 /** A GFM table; cells are kept to one line and their pipes escaped (also in code spans, as GFM requires). */
 function table(header: string[], rows: string[][]): string[] {
-  const row = (cells: string[]) => `| ${cells.map((c) => c.replace(/\r\n|\r|\n/g, ' ').replace(/\|/g, '\\|')).join(' | ')} |`;
+  const row = (cells: string[]) =>
+    `| ${cells.map((c) => c.replace(/\r\n|\r|\n/g, ' ').replace(/\|/g, '\\|')).join(' | ')} |`;
   return [row(header), `|${header.map(() => '---|').join('')}`, ...rows.map(row)];
 }
 
@@ -146,7 +221,9 @@ function fenced(text: string): string[] {
 }
 
 function quote(text: string): string[] {
-  return cut(text.trim()).split(/\r\n|\r|\n/).map((l) => (l ? `> ${l}` : '>'));
+  return cut(text.trim())
+    .split(/\r\n|\r|\n/)
+    .map((l) => (l ? `> ${l}` : '>'));
 }
 
 function cut(text: string): string {
@@ -158,6 +235,11 @@ function longestRun(text: string): number {
 }
 
 function lastOffset(trace: Trace): number {
-  const times = [...trace.attempts.flatMap((a) => [a, ...a.modelCalls, ...a.toolCalls, ...a.checks]), ...trace.escalations, ...trace.decisions, ...trace.effects];
+  const times = [
+    ...trace.attempts.flatMap((a) => [a, ...a.modelCalls, ...a.toolCalls, ...a.checks]),
+    ...trace.escalations,
+    ...trace.decisions,
+    ...trace.effects,
+  ];
   return times.reduce((m, t) => Math.max(m, t.offsetMs), 0);
 }

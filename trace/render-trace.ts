@@ -28,7 +28,13 @@ export const money = (usd: number): string => `$${usd.toFixed(4)}`;
 
 /** `3 attempts, 20000 tokens, $0.5000, 1h active, 2 effects`: the limits a budget sets. */
 export function budgetLimits(b: Budget): string {
-  const limits = [`${b.maxAttempts} attempt${b.maxAttempts === 1 ? '' : 's'}`, b.maxTokens && `${b.maxTokens} tokens`, b.maxCostUsd && money(b.maxCostUsd), b.maxWallTime && `${b.maxWallTime} active`, b.maxSideEffects !== undefined && `${b.maxSideEffects} effects`];
+  const limits = [
+    `${b.maxAttempts} attempt${b.maxAttempts === 1 ? '' : 's'}`,
+    b.maxTokens && `${b.maxTokens} tokens`,
+    b.maxCostUsd && money(b.maxCostUsd),
+    b.maxWallTime && `${b.maxWallTime} active`,
+    b.maxSideEffects !== undefined && `${b.maxSideEffects} effects`,
+  ];
   return limits.filter(Boolean).join(', ');
 }
 
@@ -44,11 +50,17 @@ export function renderTrace(trace: Trace): string[] {
     `${trace.workflowId}  ${trace.loop} v${trace.specVersion} ${trace.autonomy}  started ${trace.startedAt.slice(0, 19).replace('T', ' ')} UTC by ${trace.trigger.kind}${trace.trigger.by ? ` (${trace.trigger.by})` : ''}`,
     `  task: ${oneLine(trace.task)}`,
   ];
-  head.push(`  budget: ${budgetLimits(trace.budget)}  rubric ${trace.rubricHash.slice(0, 19)}…${trace.harnessVersion ? `  harness v${trace.harnessVersion}` : ''}${trace.itemKey ? `  item ${trace.itemKey}` : ''}${trace.runs > 1 ? `  (${trace.runs} runs, continued as new)` : ''}`);
-  if (trace.sandbox) head.push(`  sandbox: ${trace.sandbox}${trace.sandbox === 'none' ? ' (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : ''}`);
+  head.push(
+    `  budget: ${budgetLimits(trace.budget)}  rubric ${trace.rubricHash.slice(0, 19)}…${trace.harnessVersion ? `  harness v${trace.harnessVersion}` : ''}${trace.itemKey ? `  item ${trace.itemKey}` : ''}${trace.runs > 1 ? `  (${trace.runs} runs, continued as new)` : ''}`,
+  );
+  if (trace.sandbox)
+    head.push(
+      `  sandbox: ${trace.sandbox}${trace.sandbox === 'none' ? ' (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)' : ''}`,
+    );
 
   const rows: Array<{ ms: number; text: string }> = [];
-  const at = (offsetMs: number, indent: number, text: string) => rows.push({ ms: offsetMs, text: `${`${formatOffset(offsetMs)} `.padEnd(8)}${' '.repeat(indent)}${text}` });
+  const at = (offsetMs: number, indent: number, text: string) =>
+    rows.push({ ms: offsetMs, text: `${`${formatOffset(offsetMs)} `.padEnd(8)}${' '.repeat(indent)}${text}` });
   for (const a of trace.attempts) {
     at(a.offsetMs, 0, `attempt ${a.n}`);
     const inner: Array<{ ms: number; text: string }> = [
@@ -64,11 +76,17 @@ export function renderTrace(trace: Trace): string[] {
     }
     for (const r of inner) at(r.ms, 2, r.text);
     if (a.stopped) at(inner.at(-1)?.ms ?? a.offsetMs, 2, `stopped (${a.stopped.reason}): ${oneLine(a.stopped.detail)}`);
-    if (a.feedback) at(a.feedback.offsetMs, 2, `feedback to attempt ${a.feedback.toAttempt}: ${oneLine(a.feedback.reasons.join(' | '))}`);
+    if (a.feedback)
+      at(
+        a.feedback.offsetMs,
+        2,
+        `feedback to attempt ${a.feedback.toAttempt}: ${oneLine(a.feedback.reasons.join(' | '))}`,
+      );
   }
   for (const e of trace.escalations) {
     at(e.offsetMs, 0, `awaiting_human (${e.kind ?? 'unknown'}): ${oneLine(e.reason)}`);
-    if (e.outcome === 'timed_out' && e.endedAt) at(Date.parse(e.endedAt) - Date.parse(trace.startedAt), 0, 'no decision by the deadline');
+    if (e.outcome === 'timed_out' && e.endedAt)
+      at(Date.parse(e.endedAt) - Date.parse(trace.startedAt), 0, 'no decision by the deadline');
   }
   for (const d of trace.decisions) at(d.offsetMs, 0, decisionLine(d));
   for (const e of trace.effects) at(e.offsetMs, 0, effectLine(e));
@@ -76,18 +94,32 @@ export function renderTrace(trace: Trace): string[] {
   const tokens = trace.usage.inputTokens + trace.usage.outputTokens;
   if (o) {
     const what = o.state ? `${o.state}${o.stopReason ? ` (${o.stopReason})` : ''}` : o.status;
-    at(o.offsetMs, 0, `${what}${o.override ? ' — human override' : ''}  ${tokens} tokens ${money(trace.usage.costUsd)}${o.error ? `  error: ${oneLine(o.error)}` : ''}`);
+    at(
+      o.offsetMs,
+      0,
+      `${what}${o.override ? ' — human override' : ''}  ${tokens} tokens ${money(trace.usage.costUsd)}${o.error ? `  error: ${oneLine(o.error)}` : ''}`,
+    );
     if (o.output !== null) at(o.offsetMs, 2, `output: ${oneLine(o.output)}`);
   } else {
-    at(rows.reduce((m, r) => Math.max(m, r.ms), 0), 0, `still running  ${tokens} tokens ${money(trace.usage.costUsd)} so far`);
+    at(
+      rows.reduce((m, r) => Math.max(m, r.ms), 0),
+      0,
+      `still running  ${tokens} tokens ${money(trace.usage.costUsd)} so far`,
+    );
   }
   // Stable sort: events at the same moment keep the order they were added in.
-  const body = rows.map((r, i) => ({ ...r, i })).sort((x, y) => x.ms - y.ms || x.i - y.i).map((r) => `  ${r.text}`);
+  const body = rows
+    .map((r, i) => ({ ...r, i }))
+    .sort((x, y) => x.ms - y.ms || x.i - y.i)
+    .map((r) => `  ${r.text}`);
   return [...head, ...body].map((line) => escapeLine(redact(line)));
 }
 
 function modelLine(c: TraceModelCall): string {
-  const what = c.activity === 'modelTurn' ? `${c.model}: turn ${c.turn} (attempt ${c.attempt})` : `${c.model}: worker (attempt ${c.attempt})`;
+  const what =
+    c.activity === 'modelTurn'
+      ? `${c.model}: turn ${c.turn} (attempt ${c.attempt})`
+      : `${c.model}: worker (attempt ${c.attempt})`;
   const tryNo = c.try > 1 ? `, try ${c.try}` : '';
   const cost = c.usage ? `  ${c.tokens} tokens ${money(c.usage.costUsd)}` : '';
   const tools = c.toolCalls.length ? `  → ${c.toolCalls.join(', ')}` : '';
@@ -130,13 +162,15 @@ export function decisionDetails(d: TraceDecision): string[] {
 
 function decisionLine(d: TraceDecision): string {
   const extras = decisionDetails(d);
-  const status = d.status === 'refused' ? `  REFUSED: ${d.refusal ?? 'no reason given'}` : d.override ? '  (human override)' : '';
+  const status =
+    d.status === 'refused' ? `  REFUSED: ${d.refusal ?? 'no reason given'}` : d.override ? '  (human override)' : '';
   return `decision ${d.kind} by ${d.by}${d.status === 'refused' ? '' : byline(d)}${extras.length ? `: ${extras.join(', ')}` : ''}${status}`;
 }
 
 function effectLine(e: TraceEffect): string {
   const label = e.kind === 'report' ? 'report' : 'commit';
   if (e.error) return `effect ${label} ${e.key} FAILED ${oneLine(e.error, 200)}`;
-  const where = e.kind === 'report' ? `${e.path ?? e.target ?? '?'}` : `${e.commit?.slice(0, 12) ?? '?'} on ${e.target ?? '?'}`;
+  const where =
+    e.kind === 'report' ? `${e.path ?? e.target ?? '?'}` : `${e.commit?.slice(0, 12) ?? '?'} on ${e.target ?? '?'}`;
   return `effect ${label} ${e.key} → ${where}${e.alreadyApplied ? ' (already applied)' : ''}`;
 }

@@ -16,7 +16,10 @@ export async function checkSearchAttributes(address: string, namespace: string):
     if (missing.length === 0) return;
     const fix = [...new Set(missing.map((a) => a.type))]
       .map((type) => {
-        const names = missing.filter((a) => a.type === type).map((a) => `--name ${a.name}`).join(' ');
+        const names = missing
+          .filter((a) => a.type === type)
+          .map((a) => `--name ${a.name}`)
+          .join(' ');
         return `temporal operator search-attribute create --namespace ${namespace} ${names} --type ${type}`;
       })
       .join(' && ');

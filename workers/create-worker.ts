@@ -39,7 +39,9 @@ export const WORKER_TUNING = {
  * writes (its activities' client, `Context.current().client`, inherits the data converter) and
  * loads the workflow bundle built with the encoding failure converter.
  */
-export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ worker: Worker; connection: NativeConnection; sandbox: SandboxStatus }> {
+export async function createLoopwrightWorker(
+  opts: WorkerOptions,
+): Promise<{ worker: Worker; connection: NativeConnection; sandbox: SandboxStatus }> {
   const sandbox = createSandbox(sandboxConfigFromEnv(opts.env));
   // A bad LOOPWRIGHT_KEYS is a ConfigError before anything connects, too.
   const ring = keyRingFromEnv(opts.env);
@@ -80,9 +82,15 @@ export async function createLoopwrightWorker(opts: WorkerOptions): Promise<{ wor
 export function sandboxNotice(status: SandboxStatus): { line: string; warning: boolean } {
   switch (status.kind) {
     case 'bwrap':
-      return { line: `sandbox: bubblewrap ${status.version} (${status.path}) runs agent commands and checks`, warning: false };
+      return {
+        line: `sandbox: bubblewrap ${status.version} (${status.path}) runs agent commands and checks`,
+        warning: false,
+      };
     case 'none':
-      return { line: 'WARNING: LOOPWRIGHT_SANDBOX=off: agent commands and checks run UNSANDBOXED, with this worker\'s access to files and network (recorded as sandbox: none)', warning: true };
+      return {
+        line: "WARNING: LOOPWRIGHT_SANDBOX=off: agent commands and checks run UNSANDBOXED, with this worker's access to files and network (recorded as sandbox: none)",
+        warning: true,
+      };
     case 'unavailable':
       return {
         line: `WARNING: no sandbox (${status.reason}): runs of loops that run commands will be refused; install bubblewrap (apt-get install bubblewrap) or set LOOPWRIGHT_SANDBOX=off to run them unsandboxed`,

@@ -59,9 +59,18 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
   const home = loopwrightHome(opts.env);
   const config = readConfig(opts.env);
   const ring = keyRingFromEnv(opts.env);
-  if (!ring && opts.codecPort !== undefined) throw new UsageError('--codec-port needs a key ring to decode with and LOOPWRIGHT_KEYS is not set: set it, or leave --codec-port out');
+  if (!ring && opts.codecPort !== undefined)
+    throw new UsageError(
+      '--codec-port needs a key ring to decode with and LOOPWRIGHT_KEYS is not set: set it, or leave --codec-port out',
+    );
   const uiPort = opts.uiPort ?? (opts.port ?? 7233) + 1000;
-  const codec = ring ? await startCodecServer({ ring, port: opts.codecPort ?? 0, allowOrigins: [`http://localhost:${uiPort}`, `http://127.0.0.1:${uiPort}`] }) : undefined;
+  const codec = ring
+    ? await startCodecServer({
+        ring,
+        port: opts.codecPort ?? 0,
+        allowOrigins: [`http://localhost:${uiPort}`, `http://127.0.0.1:${uiPort}`],
+      })
+    : undefined;
   const server = await startDevServer({
     dbFile: opts.dbFile ?? path.join(home, 'dev.db'),
     port: opts.port,
@@ -84,7 +93,12 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
   try {
     metrics = opts.metrics ?? config.metrics ?? ((await isPortFree(9464)) ? DEFAULT_METRICS : undefined);
     installRuntime({ metrics, env: opts.env });
-    worker = await createLoopwrightWorker({ address: server.address, namespace: config.namespace, taskQueue: config.taskQueue, env: opts.env });
+    worker = await createLoopwrightWorker({
+      address: server.address,
+      namespace: config.namespace,
+      taskQueue: config.taskQueue,
+      env: opts.env,
+    });
   } catch (err) {
     await server.stop();
     await codec?.close();
@@ -100,5 +114,16 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
       await server.stop();
       await codec?.close();
     })());
-  return { server, address: server.address, uiUrl: server.uiUrl, metricsUrl: metrics ? `http://${metrics}/metrics` : undefined, codec, sandbox: worker.sandbox, namespace: config.namespace, taskQueue: config.taskQueue, done: running, stop };
+  return {
+    server,
+    address: server.address,
+    uiUrl: server.uiUrl,
+    metricsUrl: metrics ? `http://${metrics}/metrics` : undefined,
+    codec,
+    sandbox: worker.sandbox,
+    namespace: config.namespace,
+    taskQueue: config.taskQueue,
+    done: running,
+    stop,
+  };
 }

@@ -23,7 +23,10 @@ export interface RuntimeOptions {
  * redacted with the process's own secrets and escaped for a terminal: the SDK logs an activity's
  * failure with its message and stack, which can quote a tool's output or the model's text.
  */
-export function redactingLog(redaction: Redaction, write: (line: string) => void = (line) => process.stderr.write(line)) {
+export function redactingLog(
+  redaction: Redaction,
+  write: (line: string) => void = (line) => process.stderr.write(line),
+) {
   return ({ level, timestampNanos, message, meta }: LogEntry): void => {
     const line = `${new Date(Number(timestampNanos / 1_000_000n)).toISOString()} [${level}] ${message}${meta === undefined ? '' : ` ${format(meta)}`}`;
     write(`${escapeBlock(redact(line, redaction))}\n`);
@@ -37,13 +40,24 @@ export function redactingLog(redaction: Redaction, write: (line: string) => void
  */
 export function installRuntime(opts: RuntimeOptions = {}): void {
   if (installed) {
-    if (opts.metrics && installed.metrics !== opts.metrics) throw new ConfigError(`the worker runtime of this process is already installed without metrics on ${opts.metrics}: start a new process`);
+    if (opts.metrics && installed.metrics !== opts.metrics)
+      throw new ConfigError(
+        `the worker runtime of this process is already installed without metrics on ${opts.metrics}: start a new process`,
+      );
     return;
   }
   installed = { metrics: opts.metrics };
   Runtime.install({
     logger: new DefaultLogger(opts.level ?? 'WARN', redactingLog(redactionFromEnv(opts.env ?? process.env))),
     shutdownSignals: [],
-    ...(opts.metrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: opts.metrics, countersTotalSuffix: true, useSecondsForDurations: true } } } } : {}),
+    ...(opts.metrics
+      ? {
+          telemetryOptions: {
+            metrics: {
+              prometheus: { bindAddress: opts.metrics, countersTotalSuffix: true, useSecondsForDurations: true },
+            },
+          },
+        }
+      : {}),
   });
 }

@@ -16,7 +16,12 @@ export interface TuningOption {
   /** The CLI flag, without `--`. */
   flag: string;
   env: string;
-  option: 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskPolls' | 'maxConcurrentActivityTaskPolls';
+  option:
+    | 'maxCachedWorkflows'
+    | 'maxConcurrentWorkflowTaskExecutions'
+    | 'maxConcurrentActivityTaskExecutions'
+    | 'maxConcurrentWorkflowTaskPolls'
+    | 'maxConcurrentActivityTaskPolls';
   min: number;
   /** Loopwright's default; undefined keeps Temporal's. */
   default?: number;
@@ -26,11 +31,42 @@ export interface TuningOption {
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 100;
 
 export const TUNING_OPTIONS: readonly TuningOption[] = [
-  { flag: 'max-cached-workflows', env: 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS', option: 'maxCachedWorkflows', min: 0, default: DEFAULT_MAX_CACHED_WORKFLOWS, help: `runs kept in the sticky cache (default ${DEFAULT_MAX_CACHED_WORKFLOWS}); others replay from history when they wake, 0 for none` },
-  { flag: 'workflow-slots', env: 'LOOPWRIGHT_WORKFLOW_SLOTS', option: 'maxConcurrentWorkflowTaskExecutions', min: 2, help: "workflow tasks run at once (Temporal's default 40)" },
-  { flag: 'activity-slots', env: 'LOOPWRIGHT_ACTIVITY_SLOTS', option: 'maxConcurrentActivityTaskExecutions', min: 1, help: "activities (model calls, tools, checks) run at once (Temporal's default 100)" },
-  { flag: 'workflow-pollers', env: 'LOOPWRIGHT_WORKFLOW_POLLERS', option: 'maxConcurrentWorkflowTaskPolls', min: 2, help: "concurrent polls for workflow tasks (Temporal's default min(10, workflow slots))" },
-  { flag: 'activity-pollers', env: 'LOOPWRIGHT_ACTIVITY_POLLERS', option: 'maxConcurrentActivityTaskPolls', min: 1, help: "concurrent polls for activity tasks (Temporal's default min(10, activity slots))" },
+  {
+    flag: 'max-cached-workflows',
+    env: 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS',
+    option: 'maxCachedWorkflows',
+    min: 0,
+    default: DEFAULT_MAX_CACHED_WORKFLOWS,
+    help: `runs kept in the sticky cache (default ${DEFAULT_MAX_CACHED_WORKFLOWS}); others replay from history when they wake, 0 for none`,
+  },
+  {
+    flag: 'workflow-slots',
+    env: 'LOOPWRIGHT_WORKFLOW_SLOTS',
+    option: 'maxConcurrentWorkflowTaskExecutions',
+    min: 2,
+    help: "workflow tasks run at once (Temporal's default 40)",
+  },
+  {
+    flag: 'activity-slots',
+    env: 'LOOPWRIGHT_ACTIVITY_SLOTS',
+    option: 'maxConcurrentActivityTaskExecutions',
+    min: 1,
+    help: "activities (model calls, tools, checks) run at once (Temporal's default 100)",
+  },
+  {
+    flag: 'workflow-pollers',
+    env: 'LOOPWRIGHT_WORKFLOW_POLLERS',
+    option: 'maxConcurrentWorkflowTaskPolls',
+    min: 2,
+    help: "concurrent polls for workflow tasks (Temporal's default min(10, workflow slots))",
+  },
+  {
+    flag: 'activity-pollers',
+    env: 'LOOPWRIGHT_ACTIVITY_POLLERS',
+    option: 'maxConcurrentActivityTaskPolls',
+    min: 1,
+    help: "concurrent polls for activity tasks (Temporal's default min(10, activity slots))",
+  },
 ];
 
 type Tuning = Pick<WorkerOptions, TuningOption['option']>;
@@ -49,17 +85,26 @@ export function workerTuning(env: Record<string, string | undefined>): Tuning {
 }
 
 function pollersWithin(pollers: number | undefined, slots: number, kind: string): void {
-  if (pollers !== undefined && pollers > slots) throw new ConfigError(`${kind} pollers (${pollers}) cannot exceed ${kind} slots (${slots}): lower --${kind}-pollers or raise --${kind}-slots`);
+  if (pollers !== undefined && pollers > slots)
+    throw new ConfigError(
+      `${kind} pollers (${pollers}) cannot exceed ${kind} slots (${slots}): lower --${kind}-pollers or raise --${kind}-slots`,
+    );
 }
 
 function parseWhole(raw: string, o: TuningOption): number {
   const n = /^\d{1,9}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
-  if (!Number.isInteger(n) || n < o.min) throw new ConfigError(`--${o.flag} / ${o.env} must be a whole number of at least ${o.min}, not "${raw.slice(0, 40)}"`);
+  if (!Number.isInteger(n) || n < o.min)
+    throw new ConfigError(
+      `--${o.flag} / ${o.env} must be a whole number of at least ${o.min}, not "${raw.slice(0, 40)}"`,
+    );
   return n;
 }
 
 /** The environment with the tuning flags commander parsed (camelCase keys of `opts`) laid over it. */
-export function withTuningFlags(env: Record<string, string | undefined>, opts: Record<string, unknown>): Record<string, string | undefined> {
+export function withTuningFlags(
+  env: Record<string, string | undefined>,
+  opts: Record<string, unknown>,
+): Record<string, string | undefined> {
   const out = { ...env };
   for (const o of TUNING_OPTIONS) {
     const key = o.flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());

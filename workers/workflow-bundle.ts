@@ -14,7 +14,10 @@ export const BUNDLE_FILES = { plain: 'workflow-bundle.js', encrypted: 'workflow-
  * workflow raises): dist/workflow-bundle-encrypted.js, or LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED,
  * else the sources, which the worker bundles with its data converter's failureConverterPath.
  */
-export function workflowSource(env: Record<string, string | undefined>, encrypted = false): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+export function workflowSource(
+  env: Record<string, string | undefined>,
+  encrypted = false,
+): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
   const prebuilt = encrypted
     ? env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED || path.join(__dirname, '..', BUNDLE_FILES.encrypted)
     : env.LOOPWRIGHT_WORKFLOW_BUNDLE || path.join(__dirname, '..', BUNDLE_FILES.plain);

@@ -33,7 +33,12 @@ export function modelCallOptions(timeouts: ModelTimeouts): ActivityOptions {
  * heartbeat timeouts), always within the attempt's wall time. When the last try fails, the run
  * waits for a human with the reason (`activity_error`, see attempt.ts), never ends `failed`.
  */
-const LOST_WORKER_RETRY = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 6 } as const;
+const LOST_WORKER_RETRY = {
+  initialInterval: '1s',
+  backoffCoefficient: 2,
+  maximumInterval: '30s',
+  maximumAttempts: 6,
+} as const;
 
 /** Command, test and schema checks: up to 30 minutes, heartbeats, retried as {@link LOST_WORKER_RETRY}. */
 export const CHECK_CALL: ActivityOptions = {

@@ -1,5 +1,11 @@
 import { forDisplay } from '../common/redact';
-import { gateTool, type SessionSetup, type ToolCallRecord, type ToolCallRef, type ToolResultRef } from '../common/agent';
+import {
+  gateTool,
+  type SessionSetup,
+  type ToolCallRecord,
+  type ToolCallRef,
+  type ToolResultRef,
+} from '../common/agent';
 import { parseDuration } from '../common/duration';
 import { priceOf } from '../common/pricing';
 import { renderWorkerPrompt } from '../common/prompts';
@@ -40,7 +46,8 @@ export async function runAgentSession(
   const userText = renderWorkerPrompt(input.task, run.feedback);
   let head: string | null = resumeFrom?.head ?? null;
   let pending: ToolResultRef[] | undefined = resumeFrom?.pending;
-  let contextChars = resumeFrom?.contextChars ?? agent.systemPrompt.length + userText.length + offered.length * TOOL_DEF_CHARS;
+  let contextChars =
+    resumeFrom?.contextChars ?? agent.systemPrompt.length + userText.length + offered.length * TOOL_DEF_CHARS;
   progress.toolCalls = resumeFrom ? [...resumeFrom.toolCalls] : [];
   const firstTurn = resumeFrom?.turn ?? 1;
   const timeouts = modelTimeouts(input.spec.models);
@@ -60,13 +67,27 @@ export async function runAgentSession(
       requestedMaxTokens: agent.maxTokens,
       price,
       invoke: (maxTokens, tryNo) =>
-        acts.modelTurn.executeWithOptions({ ...modelCallOptions(timeouts), summary: agentTurnSummary(model, turn, n, tryNo) }, [
-          {
-            workflowId, attempt: n, turn, model, price, systemPrompt: agent.systemPrompt, toolNames: offered, maxTokens,
-            contextBudgetChars: agent.contextBudgetChars, head, userText: turn === 1 ? userText : undefined, toolResults: pending,
-            ...(agent.toolDescriptions ? { toolDescriptions: agent.toolDescriptions } : {}), timeouts,
-          },
-        ]),
+        acts.modelTurn.executeWithOptions(
+          { ...modelCallOptions(timeouts), summary: agentTurnSummary(model, turn, n, tryNo) },
+          [
+            {
+              workflowId,
+              attempt: n,
+              turn,
+              model,
+              price,
+              systemPrompt: agent.systemPrompt,
+              toolNames: offered,
+              maxTokens,
+              contextBudgetChars: agent.contextBudgetChars,
+              head,
+              userText: turn === 1 ? userText : undefined,
+              toolResults: pending,
+              ...(agent.toolDescriptions ? { toolDescriptions: agent.toolDescriptions } : {}),
+              timeouts,
+            },
+          ],
+        ),
     });
     if (!result.ok) return { kind: 'stopped', stopReason: result.stopReason, detail: result.detail };
     const answer = result.value;
@@ -79,10 +100,12 @@ export async function runAgentSession(
     pending = await runCalls(answer.toolCalls, turn);
   }
   progress.candidate = '';
-  progress.verdicts.push(outputVerdict(
-    `step cap: the agent used all ${agent.maxTurns} turns without a final answer`,
-    `finish with a final answer (no tool call) within ${agent.maxTurns} turns`,
-  ));
+  progress.verdicts.push(
+    outputVerdict(
+      `step cap: the agent used all ${agent.maxTurns} turns without a final answer`,
+      `finish with a final answer (no tool call) within ${agent.maxTurns} turns`,
+    ),
+  );
   return { kind: 'checked' };
 
   async function runCalls(calls: ToolCallRef[], turn: number): Promise<ToolResultRef[]> {
@@ -94,14 +117,36 @@ export async function runAgentSession(
         records[i] = { turn, name: call.name, summary: call.summary, allowed: false, reason: denied, isError: true };
         return { toolUseId: call.id, isError: true, text: `denied: ${denied}` };
       }
-      const done = await acts.runTool.executeWithOptions({ ...TOOL_CALL, summary: forDisplay(toolCallSummary(call.name, call.summary), { names: input.redact ?? [] }) }, [
-        {
-          workflowId, attempt: n, turn, assistantHead: head!, toolUseId: call.id, name: call.name, root: setup.root, autonomy: input.spec.autonomy,
-          available, allowedCommands: agent.commandAllowList, commandTimeoutMs: parseDuration(agent.commandTimeout) ?? 120_000, outputCapChars: agent.toolOutputCapChars,
-          ...(input.spec.sandbox ? { commandEnv: input.spec.sandbox.env } : {}),
-        },
-      ]);
-      records[i] = { turn, name: call.name, summary: call.summary, allowed: true, isError: done.isError, preview: done.preview, bytes: done.bytes, ...(done.sandbox ? { sandbox: done.sandbox } : {}) };
+      const done = await acts.runTool.executeWithOptions(
+        { ...TOOL_CALL, summary: forDisplay(toolCallSummary(call.name, call.summary), { names: input.redact ?? [] }) },
+        [
+          {
+            workflowId,
+            attempt: n,
+            turn,
+            assistantHead: head!,
+            toolUseId: call.id,
+            name: call.name,
+            root: setup.root,
+            autonomy: input.spec.autonomy,
+            available,
+            allowedCommands: agent.commandAllowList,
+            commandTimeoutMs: parseDuration(agent.commandTimeout) ?? 120_000,
+            outputCapChars: agent.toolOutputCapChars,
+            ...(input.spec.sandbox ? { commandEnv: input.spec.sandbox.env } : {}),
+          },
+        ],
+      );
+      records[i] = {
+        turn,
+        name: call.name,
+        summary: call.summary,
+        allowed: true,
+        isError: done.isError,
+        preview: done.preview,
+        bytes: done.bytes,
+        ...(done.sandbox ? { sandbox: done.sandbox } : {}),
+      };
       return { toolUseId: done.toolUseId, isError: done.isError, ref: done.ref };
     };
     try {

@@ -38,18 +38,32 @@ const VERDICT_MAX_TOKENS = 1024;
  * fault in it) stops the attempt with `activity_error` and the reason, so the run asks a human
  * instead of ending `failed` (model calls have their own retries, see model-call.ts).
  */
-export async function runAttempt(run: LoopRun, n: number, progress: AttemptProgress, resumeFrom?: SessionCheckpoint): Promise<AttemptOutcome> {
+export async function runAttempt(
+  run: LoopRun,
+  n: number,
+  progress: AttemptProgress,
+  resumeFrom?: SessionCheckpoint,
+): Promise<AttemptOutcome> {
   try {
     return await attemptSteps(run, n, progress, resumeFrom);
   } catch (err) {
     // patched: a history recorded before this change ended such a run `failed`, and replays so.
     if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('activity-escalation')) throw err;
     const tries = err.retryState === 'MAXIMUM_ATTEMPTS_REACHED' ? ' on every retry' : '';
-    return { kind: 'stopped', stopReason: 'activity_error', detail: `${err.activityType} failed${tries} in attempt ${n}: ${err.cause?.message ?? err.message}` };
+    return {
+      kind: 'stopped',
+      stopReason: 'activity_error',
+      detail: `${err.activityType} failed${tries} in attempt ${n}: ${err.cause?.message ?? err.message}`,
+    };
   }
 }
 
-async function attemptSteps(run: LoopRun, n: number, progress: AttemptProgress, resumeFrom: SessionCheckpoint | undefined): Promise<AttemptOutcome> {
+async function attemptSteps(
+  run: LoopRun,
+  n: number,
+  progress: AttemptProgress,
+  resumeFrom: SessionCheckpoint | undefined,
+): Promise<AttemptOutcome> {
   const { input, workflowId, session } = run;
   const workerModel = input.spec.models.worker;
   if (session) {
@@ -74,9 +88,22 @@ async function attemptSteps(run: LoopRun, n: number, progress: AttemptProgress, 
     requestedMaxTokens: input.spec.agent.maxTokens,
     price: priceOf(workerModel, input.prices),
     invoke: (maxTokens, tryNo) =>
-      acts.generateCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: workerCallSummary(workerModel, n, tryNo) }, [
-        { workflowId, attempt: n, model: workerModel, price: priceOf(workerModel, input.prices), systemPrompt: input.spec.agent.systemPrompt, task: input.task, feedback: [...run.feedback], maxTokens, timeouts: modelTimeouts(input.spec.models) },
-      ]),
+      acts.generateCandidate.executeWithOptions(
+        { ...modelCallOptions(modelTimeouts(input.spec.models)), summary: workerCallSummary(workerModel, n, tryNo) },
+        [
+          {
+            workflowId,
+            attempt: n,
+            model: workerModel,
+            price: priceOf(workerModel, input.prices),
+            systemPrompt: input.spec.agent.systemPrompt,
+            task: input.task,
+            feedback: [...run.feedback],
+            maxTokens,
+            timeouts: modelTimeouts(input.spec.models),
+          },
+        ],
+      ),
   });
   if (!generated.ok) return { kind: 'stopped', stopReason: generated.stopReason, detail: generated.detail };
   progress.candidate = generated.value.candidate;
@@ -91,7 +118,9 @@ async function verify(run: LoopRun, n: number, progress: AttemptProgress): Promi
   run.transition('verifying');
   if (progress.verdicts.length > 0) return { kind: 'checked' }; // the session already failed it (step cap)
   if (candidate.trim() === '') {
-    progress.verdicts.push(outputVerdict('the worker answered with no text', 'answer with the complete output as text'));
+    progress.verdicts.push(
+      outputVerdict('the worker answered with no text', 'answer with the complete output as text'),
+    );
     return { kind: 'checked' };
   }
   for (const check of input.spec.checks) {
@@ -100,31 +129,56 @@ async function verify(run: LoopRun, n: number, progress: AttemptProgress): Promi
       progress.verdicts.push(
         await acts.runCheck.executeWithOptions({ ...CHECK_CALL, summary: checkSummary(check.name, check.kind, n) }, [
           {
-            workflowId, attempt: n, check, task: input.task, candidate, workspace: session?.root ?? input.workspace, baseRef: session?.base,
+            workflowId,
+            attempt: n,
+            check,
+            task: input.task,
+            candidate,
+            workspace: session?.root ?? input.workspace,
+            baseRef: session?.base,
             ...(session?.branch ? { commit: progress.commit ?? null, isolated: true } : {}),
             // A check runs its command as the agent's run_command did: same sandbox, same environment.
-            ...(input.spec.sandbox ? { env: input.spec.sandbox.env } : {}), ...(session ? { withCandidate: false } : {}),
+            ...(input.spec.sandbox ? { env: input.spec.sandbox.env } : {}),
+            ...(session ? { withCandidate: false } : {}),
           },
         ]),
       );
       continue;
     }
     // A judge of the change reads the diff (and the attempt's verdicts so far), not the agent's claims.
-    const change = check.subject === 'change' && session?.base ? { root: session.root, base: session.base, commit: progress.commit ?? null } : undefined;
+    const change =
+      check.subject === 'change' && session?.base
+        ? { root: session.root, base: session.base, commit: progress.commit ?? null }
+        : undefined;
     const judged = await callWithinBudget({
       what: `judge ${check.name} (attempt ${n})`,
       run,
       role: 'checker',
-      inputChars: judgeInputChars({ rubric: check.rubric, task: input.task, candidate, change: change !== undefined }) + 800,
+      inputChars:
+        judgeInputChars({ rubric: check.rubric, task: input.task, candidate, change: change !== undefined }) + 800,
       requestedMaxTokens: VERDICT_MAX_TOKENS,
       price: priceOf(checkerModel, input.prices),
       invoke: (maxTokens, tryNo) =>
-        acts.judgeCandidate.executeWithOptions({ ...modelCallOptions(modelTimeouts(input.spec.models)), summary: judgeCallSummary(checkerModel, check.name, n, tryNo) }, [
+        acts.judgeCandidate.executeWithOptions(
           {
-            workflowId, attempt: n, model: checkerModel, price: priceOf(checkerModel, input.prices), check, task: input.task, candidate, maxTokens, timeouts: modelTimeouts(input.spec.models),
-            ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),
+            ...modelCallOptions(modelTimeouts(input.spec.models)),
+            summary: judgeCallSummary(checkerModel, check.name, n, tryNo),
           },
-        ]),
+          [
+            {
+              workflowId,
+              attempt: n,
+              model: checkerModel,
+              price: priceOf(checkerModel, input.prices),
+              check,
+              task: input.task,
+              candidate,
+              maxTokens,
+              timeouts: modelTimeouts(input.spec.models),
+              ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),
+            },
+          ],
+        ),
     });
     if (!judged.ok) return { kind: 'stopped', stopReason: judged.stopReason, detail: judged.detail };
     progress.verdicts.push(pinnedRubric(judged.value, input.rubricHashes[check.name]));
@@ -135,5 +189,9 @@ async function verify(run: LoopRun, n: number, progress: AttemptProgress): Promi
 /** A verdict given against another rubric than the one pinned at start does not count as a pass. */
 function pinnedRubric(verdict: Verdict, rubricHash: string | undefined): Verdict {
   if (verdict.rubricHash === rubricHash) return verdict;
-  return { ...verdict, passed: false, reason: `rubric_mismatch: verdict used ${verdict.rubricHash}, run pinned ${rubricHash}` };
+  return {
+    ...verdict,
+    passed: false,
+    reason: `rubric_mismatch: verdict used ${verdict.rubricHash}, run pinned ${rubricHash}`,
+  };
 }

@@ -1,8 +1,22 @@
-import { decisionMessage, MAX_DECISION_BYTES, UNPRINTABLE, type AppliedDecision, type Decision, type DecisionRecord, type RefusedDecision } from '../common/decision';
+import {
+  decisionMessage,
+  MAX_DECISION_BYTES,
+  UNPRINTABLE,
+  type AppliedDecision,
+  type Decision,
+  type DecisionRecord,
+  type RefusedDecision,
+} from '../common/decision';
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import { checkDecision } from '../common/decision-check';
 import type { RunRecord } from '../common/run-record';
-import { DECISION_NAMESPACE, parseAllowedSigners, verifySignature, type AllowedSigners, type Verified } from '../common/sshsig';
+import {
+  DECISION_NAMESPACE,
+  parseAllowedSigners,
+  verifySignature,
+  type AllowedSigners,
+  type Verified,
+} from '../common/sshsig';
 import type { Trust } from '../common/trust';
 import { decisionSignal, decisionUpdate } from './messages';
 
@@ -19,7 +33,8 @@ export interface DecisionContext {
   effects(d: Decision): boolean;
 }
 
-export type Judged = { ok: true; entry: AppliedDecision } | { ok: false; reason: string; summary: RefusedDecision; duplicate: boolean };
+export type Judged =
+  { ok: true; entry: AppliedDecision } | { ok: false; reason: string; summary: RefusedDecision; duplicate: boolean };
 
 /**
  * The gate every decision passes, whether it comes as the `decide` update (its validator and
@@ -41,16 +56,25 @@ export class DecisionGate {
   judge(decisions: DecisionRecord[], raw: unknown, ctx: DecisionContext, now: number): Judged {
     const at = new Date(now).toISOString();
     const bytes = sizeOf(raw);
-    const refuse = (reason: string, d?: Partial<Record<string, unknown>>, duplicate = false): Judged => ({ ok: false, reason, duplicate, summary: summarize(d ?? asObject(raw), reason, at, bytes) });
-    if (bytes > MAX_DECISION_BYTES) return refuse(`the decision is ${bytes} bytes: at most ${MAX_DECISION_BYTES} are taken (keep notes short)`);
+    const refuse = (reason: string, d?: Partial<Record<string, unknown>>, duplicate = false): Judged => ({
+      ok: false,
+      reason,
+      duplicate,
+      summary: summarize(d ?? asObject(raw), reason, at, bytes),
+    });
+    if (bytes > MAX_DECISION_BYTES)
+      return refuse(`the decision is ${bytes} bytes: at most ${MAX_DECISION_BYTES} are taken (keep notes short)`);
     const parsed = checkDecision(raw);
     if (!parsed.ok) return refuse(`malformed decision: ${parsed.issues.join('; ')}`);
     const decision = parsed.decision;
-    if (decisions.some((d) => d.id === decision.id)) return refuse(`decision ${decision.id} was already received`, decision, true);
+    if (decisions.some((d) => d.id === decision.id))
+      return refuse(`decision ${decision.id} was already received`, decision, true);
 
     const trust = this.trust();
     const allowed = this.signers(trust);
-    const mustSign = trust?.signedDecisions === 'all' || (trust?.signedDecisions === 'effects' && allowed !== null && ctx.effects(decision));
+    const mustSign =
+      trust?.signedDecisions === 'all' ||
+      (trust?.signedDecisions === 'effects' && allowed !== null && ctx.effects(decision));
     let verified = false;
     let fingerprint: string | undefined;
     // Without an allowed-signers list a signature proves nothing here: the decision is unverified.
@@ -70,12 +94,18 @@ export class DecisionGate {
     }
     const approvers = ctx.approvers(decision);
     if (approvers.length && !approvers.includes(decision.by)) {
-      return refuse(`${decision.by}${verified ? '' : ' (unverified)'} may not make this decision: it is for ${approvers.join(', ')}`, decision);
+      return refuse(
+        `${decision.by}${verified ? '' : ' (unverified)'} may not make this decision: it is for ${approvers.join(', ')}`,
+        decision,
+      );
     }
     const why = ctx.refusal(decision);
     if (why) return refuse(why, decision);
     const { signature: _signature, ...kept } = decision;
-    return { ok: true, entry: { ...(kept as Decision), status: 'applied', at, verified, ...(fingerprint ? { fingerprint } : {}) } };
+    return {
+      ok: true,
+      entry: { ...(kept as Decision), status: 'applied', at, verified, ...(fingerprint ? { fingerprint } : {}) },
+    };
   }
 
   /**
@@ -88,7 +118,14 @@ export class DecisionGate {
     const key = `${decision.signature}\n${message}\n${Math.floor(now / 1000)}`;
     const known = this.verified.get(key);
     if (known) return known;
-    const v = verifySignature({ armored: decision.signature!, message, namespace: DECISION_NAMESPACE, principal: decision.by, allowed, now });
+    const v = verifySignature({
+      armored: decision.signature!,
+      message,
+      namespace: DECISION_NAMESPACE,
+      principal: decision.by,
+      allowed,
+      now,
+    });
     this.verified.set(key, v);
     if (this.verified.size > 8) this.verified.delete(this.verified.keys().next().value!);
     return v;
@@ -96,7 +133,8 @@ export class DecisionGate {
 
   /** The pinned allowed signers, parsed once (null when the worker has none). */
   private signers(trust: Trust | null | undefined): AllowedSigners | null {
-    if (this.allowed === undefined && trust) this.allowed = trust.allowedSigners ? parseAllowedSigners(trust.allowedSigners.text) : null;
+    if (this.allowed === undefined && trust)
+      this.allowed = trust.allowedSigners ? parseAllowedSigners(trust.allowedSigners.text) : null;
     return this.allowed ?? null;
   }
 }
@@ -106,7 +144,13 @@ export class DecisionGate {
  * refused decision never reaches history, and answered with the applied entry) and as the
  * `decision` signal (recorded, applied or as a bounded refusal). `take` applies an accepted one.
  */
-export function handleDecisions(workflowId: string, trust: () => Trust | null | undefined, decisions: () => DecisionRecord[], ctx: DecisionContext, take: (entry: AppliedDecision) => void): void {
+export function handleDecisions(
+  workflowId: string,
+  trust: () => Trust | null | undefined,
+  decisions: () => DecisionRecord[],
+  ctx: DecisionContext,
+  take: (entry: AppliedDecision) => void,
+): void {
   const gate = new DecisionGate(workflowId, trust);
   const judge = (raw: unknown) => gate.judge(decisions(), raw, ctx, Date.now());
   setHandler(decisionSignal, (raw) => {
@@ -164,7 +208,15 @@ function clip(value: unknown, max: number): string {
 }
 
 function summarize(d: Partial<Record<string, unknown>>, reason: string, at: string, bytes: number): RefusedDecision {
-  return { kind: clip(d.kind, 20), id: clip(d.id, 100), by: clip(d.by, 100), status: 'refused', reason: clip(reason, 1000), at, bytes };
+  return {
+    kind: clip(d.kind, 20),
+    id: clip(d.id, 100),
+    by: clip(d.by, 100),
+    status: 'refused',
+    reason: clip(reason, 1000),
+    at,
+    bytes,
+  };
 }
 
 /**
@@ -175,7 +227,9 @@ function summarize(d: Partial<Record<string, unknown>>, reason: string, at: stri
 export function refusalReason(record: RunRecord, decision: Decision, alreadyDecided: boolean): string | null {
   if (decision.kind === 'audit') {
     if (!record.audit?.needed) return `run ${record.workflowId} does not need an audit`;
-    return record.audit.reviewedBy ? `run ${record.workflowId} was already audited by ${record.audit.reviewedBy}` : null;
+    return record.audit.reviewedBy
+      ? `run ${record.workflowId} was already audited by ${record.audit.reviewedBy}`
+      : null;
   }
   const esc = record.escalation;
   if (record.state !== 'awaiting_human' || !esc) return `the run is ${record.state}, not waiting for a decision`;

@@ -12,11 +12,15 @@ export function runDetails(record: RunRecord): string {
       `attempt ${record.attempt}/${b.maxAttempts}`,
       `tokens ${limit(String(b.used.tokens), b.maxTokens)}`,
       `cost ${b.maxCostUsd === null ? `$${b.used.costUsd.toFixed(4)}` : `$${b.used.costUsd.toFixed(4)}/$${b.maxCostUsd.toFixed(2)}`}`,
-      ...(b.maxWallTimeMs === null ? [] : [`time ${Math.round(b.used.wallTimeMs / 1000)}s/${Math.round(b.maxWallTimeMs / 1000)}s`]),
+      ...(b.maxWallTimeMs === null
+        ? []
+        : [`time ${Math.round(b.used.wallTimeMs / 1000)}s/${Math.round(b.maxWallTimeMs / 1000)}s`]),
     ].join(' · '),
   ];
   if (last) lines.push(`last verdict: ${last.passed ? 'pass' : `fail: ${last.reasons.join('; ')}`}`);
-  if (record.decision) lines.push(`decision: ${record.decision.kind} by ${record.decision.by}${byline(record.decision)}`);
-  if (record.state === 'awaiting_human' && record.escalation) lines.push(`waiting for a human until ${record.escalation.deadline}: ${record.escalation.reason}`);
+  if (record.decision)
+    lines.push(`decision: ${record.decision.kind} by ${record.decision.by}${byline(record.decision)}`);
+  if (record.state === 'awaiting_human' && record.escalation)
+    lines.push(`waiting for a human until ${record.escalation.deadline}: ${record.escalation.reason}`);
   return lines.join('\n\n');
 }

@@ -1,6 +1,14 @@
 import { forDisplay } from '../common/redact';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { ActivityFailure, ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ParentClosePolicy,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../common/discovery';
 import { CHECK_CALL, TOOL_CALL } from './activity-proxies';
@@ -8,8 +16,14 @@ import { loopWorkflow } from './loop-workflow';
 import { discoveryStateQuery } from './messages';
 import { FailureType } from '../common/failure-types';
 
-const { listFailingTests } = proxyActivities<Activities>({ ...CHECK_CALL, retry: { ...CHECK_CALL.retry, nonRetryableErrorTypes: [FailureType.Discovery] } });
-const { planTriageRun, describeRun, countPendingReviews } = proxyActivities<Activities>({ ...TOOL_CALL, retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: [FailureType.Input, FailureType.Usage] } });
+const { listFailingTests } = proxyActivities<Activities>({
+  ...CHECK_CALL,
+  retry: { ...CHECK_CALL.retry, nonRetryableErrorTypes: [FailureType.Discovery] },
+});
+const { planTriageRun, describeRun, countPendingReviews } = proxyActivities<Activities>({
+  ...TOOL_CALL,
+  retry: { ...TOOL_CALL.retry, nonRetryableErrorTypes: [FailureType.Input, FailureType.Usage] },
+});
 
 /** Child starts in flight at once, unless the input says otherwise. */
 export const DEFAULT_FAN_OUT = 4;
@@ -53,15 +67,24 @@ export async function discoveryWorkflow(input: DiscoveryInput): Promise<Discover
   async function startOne(item: DiscoveredItem): Promise<void> {
     const workflowId = itemWorkflowId(input.loop, input.repo, item.key);
     const plan = await planTriageRun({
-      loop: input.loop, repo: input.repo, testCommand: input.testCommand, failingTest: item.name, reportDir: input.reportDir,
-      maxPendingReviews: input.maxPendingReviews, by: workflowInfo().workflowId,
+      loop: input.loop,
+      repo: input.repo,
+      testCommand: input.testCommand,
+      failingTest: item.name,
+      reportDir: input.reportDir,
+      maxPendingReviews: input.maxPendingReviews,
+      by: workflowInfo().workflowId,
     });
     // Verification debt: while too many of the loop's runs wait for a human, start nothing new.
     const max = plan.spec.maxPendingReviews;
     if (max !== undefined && (await describeRun({ workflowId })) === 'unknown') {
       const waiting = await countPendingReviews({ loop: plan.loop });
       if (waiting >= max) {
-        state.skipped.push({ key: item.key, workflowId, reason: `verification debt: ${waiting} runs of ${plan.loop} wait for a human (maxPendingReviews ${max})` });
+        state.skipped.push({
+          key: item.key,
+          workflowId,
+          reason: `verification debt: ${waiting} runs of ${plan.loop} wait for a human (maxPendingReviews ${max})`,
+        });
         return;
       }
     }
@@ -80,7 +103,11 @@ export async function discoveryWorkflow(input: DiscoveryInput): Promise<Discover
         if (e instanceof ActivityFailure) return 'unknown' as const;
         throw e;
       });
-      state.skipped.push({ key: item.key, workflowId, reason: status === 'running' ? 'already running' : 'already done' });
+      state.skipped.push({
+        key: item.key,
+        workflowId,
+        reason: status === 'running' ? 'already running' : 'already done',
+      });
     }
   }
 }

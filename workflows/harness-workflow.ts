@@ -1,4 +1,14 @@
-import { allHandlersFinished, condition, continueAsNew, defineQuery, defineUpdate, setCurrentDetails, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineUpdate,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Harness, HarnessVersion, RegressionTask } from '../common/improve/types';
 
 /**
@@ -29,17 +39,25 @@ export const HARNESS_MEMO = 'currentHarness';
 
 export const harnessStateQuery = defineQuery<HarnessState>('harness');
 /** Adds a version and makes it current (an approved improvement); returns its number. */
-export const publishHarnessUpdate = defineUpdate<number, [{ harness: Harness; by: string; reason: string; proposedBy?: string }]>('publish');
+export const publishHarnessUpdate = defineUpdate<
+  number,
+  [{ harness: Harness; by: string; reason: string; proposedBy?: string }]
+>('publish');
 /** Points `current` at an earlier version; returns the version now current. */
 export const rollbackHarnessUpdate = defineUpdate<number, [{ to?: number; by: string; reason: string }]>('rollback');
 /** Adds a task to the regression set; returns its id. */
-export const addRegressionUpdate = defineUpdate<string, [{ input: unknown; expect: 'pass' | 'fail'; fromRun?: string; by: string }]>('addRegression');
+export const addRegressionUpdate = defineUpdate<
+  string,
+  [{ input: unknown; expect: 'pass' | 'fail'; fromRun?: string; by: string }]
+>('addRegression');
 
 export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void> {
   const now = () => new Date().toISOString();
   const state: HarnessState = input.state ?? {
     loop: input.loop,
-    versions: [{ version: 1, harness: input.builtIn, createdAt: now(), by: 'built-in', reason: "the loop's built-in harness" }],
+    versions: [
+      { version: 1, harness: input.builtIn, createdAt: now(), by: 'built-in', reason: "the loop's built-in harness" },
+    ],
     current: 1,
     moves: [],
     regression: [],
@@ -48,7 +66,9 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
   const show = () => {
     const current = state.versions.find((v) => v.version === state.current)!;
     upsertMemo({ [HARNESS_MEMO]: { version: current.version, harness: current.harness } });
-    setCurrentDetails(`**${state.loop}** harness v${state.current} current · ${state.versions.length} versions · ${state.regression.length} regression tasks`);
+    setCurrentDetails(
+      `**${state.loop}** harness v${state.current} current · ${state.versions.length} versions · ${state.regression.length} regression tasks`,
+    );
   };
   const move = (to: number, by: string, reason: string) => {
     state.moves.push({ at: now(), by, from: state.current, to, reason });
@@ -78,8 +98,10 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
       validator: ({ to, by }) => {
         requireWho(by);
         const target = to ?? state.moves.at(-1)?.from ?? state.current - 1;
-        if (target < 1) throw new Error(`${state.loop} is at its first harness version: there is nothing to roll back to`);
-        if (!state.versions.some((v) => v.version === target)) throw new Error(`${state.loop} has no harness v${target}: it has v1 to v${state.versions.length}`);
+        if (target < 1)
+          throw new Error(`${state.loop} is at its first harness version: there is nothing to roll back to`);
+        if (!state.versions.some((v) => v.version === target))
+          throw new Error(`${state.loop} has no harness v${target}: it has v1 to v${state.versions.length}`);
         if (target === state.current) throw new Error(`v${target} is already the current harness of ${state.loop}`);
       },
     },

@@ -1,5 +1,15 @@
 import type { SessionSetup } from '../common/agent';
-import { attemptStop, describeStop, extendLimits, extensionOf, limitsIn, setLimits, type BudgetLimits, type BudgetStop, type BudgetUse } from '../common/budget';
+import {
+  attemptStop,
+  describeStop,
+  extendLimits,
+  extensionOf,
+  limitsIn,
+  setLimits,
+  type BudgetLimits,
+  type BudgetStop,
+  type BudgetUse,
+} from '../common/budget';
 import type { AppliedDecision, Decision } from '../common/decision';
 import { parseDuration } from '../common/duration';
 import type { LoopInput } from '../common/loop-input';
@@ -78,7 +88,11 @@ export class LoopRun {
 
   /** What the run has used, its active time up to now. */
   used(): BudgetUse {
-    return { ...this.record.budget.used, attempts: this.record.attempts.length, wallTimeMs: this.clock.used(this.host.now()) };
+    return {
+      ...this.record.budget.used,
+      attempts: this.record.attempts.length,
+      wallTimeMs: this.clock.used(this.host.now()),
+    };
   }
 
   /** The spent budget that stops the next attempt from starting, or null. */
@@ -117,13 +131,27 @@ export class LoopRun {
 
   /** What a fresh history needs to go on with this run. */
   resumeState(session: SessionSetup | undefined, inFlight?: ResumeState['inFlight']): ResumeState {
-    return { record: this.record, feedback: this.feedback, limits: this.limits(), activeMs: this.clock.used(this.host.now()), session: session ?? null, inFlight, ...(this.trust ? { trust: this.trust } : {}) };
+    return {
+      record: this.record,
+      feedback: this.feedback,
+      limits: this.limits(),
+      activeMs: this.clock.used(this.host.now()),
+      session: session ?? null,
+      inFlight,
+      ...(this.trust ? { trust: this.trust } : {}),
+    };
   }
 
   /** A decision the gate accepted (see decisions.ts): an audit is recorded, any other waits for `escalate`. */
   receive(entry: AppliedDecision): void {
     if (entry.kind === 'audit') {
-      this.record.audit = { ...this.record.audit!, reviewedBy: entry.by, verdict: entry.verdict, note: entry.note, at: entry.at };
+      this.record.audit = {
+        ...this.record.audit!,
+        reviewedBy: entry.by,
+        verdict: entry.verdict,
+        note: entry.note,
+        at: entry.at,
+      };
     } else {
       this.pending = entry;
       this.record.decision = entry;
@@ -154,12 +182,25 @@ export class LoopRun {
   }
 
   /** Waits in awaiting_human (the active clock paused) for one decision or the deadline. */
-  async escalate(kind: Escalation['kind'], stopReason: StopReason, reason: string, approvers: string[] = this.input.spec.escalation.approvers): Promise<Decision | undefined> {
+  async escalate(
+    kind: Escalation['kind'],
+    stopReason: StopReason,
+    reason: string,
+    approvers: string[] = this.input.spec.escalation.approvers,
+  ): Promise<Decision | undefined> {
     const { record } = this;
     const now = this.host.now();
     this.clock.pause(now);
     record.stopReason = stopReason;
-    record.escalation = { kind, stopReason, reason, since: new Date(now).toISOString(), deadline: new Date(now + this.escalationMs).toISOString(), timedOut: false, approvers };
+    record.escalation = {
+      kind,
+      stopReason,
+      reason,
+      since: new Date(now).toISOString(),
+      deadline: new Date(now + this.escalationMs).toISOString(),
+      timedOut: false,
+      approvers,
+    };
     this.transition('awaiting_human');
     if (this.input.evaluation) {
       // An evaluation's child run asks nobody: the escalation is its verdict.
@@ -167,7 +208,11 @@ export class LoopRun {
       this.clock.resume(now);
       return undefined;
     }
-    const decided = await this.host.wait(() => this.pending !== undefined, this.escalationMs, forDisplay(humanWaitSummary(reason), this.secrets).slice(0, HUMAN_WAIT_MAX_CHARS));
+    const decided = await this.host.wait(
+      () => this.pending !== undefined,
+      this.escalationMs,
+      forDisplay(humanWaitSummary(reason), this.secrets).slice(0, HUMAN_WAIT_MAX_CHARS),
+    );
     if (!decided) record.escalation.timedOut = true;
     const decision = this.pending;
     this.pending = undefined;
@@ -179,7 +224,8 @@ export class LoopRun {
   /** Applies a decision on a budget or error escalation; returns the record when the run ends. */
   decide(decision: Decision | undefined, kind: 'budget' | 'error', stopReason: StopReason): RunRecord | undefined {
     const { record } = this;
-    if (!decision) return kind === 'budget' ? this.finish('budget_exhausted', stopReason) : this.finish('blocked', stopReason);
+    if (!decision)
+      return kind === 'budget' ? this.finish('budget_exhausted', stopReason) : this.finish('blocked', stopReason);
     const at = new Date(this.host.now()).toISOString();
     switch (decision.kind) {
       case 'approve': {
@@ -190,13 +236,28 @@ export class LoopRun {
       case 'reject':
         return this.finish('rejected', 'rejected');
       case 'retry':
-        setLimits(record.budget, { ...this.limits(), maxAttempts: Math.max(record.budget.maxAttempts, record.attempts.length) + decision.attempts });
+        setLimits(record.budget, {
+          ...this.limits(),
+          maxAttempts: Math.max(record.budget.maxAttempts, record.attempts.length) + decision.attempts,
+        });
         this.feedback.push({ kind: 'human', by: decision.by, guidance: decision.guidance });
-        record.budget.extensions.push({ by: decision.by, at, attempts: decision.attempts, guidance: decision.guidance });
+        record.budget.extensions.push({
+          by: decision.by,
+          at,
+          attempts: decision.attempts,
+          guidance: decision.guidance,
+        });
         break;
       case 'extend':
         setLimits(record.budget, extendLimits(this.limits(), extensionOf(decision)));
-        record.budget.extensions.push({ by: decision.by, at, attempts: decision.attempts, tokens: decision.tokens, costUsd: decision.costUsd, wallTime: decision.wallTime });
+        record.budget.extensions.push({
+          by: decision.by,
+          at,
+          attempts: decision.attempts,
+          tokens: decision.tokens,
+          costUsd: decision.costUsd,
+          wallTime: decision.wallTime,
+        });
         break;
     }
     return undefined;

@@ -1,4 +1,16 @@
-import { allHandlersFinished, CancellationScope, condition, ContinueAsNew, continueAsNew, isCancellation, patched, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  ContinueAsNew,
+  continueAsNew,
+  isCancellation,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { LoopInput } from '../common/loop-input';
 import { runsCommands } from '../common/loop-rules';
 import type { RunRecord } from '../common/run-record';
@@ -35,7 +47,12 @@ import { auditWaitSummary } from '../common/activity-summary';
 export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
   const record = await runLoop(input);
   const trace = input.spec.delivery?.trace;
-  if (trace && !input.evaluation) await writeTrace(record, trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined), input.workspace);
+  if (trace && !input.evaluation)
+    await writeTrace(
+      record,
+      trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined),
+      input.workspace,
+    );
   return record;
 }
 
@@ -47,7 +64,9 @@ export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
 async function writeTrace(record: RunRecord, dir: string | undefined, workspace: string | undefined): Promise<void> {
   try {
     const written = await CancellationScope.nonCancellable(() =>
-      acts.writeTraceReport.executeWithOptions({ ...TOOL_CALL, summary: 'trace report' }, [{ workflowId: record.workflowId, dir, record, ...(workspace ? { workspace } : {}) }]),
+      acts.writeTraceReport.executeWithOptions({ ...TOOL_CALL, summary: 'trace report' }, [
+        { workflowId: record.workflowId, dir, record, ...(workspace ? { workspace } : {}) },
+      ]),
     );
     record.traceReport = { path: written.path, error: null };
   } catch (err) {
@@ -58,7 +77,13 @@ async function writeTrace(record: RunRecord, dir: string | undefined, workspace:
 async function runLoop(input: LoopInput): Promise<RunRecord> {
   const info = workflowInfo();
   const resume = input.resume as ResumeState | undefined;
-  const run = new LoopRun(input, info.workflowId, temporalHost(), runMetrics(input.loop, input.spec.autonomy, input.redact ?? []), resume);
+  const run = new LoopRun(
+    input,
+    info.workflowId,
+    temporalHost(),
+    runMetrics(input.loop, input.spec.autonomy, input.redact ?? []),
+    resume,
+  );
   const { record } = run;
   let inFlight = resume?.inFlight;
   /** Hands the run over to a fresh history (Temporal suggested it), carrying all of its state. */
@@ -68,12 +93,22 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   };
 
   setHandler(stateQuery, () => run.snapshot());
-  handleDecisions(info.workflowId, () => run.trust, () => record.decisions, {
-    refusal: (d) => refusalReason(record, d, run.hasPending()),
-    approvers: (d) => (d.kind === 'audit' ? input.spec.escalation.approvers : (record.escalation?.approvers ?? input.spec.escalation.approvers)),
-    // An approval that lets effects happen: signed by default where the worker has allowed signers.
-    effects: (d) => d.kind === 'approve' && record.state === 'awaiting_human' && record.escalation?.kind === 'approval',
-  }, (entry) => run.receive(entry));
+  handleDecisions(
+    info.workflowId,
+    () => run.trust,
+    () => record.decisions,
+    {
+      refusal: (d) => refusalReason(record, d, run.hasPending()),
+      approvers: (d) =>
+        d.kind === 'audit'
+          ? input.spec.escalation.approvers
+          : (record.escalation?.approvers ?? input.spec.escalation.approvers),
+      // An approval that lets effects happen: signed by default where the worker has allowed signers.
+      effects: (d) =>
+        d.kind === 'approve' && record.state === 'awaiting_human' && record.escalation?.kind === 'approval',
+    },
+    (entry) => run.receive(entry),
+  );
 
   upsertSearchAttributes([
     { key: LoopName, value: input.loop },
@@ -92,10 +127,15 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       }
     }
     if (await heldBack(run, Boolean(resume))) return run.finish('blocked', 'verification_debt');
-    const session = resume ? (resume.session ?? undefined) : input.spec.agent.tools.length ? await setUpSession(run) : undefined;
+    const session = resume
+      ? (resume.session ?? undefined)
+      : input.spec.agent.tools.length
+        ? await setUpSession(run)
+        : undefined;
     if (session === null) return run.finish('blocked', 'setup_error');
     run.session = session;
-    if (!resume && !session && runsCommands(input.spec) && patched('sandbox-preflight') && !(await sandboxReady(run))) return run.finish('blocked', 'setup_error');
+    if (!resume && !session && runsCommands(input.spec) && patched('sandbox-preflight') && !(await sandboxReady(run)))
+      return run.finish('blocked', 'setup_error');
     for (;;) {
       if (!inFlight && record.attempts.length > 0 && workflowInfo().continueAsNewSuggested) await handOver();
       const spent = inFlight ? null : run.spent();
@@ -111,10 +151,15 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
       inFlight = undefined;
       run.transition('running');
       const progress: AttemptProgress = { candidate: null, verdicts: [] };
-      const remaining = record.budget.maxWallTimeMs === null ? undefined : record.budget.maxWallTimeMs - run.clock.used(Date.now());
+      const remaining =
+        record.budget.maxWallTimeMs === null ? undefined : record.budget.maxWallTimeMs - run.clock.used(Date.now());
       const attempt = await withWallTime(remaining, () => runAttempt(run, n, progress, resumeFrom));
-      if (!attempt.expired && attempt.value.kind === 'suspended') await handOver({ n, attemptUsage: run.attemptUsage, checkpoint: attempt.value.checkpoint });
-      const outcome = attempt.expired || attempt.value.kind === 'suspended' ? ({ kind: 'stopped', stopReason: 'time', detail: `wall time ran out during attempt ${n}` } as const) : attempt.value;
+      if (!attempt.expired && attempt.value.kind === 'suspended')
+        await handOver({ n, attemptUsage: run.attemptUsage, checkpoint: attempt.value.checkpoint });
+      const outcome =
+        attempt.expired || attempt.value.kind === 'suspended'
+          ? ({ kind: 'stopped', stopReason: 'time', detail: `wall time ran out during attempt ${n}` } as const)
+          : attempt.value;
       if (outcome.kind === 'checked' && progress.candidate !== null && progress.verdicts.every((v) => v.passed)) {
         const reviewEnded = await reviews(run, progress, n);
         if (reviewEnded) return reviewEnded;

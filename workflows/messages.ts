@@ -2,6 +2,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AppliedDecision, Decision } from '../common/decision';
 import type { DiscoveryResult } from '../common/discovery';
 import type { RunRecord } from '../common/run-record';
+import type { ImprovementRecord } from './improve-workflow';
 
 /**
  * A human decision for a run waiting in `awaiting_human`, as a Temporal Update: its validator
@@ -25,4 +26,4 @@ export const stateQuery = defineQuery<RunRecord>('state');
 export const discoveryStateQuery = defineQuery<DiscoveryResult>('state');
 
 /** An improvement run's record (see improve-workflow.ts). Same name as a loop run's, so `decide` reads both. */
-export const improveStateQuery = defineQuery<import('./improve-workflow').ImprovementRecord>('state');
+export const improveStateQuery = defineQuery<ImprovementRecord>('state');

@@ -31,12 +31,39 @@ export function runMetrics(loop: string, autonomy: string, names: string[] = [])
     return safe;
   };
   const tags = { loop: label(loop) };
-  const runs = metricMeter.createCounter(METRICS.runs, 'runs', 'Runs that reached a terminal state, by state and stop reason');
-  const attempts = metricMeter.createHistogram(METRICS.attempts, 'int', 'attempts', 'Attempts a run used, recorded when it ends');
-  const tokens = metricMeter.createCounter(METRICS.tokens, 'tokens', 'Model tokens charged to runs (input and output), by role');
-  const cost = metricMeter.createHistogram(METRICS.cost, 'float', 'usd', 'Dollars charged per model call; the _sum is the cost by loop');
-  const checks = metricMeter.createCounter(METRICS.checks, 'verdicts', 'Check verdicts by check and result; pass rate = passed="true" / all');
-  const humanWait = metricMeter.createHistogram(METRICS.humanWait, 'float', 's', 'Time a run waited for a human decision, by escalation kind and whether one came');
+  const runs = metricMeter.createCounter(
+    METRICS.runs,
+    'runs',
+    'Runs that reached a terminal state, by state and stop reason',
+  );
+  const attempts = metricMeter.createHistogram(
+    METRICS.attempts,
+    'int',
+    'attempts',
+    'Attempts a run used, recorded when it ends',
+  );
+  const tokens = metricMeter.createCounter(
+    METRICS.tokens,
+    'tokens',
+    'Model tokens charged to runs (input and output), by role',
+  );
+  const cost = metricMeter.createHistogram(
+    METRICS.cost,
+    'float',
+    'usd',
+    'Dollars charged per model call; the _sum is the cost by loop',
+  );
+  const checks = metricMeter.createCounter(
+    METRICS.checks,
+    'verdicts',
+    'Check verdicts by check and result; pass rate = passed="true" / all',
+  );
+  const humanWait = metricMeter.createHistogram(
+    METRICS.humanWait,
+    'float',
+    's',
+    'Time a run waited for a human decision, by escalation kind and whether one came',
+  );
   return {
     charged(role: 'worker' | 'checker', usage: Usage): void {
       const n = usage.inputTokens + usage.outputTokens;

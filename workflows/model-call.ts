@@ -1,4 +1,11 @@
-import { ActivityFailure, ApplicationFailure, CancelledFailure, isCancellation, sleep, TimeoutFailure } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancelledFailure,
+  isCancellation,
+  sleep,
+  TimeoutFailure,
+} from '@temporalio/workflow';
 import type { ModelFailureDetails } from '../activities/model-errors';
 import type { ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
@@ -7,7 +14,8 @@ import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from
 /** How often a model call is tried before the run escalates (first try included). */
 export const MAX_MODEL_TRIES = 5;
 
-export type CallOutcome<T> = { ok: true; value: T } | { ok: false; stopReason: 'tokens' | 'cost' | 'model_error'; detail: string };
+export type CallOutcome<T> =
+  { ok: true; value: T } | { ok: false; stopReason: 'tokens' | 'cost' | 'model_error'; detail: string };
 
 /** What a budgeted call needs of its run. */
 export interface BudgetedRun {
@@ -42,9 +50,16 @@ export interface BudgetedCall<T extends { usage: Usage }> {
  */
 export async function callWithinBudget<T extends { usage: Usage }>(call: BudgetedCall<T>): Promise<CallOutcome<T>> {
   for (let tryNo = 1; ; tryNo++) {
-    const plan = planCall(call.run.limits(), call.run.used(), { inputTokens: estimateInputTokens(call.inputChars), requested: call.requestedMaxTokens, price: call.price });
+    const plan = planCall(call.run.limits(), call.run.used(), {
+      inputTokens: estimateInputTokens(call.inputChars),
+      requested: call.requestedMaxTokens,
+      price: call.price,
+    });
     if (!plan.ok) {
-      const unit = plan.stop === 'tokens' ? `${plan.needed} tokens and ${plan.left} are left` : `$${plan.needed.toFixed(4)} and $${plan.left.toFixed(4)} is left`;
+      const unit =
+        plan.stop === 'tokens'
+          ? `${plan.needed} tokens and ${plan.left} are left`
+          : `$${plan.needed.toFixed(4)} and $${plan.left.toFixed(4)} is left`;
       return { ok: false, stopReason: plan.stop, detail: `${call.what} not made: it may need up to ${unit}` };
     }
     try {
@@ -60,8 +75,14 @@ export async function callWithinBudget<T extends { usage: Usage }>(call: Budgete
       }
       const failure = readFailure(err);
       if (failure.usage) call.run.charge(call.role, failure.usage);
-      if (!failure.retryable) return { ok: false, stopReason: 'model_error', detail: `${call.what} failed: ${failure.message}` };
-      if (tryNo >= MAX_MODEL_TRIES) return { ok: false, stopReason: 'model_error', detail: `${call.what} failed ${tryNo} times; last error: ${failure.message}` };
+      if (!failure.retryable)
+        return { ok: false, stopReason: 'model_error', detail: `${call.what} failed: ${failure.message}` };
+      if (tryNo >= MAX_MODEL_TRIES)
+        return {
+          ok: false,
+          stopReason: 'model_error',
+          detail: `${call.what} failed ${tryNo} times; last error: ${failure.message}`,
+        };
       await sleep(failure.retryDelayMs ?? Math.min(30_000, 1000 * 2 ** (tryNo - 1)));
     }
   }
@@ -79,11 +100,20 @@ function readFailure(err: unknown): FailureInfo {
   const cause = err.cause;
   if (cause instanceof ApplicationFailure) {
     const details = (cause.details?.[0] ?? {}) as ModelFailureDetails;
-    return { retryable: !cause.nonRetryable, message: cause.message, usage: details.usage ?? undefined, retryDelayMs: details.retryAfterMs ?? undefined };
+    return {
+      retryable: !cause.nonRetryable,
+      message: cause.message,
+      usage: details.usage ?? undefined,
+      retryDelayMs: details.retryAfterMs ?? undefined,
+    };
   }
   if (cause instanceof TimeoutFailure) {
     const beat = (cause.lastHeartbeatDetails ?? {}) as { usage?: Usage };
-    return { retryable: true, message: `the activity timed out (${String(cause.timeoutType)}): was its worker lost?`, usage: beat.usage };
+    return {
+      retryable: true,
+      message: `the activity timed out (${String(cause.timeoutType)}): was its worker lost?`,
+      usage: beat.usage,
+    };
   }
   return { retryable: true, message: cause?.message ?? err.message };
 }

@@ -87,13 +87,26 @@ export function feedbackFrom(attempt: AttemptRecord): FeedbackEntry | undefined 
     candidate: attempt.candidate,
     failures: attempt.verdicts
       .filter((v) => !v.passed)
-      .map((v) => ({ check: v.check, reason: v.reason, failedItems: v.failedItems, requiredCorrection: v.requiredCorrection })),
+      .map((v) => ({
+        check: v.check,
+        reason: v.reason,
+        failedItems: v.failedItems,
+        requiredCorrection: v.requiredCorrection,
+      })),
   };
 }
 
 /** A failed verdict on the worker's output itself (no text, no final answer): it costs nothing and names `output`. */
 export function outputVerdict(reason: string, correction: string): Verdict {
-  return { check: 'output', kind: 'output', passed: false, reason, failedItems: ['output'], requiredCorrection: correction, usage: { ...ZERO_USAGE } };
+  return {
+    check: 'output',
+    kind: 'output',
+    passed: false,
+    reason,
+    failedItems: ['output'],
+    requiredCorrection: correction,
+    usage: { ...ZERO_USAGE },
+  };
 }
 
 /** What an activity's failure says, for the record: the activity's own error, not its wrapper. */

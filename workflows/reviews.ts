@@ -11,12 +11,22 @@ import type { LoopRun } from './loop-run';
 export async function reviews(run: LoopRun, progress: AttemptProgress, n: number): Promise<RunRecord | undefined> {
   const { input, record } = run;
   // A check that passed but asks for a person (a change policy with testChanges: human) adds a review.
-  const asked = progress.verdicts.filter((v) => v.humanReview).map((v) => ({ kind: 'human' as const, name: 'test changes', approvers: [] as string[], why: v.humanReview! }));
-  const humans = [...input.spec.checks.flatMap((c) => (c.kind === 'human' ? [{ ...c, why: undefined as string | undefined }] : [])), ...asked.slice(0, 1)];
+  const asked = progress.verdicts
+    .filter((v) => v.humanReview)
+    .map((v) => ({ kind: 'human' as const, name: 'test changes', approvers: [] as string[], why: v.humanReview! }));
+  const humans = [
+    ...input.spec.checks.flatMap((c) => (c.kind === 'human' ? [{ ...c, why: undefined as string | undefined }] : [])),
+    ...asked.slice(0, 1),
+  ];
   for (const check of humans) {
     record.pendingReview = { attempt: n, candidate: progress.candidate!, verdicts: [...progress.verdicts] };
     const who = check.approvers.length ? ` (${check.approvers.join(', ')})` : '';
-    const decision = await run.escalate('review', 'review_timeout', `attempt ${n} passed its automated checks and waits for review ${check.name}${who}${check.why ? `: ${check.why}` : ''}`, check.approvers);
+    const decision = await run.escalate(
+      'review',
+      'review_timeout',
+      `attempt ${n} passed its automated checks and waits for review ${check.name}${who}${check.why ? `: ${check.why}` : ''}`,
+      check.approvers,
+    );
     record.pendingReview = null;
     if (!decision) {
       run.recordAttempt({ n, candidate: progress.candidate, usage: run.attemptUsage, verdicts: progress.verdicts });

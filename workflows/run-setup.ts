@@ -15,7 +15,11 @@ export async function pinTrust(run: LoopRun): Promise<Trust | undefined> {
   const { input, record } = run;
   try {
     run.trust = await acts.loadTrust.executeWithOptions({ ...TOOL_CALL, summary: `trust (${input.spec.autonomy})` }, [
-      { loop: input.loop, autonomy: input.spec.autonomy, commits: (input.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit') },
+      {
+        loop: input.loop,
+        autonomy: input.spec.autonomy,
+        commits: (input.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit'),
+      },
     ]);
     record.trust = trustRecord(run.trust);
     return run.trust;
@@ -34,12 +38,19 @@ export async function setUpSession(run: LoopRun): Promise<SessionSetup | null> {
     return null;
   }
   try {
-    const setup = await acts.prepareSession.executeWithOptions({ ...TOOL_CALL, summary: `prepare workspace (${input.spec.autonomy})` }, [
-      {
-        workflowId: run.workflowId, workspace: input.workspace, autonomy: input.spec.autonomy, tools: input.spec.agent.tools,
-        isolate: input.spec.delivery?.effects.some((e) => e.kind === 'git_commit'), runsCommands: runsCommands(input.spec),
-      },
-    ]);
+    const setup = await acts.prepareSession.executeWithOptions(
+      { ...TOOL_CALL, summary: `prepare workspace (${input.spec.autonomy})` },
+      [
+        {
+          workflowId: run.workflowId,
+          workspace: input.workspace,
+          autonomy: input.spec.autonomy,
+          tools: input.spec.agent.tools,
+          isolate: input.spec.delivery?.effects.some((e) => e.kind === 'git_commit'),
+          runsCommands: runsCommands(input.spec),
+        },
+      ],
+    );
     record.workspace = { root: setup.root, branch: setup.branch };
     if (setup.sandbox) record.sandbox = setup.sandbox;
     return setup;
@@ -70,7 +81,10 @@ export async function heldBack(run: LoopRun, resumed: boolean): Promise<boolean>
   const { input } = run;
   const max = input.spec.maxPendingReviews;
   if (resumed || max === undefined || input.trigger.kind === 'cli' || input.trigger.kind === 'client') return false;
-  const waiting = await acts.countPendingReviews.executeWithOptions({ ...TOOL_CALL, summary: `count ${input.loop} runs waiting for a human` }, [{ loop: input.loop }]);
+  const waiting = await acts.countPendingReviews.executeWithOptions(
+    { ...TOOL_CALL, summary: `count ${input.loop} runs waiting for a human` },
+    [{ loop: input.loop }],
+  );
   if (waiting < max) return false;
   run.record.error = `verification debt: ${waiting} runs of loop ${input.loop} wait for a human (maxPendingReviews ${max}); this ${input.trigger.kind} run did not start`;
   return true;

@@ -6,7 +6,10 @@ import { CancellationScope, isCancellation, sleep } from '@temporalio/workflow';
  * its next heartbeat), and the result is `{ expired: true }`. Cancellation from outside (the
  * run itself is cancelled) is rethrown as usual.
  */
-export async function withWallTime<T>(ms: number | undefined, fn: () => Promise<T>): Promise<{ expired: false; value: T } | { expired: true }> {
+export async function withWallTime<T>(
+  ms: number | undefined,
+  fn: () => Promise<T>,
+): Promise<{ expired: false; value: T } | { expired: true }> {
   if (ms === undefined) return { expired: false, value: await fn() };
   if (ms <= 0) return { expired: true };
   let expired = false;

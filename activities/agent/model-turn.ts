@@ -1,5 +1,11 @@
 import type { ToolCallRef, ToolResultRef, TurnResult } from '../../common/agent';
-import { elideOldToolResults, transcriptChars, type ContentBlock, type ToolUseBlock, type TranscriptMessage } from '../../common/context';
+import {
+  elideOldToolResults,
+  transcriptChars,
+  type ContentBlock,
+  type ToolUseBlock,
+  type TranscriptMessage,
+} from '../../common/context';
 import type { ModelTimeouts } from '../../common/loop-spec';
 import type { ToolDefinition } from '../../common/model-messages';
 import type { ModelPrice } from '../../common/pricing';
@@ -45,7 +51,11 @@ export function summarizeCall(input: unknown): string {
  * summaries, and the final text. History carries references, not the conversation.
  */
 export async function modelTurn(
-  deps: { store: BlobStore; callModel: (req: ModelRequest) => Promise<ModelReply>; definitions: (names: string[]) => ToolDefinition[] },
+  deps: {
+    store: BlobStore;
+    callModel: (req: ModelRequest) => Promise<ModelReply>;
+    definitions: (names: string[]) => ToolDefinition[];
+  },
   input: ModelTurnInput,
 ): Promise<TurnResult> {
   const { store } = deps;
@@ -70,7 +80,11 @@ export async function modelTurn(
     turn: input.turn,
     system: input.systemPrompt,
     messages,
-    tools: input.toolNames.length ? deps.definitions(input.toolNames).map((d) => ({ ...d, description: input.toolDescriptions?.[d.name] ?? d.description })) : undefined,
+    tools: input.toolNames.length
+      ? deps
+          .definitions(input.toolNames)
+          .map((d) => ({ ...d, description: input.toolDescriptions?.[d.name] ?? d.description }))
+      : undefined,
     maxTokens: input.maxTokens,
     timeouts: input.timeouts,
   });

@@ -46,18 +46,29 @@ export interface RunToolResult extends ToolResultRef {
  * with that outcome instead of running the tool again, and tools whose work must not happen twice
  * (edit_file) get the key too.
  */
-export async function runTool(deps: { store: BlobStore; registry: ReturnType<typeof createToolRegistry>; sandbox?: Sandbox; ledger?: ToolLedger }, input: RunToolInput): Promise<RunToolResult> {
+export async function runTool(
+  deps: { store: BlobStore; registry: ReturnType<typeof createToolRegistry>; sandbox?: Sandbox; ledger?: ToolLedger },
+  input: RunToolInput,
+): Promise<RunToolResult> {
   const node = await deps.store.get<TranscriptNode>(input.assistantHead);
   const blocks = Array.isArray(node.message.content) ? (node.message.content as ContentBlock[]) : [];
-  const call = blocks.find((b) => b.type === 'tool_use' && b.id === input.toolUseId) as Extract<ContentBlock, { type: 'tool_use' }> | undefined;
+  const call = blocks.find((b) => b.type === 'tool_use' && b.id === input.toolUseId) as
+    Extract<ContentBlock, { type: 'tool_use' }> | undefined;
   if (!call) throw new Error(`tool call ${input.toolUseId} is not in transcript node ${input.assistantHead}`);
-  const denied = gateTool(input.autonomy, input.name, input.available.includes(input.name) ? deps.registry.classOf(input.name) : undefined, input.available);
+  const denied = gateTool(
+    input.autonomy,
+    input.name,
+    input.available.includes(input.name) ? deps.registry.classOf(input.name) : undefined,
+    input.available,
+  );
   let outcome: { content: string; isError: boolean };
   let sandbox: SandboxName | undefined;
   const ctx = activityContext();
   const run = ctx?.info.workflowExecution;
   const key = run && deps.ledger ? `${run.workflowId}/${run.runId}/${ctx!.info.activityId}` : undefined;
-  const done = key ? await deps.ledger!.get<{ outcome: typeof outcome; sandbox?: SandboxName }>(`${key}#outcome`) : undefined;
+  const done = key
+    ? await deps.ledger!.get<{ outcome: typeof outcome; sandbox?: SandboxName }>(`${key}#outcome`)
+    : undefined;
   if (done) ({ outcome, sandbox } = done);
   else if (denied) outcome = { content: `denied: ${denied}`, isError: true };
   else {
@@ -78,7 +89,14 @@ export async function runTool(deps: { store: BlobStore; registry: ReturnType<typ
   const fullRef = await storeText(deps.store, outcome.content);
   const forModel = capToolOutput(outcome.content, fullRef, input.outputCapChars);
   const ref = forModel === outcome.content ? fullRef : await storeText(deps.store, forModel);
-  return { toolUseId: input.toolUseId, isError: outcome.isError, ref, preview: forModel.slice(0, 200), bytes: outcome.content.length, ...(sandbox ? { sandbox } : {}) };
+  return {
+    toolUseId: input.toolUseId,
+    isError: outcome.isError,
+    ref,
+    preview: forModel.slice(0, 200),
+    bytes: outcome.content.length,
+    ...(sandbox ? { sandbox } : {}),
+  };
 }
 
 function activityContext(): Context | undefined {

@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { type ApplicationFailure } from '@temporalio/common';
 import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Autonomy } from '../../common/loop-spec';
@@ -30,10 +30,13 @@ export async function prepareWorkspace(
   input: { workflowId: string; workspace: string; autonomy: Autonomy; isolate?: boolean },
 ): Promise<{ root: string; branch: string | null; base: string | null }> {
   if (!existsSync(input.workspace) || !statSync(input.workspace).isDirectory()) {
-    throw setupError(`workspace ${input.workspace} is not a folder on this worker: give an existing folder (shared by all workers)`);
+    throw setupError(
+      `workspace ${input.workspace} is not a folder on this worker: give an existing folder (shared by all workers)`,
+    );
   }
   const folder = realpathSync(input.workspace);
-  if (input.autonomy !== 'L2' && !input.isolate) return { root: folder, branch: null, base: await workerGit(folder, ['rev-parse', 'HEAD']).then(trim, () => null) };
+  if (input.autonomy !== 'L2' && !input.isolate)
+    return { root: folder, branch: null, base: await workerGit(folder, ['rev-parse', 'HEAD']).then(trim, () => null) };
   const top = await workerGit(folder, ['rev-parse', '--show-toplevel']).then(trim, () => {
     throw setupError(`workspace ${folder} is not a git repository: an L2 run works on a branch in a git worktree`);
   });
@@ -48,7 +51,9 @@ export async function prepareWorkspace(
   const exists = (await resolveCommit(top, `refs/heads/${branch}`)) !== undefined;
   // --no-checkout: the files are written by read-tree below, run in the new worktree itself, so
   // the drivers neutralized are those of its own config (an includeIf "onbranch:" can differ).
-  const add = exists ? ['worktree', 'add', '--no-checkout', root, branch] : ['worktree', 'add', '--no-checkout', '-b', branch, root, 'HEAD'];
+  const add = exists
+    ? ['worktree', 'add', '--no-checkout', root, branch]
+    : ['worktree', 'add', '--no-checkout', '-b', branch, root, 'HEAD'];
   await workerGit(top, add, { env: { ...LOOPWRIGHT_IDENTITY } });
   await checkOut(root);
   return { root: realpathSync(root), branch, base: trim(await workerGit(root, ['rev-parse', 'HEAD'])) };
@@ -70,10 +75,17 @@ async function checkOut(root: string): Promise<void> {
  * program of the repository runs. Idempotent: a retry after the branch moved finds the commit by
  * its message (unique per attempt and run) and returns it.
  */
-export async function commitWorkspace(input: { root: string; branch: string; message: string }): Promise<{ commit: string | null }> {
+export async function commitWorkspace(input: {
+  root: string;
+  branch: string;
+  message: string;
+}): Promise<{ commit: string | null }> {
   const ref = `refs/heads/${input.branch}`;
   const tip = await resolveCommit(input.root, ref);
-  if (!tip) throw setupError(`the run's branch ${input.branch} does not exist in ${input.root}: its worktree was removed or damaged`);
+  if (!tip)
+    throw setupError(
+      `the run's branch ${input.branch} does not exist in ${input.root}: its worktree was removed or damaged`,
+    );
   if ((await messageOf(input.root, tip)).trimEnd() === input.message.trimEnd()) {
     await resetIndex(input.root, tip);
     return { commit: tip };

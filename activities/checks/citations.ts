@@ -25,7 +25,8 @@ export interface Citation {
 export function findCitations(text: string): Citation[] {
   const seen = new Map<string, Citation>();
   for (const m of text.matchAll(CITATION)) {
-    if (!seen.has(m[0])) seen.set(m[0], { text: m[0], path: m[1], line: Number(m[2]), ...(m[3] ? { endLine: Number(m[3]) } : {}) });
+    if (!seen.has(m[0]))
+      seen.set(m[0], { text: m[0], path: m[1], line: Number(m[2]), ...(m[3] ? { endLine: Number(m[3]) } : {}) });
   }
   return [...seen.values()];
 }
@@ -36,7 +37,8 @@ function badCitation(root: string, c: Citation): string | null {
   const rel = path.relative(root, file);
   if (rel.startsWith('..') || path.isAbsolute(rel)) return `${c.text}: ${c.path} is outside the workspace`;
   if (!existsSync(file) || !statSync(file).isFile()) return `${c.text}: ${c.path} does not exist`;
-  if (!realpathSync(file).startsWith(realpathSync(root) + path.sep)) return `${c.text}: ${c.path} leads outside the workspace`;
+  if (!realpathSync(file).startsWith(realpathSync(root) + path.sep))
+    return `${c.text}: ${c.path} leads outside the workspace`;
   const text = readFileSync(file, 'utf8');
   const lines = text.endsWith('\n') ? text.split('\n').length - 1 : text.split('\n').length;
   const last = c.endLine ?? c.line;
@@ -54,7 +56,10 @@ function badCitation(root: string, c: Citation): string | null {
  * sandbox, and the verdict says which. Each bad citation is named in the reason. A command whose
  * runner cannot be told is a non-retryable `ConfigError`.
  */
-export async function runCitationsCheck(input: { check: CitationsCheck; candidate: string; workspace: string; env?: Record<string, string> }, sandbox?: Sandbox): Promise<Verdict> {
+export async function runCitationsCheck(
+  input: { check: CitationsCheck; candidate: string; workspace: string; env?: Record<string, string> },
+  sandbox?: Sandbox,
+): Promise<Verdict> {
   const { check, workspace } = input;
   const citations = findCitations(input.candidate);
   const problems: string[] = [];
@@ -73,9 +78,18 @@ export async function runCitationsCheck(input: { check: CitationsCheck; candidat
   let evidence = `${citations.length} citations: ${citations.map((c) => c.text).join(', ') || 'none'}`;
   let ranIn: Verdict['sandbox'];
   if (check.testCommand) {
-    const { failing, run } = await runTestCommand({ cwd: workspace, testCommand: check.testCommand, timeoutMs: parseDuration(check.timeout) ?? 600_000, env: input.env }, sandbox).catch((err: unknown) => {
+    const { failing, run } = await runTestCommand(
+      {
+        cwd: workspace,
+        testCommand: check.testCommand,
+        timeoutMs: parseDuration(check.timeout) ?? 600_000,
+        env: input.env,
+      },
+      sandbox,
+    ).catch((err: unknown) => {
       // The runner cannot be told from the command: the loop's configuration, not the diagnosis, is wrong.
-      if (err instanceof ConfigError) throw nonRetryableFailure(FailureType.Config, `check ${check.name}: ${err.message}`);
+      if (err instanceof ConfigError)
+        throw nonRetryableFailure(FailureType.Config, `check ${check.name}: ${err.message}`);
       throw err;
     });
     ranIn = run.sandbox;
@@ -89,7 +103,9 @@ export async function runCitationsCheck(input: { check: CitationsCheck; candidat
       problems.push(`\`${check.testCommand}\` reported no tests in a fresh run: ${run.problem ?? 'no results'}`);
       failedItems.push('test fails');
     } else if (!named.some((t) => t.outcome === 'failed')) {
-      const seen = named.length ? `it ran: ${named.map((t) => `${testId(t)} ${t.outcome}`).join('; ')}` : 'no test of that name ran';
+      const seen = named.length
+        ? `it ran: ${named.map((t) => `${testId(t)} ${t.outcome}`).join('; ')}`
+        : 'no test of that name ran';
       problems.push(`the test "${check.testName}" does not fail in a fresh run of \`${check.testCommand}\` (${seen})`);
       failedItems.push('test fails');
     }
@@ -101,7 +117,9 @@ export async function runCitationsCheck(input: { check: CitationsCheck; candidat
     passed,
     reason: passed ? `all ${citations.length} citations exist and "${check.testName}" fails` : problems.join('; '),
     failedItems,
-    requiredCorrection: passed ? '' : 'cite only lines that exist (path:line, relative to the repository root, with line numbers you have read), and at least one',
+    requiredCorrection: passed
+      ? ''
+      : 'cite only lines that exist (path:line, relative to the repository root, with line numbers you have read), and at least one',
     evidence,
     ...(ranIn ? { sandbox: ranIn } : {}),
     usage: { ...ZERO_USAGE },

@@ -66,10 +66,11 @@ export async function runCommandCheck(input: CommandCheckInput, sandbox: Sandbox
     passed,
     reason,
     failedItems: passed ? [] : [input.check.name],
-    requiredCorrection: passed ? '' : `make \`${input.check.command}\` pass; its output ends with:\n${evidence.slice(-1500)}`,
+    requiredCorrection: passed
+      ? ''
+      : `make \`${input.check.command}\` pass; its output ends with:\n${evidence.slice(-1500)}`,
     evidence,
     sandbox: result.sandbox,
     usage: { ...ZERO_USAGE },
   };
 }
-

@@ -40,7 +40,8 @@ const MAX_NAMES = 10;
  * test run makes. Anything else ignored that appears there (an `.npmrc`, an `.env`, a config
  * file) was left by the attempt and would change how tests run for whoever runs them there.
  */
-const EXPECTED_LEFTOVERS = /^(?:node_modules|\.venv|venv|__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache|\.tox|\.nox|coverage|\.nyc_output|dist|build|target|\.gradle|\.cache|\.turbo|\.next|\.parcel-cache|\.eslintcache|\.DS_Store)(?:\/|$)|(?:^|\/)(?:__pycache__|node_modules)\/|\.py[co]$/;
+const EXPECTED_LEFTOVERS =
+  /^(?:node_modules|\.venv|venv|__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache|\.tox|\.nox|coverage|\.nyc_output|dist|build|target|\.gradle|\.cache|\.turbo|\.next|\.parcel-cache|\.eslintcache|\.DS_Store)(?:\/|$)|(?:^|\/)(?:__pycache__|node_modules)\/|\.py[co]$/;
 
 interface Failure {
   rule: 'allowed paths' | 'tests append-only' | 'no stray files';
@@ -74,7 +75,11 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
   const changes = await diffTrees(root, baseTree, workTree);
 
   const failures: Failure[] = [];
-  const outside = [...new Set(changes.flatMap((c) => [c.oldPath, c.path]).filter((p): p is string => p !== undefined && !isAllowed(p)))];
+  const outside = [
+    ...new Set(
+      changes.flatMap((c) => [c.oldPath, c.path]).filter((p): p is string => p !== undefined && !isAllowed(p)),
+    ),
+  ];
   if (outside.length > 0) {
     const allowed = check.allowedPaths.join(', ');
     failures.push({
@@ -97,7 +102,10 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
       const removed = await removedLines(root, c.oldOid, c.newOid);
       // The lines shown are the first that say something (a removed blank line is counted, not shown).
       const shown = removed.filter((r) => r.text.trim() !== '').slice(0, 3);
-      if (removed.length > 0) weakened.push(`${(shown.length ? shown : removed.slice(0, 1)).map((r) => `${was}:${r.line}${r.text.trim() ? ` \`${r.text.trim().slice(0, 60)}\`` : ''}`).join(', ')}${removed.length > shown.length ? ` (${removed.length} lines in all)` : ''} changed or removed`);
+      if (removed.length > 0)
+        weakened.push(
+          `${(shown.length ? shown : removed.slice(0, 1)).map((r) => `${was}:${r.line}${r.text.trim() ? ` \`${r.text.trim().slice(0, 60)}\`` : ''}`).join(', ')}${removed.length > shown.length ? ` (${removed.length} lines in all)` : ''} changed or removed`,
+        );
     }
   }
   const toHuman = weakened.length > 0 && check.testChanges === 'human';
@@ -127,11 +135,17 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     check: check.name,
     kind: 'diff',
     passed,
-    reason: passed ? `the change keeps to the policy: ${summary}` : `${failures.map((f) => f.reason).join('; ')} (${summary})`,
+    reason: passed
+      ? `the change keeps to the policy: ${summary}`
+      : `${failures.map((f) => f.reason).join('; ')} (${summary})`,
     failedItems: failures.map((f) => f.rule),
     requiredCorrection: failures.map((f) => f.correction).join('; '),
     evidence,
-    ...(toHuman ? { humanReview: `the change alters existing test infrastructure, which this loop sends to a person: ${names(weakened)}` } : {}),
+    ...(toHuman
+      ? {
+          humanReview: `the change alters existing test infrastructure, which this loop sends to a person: ${names(weakened)}`,
+        }
+      : {}),
     usage: { ...ZERO_USAGE },
   };
 }
@@ -141,18 +155,28 @@ function infraMatcher(check: DiffPolicyCheck): (file: string) => boolean {
   try {
     return testInfraMatcher(check.testPattern);
   } catch (err) {
-    throw nonRetryableFailure(FailureType.Config, `check ${check.name} has an invalid testPattern ${JSON.stringify(check.testPattern)}: ${(err as Error).message}; fix the loop spec`);
+    throw nonRetryableFailure(
+      FailureType.Config,
+      `check ${check.name} has an invalid testPattern ${JSON.stringify(check.testPattern)}: ${(err as Error).message}; fix the loop spec`,
+    );
   }
 }
 
 function evidenceOf(base: string, changes: Change[], isInfra: (f: string) => boolean): string {
-  const lines = changes.map((c) => `${c.status} ${c.oldPath ? `${c.oldPath} -> ${c.path}` : c.path}${isInfra(c.path) || (c.oldPath !== undefined && isInfra(c.oldPath)) ? '  (test infrastructure)' : ''}`);
-  const text = [`base ${base.slice(0, 12)} → working tree: ${plural(changes.length, 'file')} changed`, ...lines].join('\n');
+  const lines = changes.map(
+    (c) =>
+      `${c.status} ${c.oldPath ? `${c.oldPath} -> ${c.path}` : c.path}${isInfra(c.path) || (c.oldPath !== undefined && isInfra(c.oldPath)) ? '  (test infrastructure)' : ''}`,
+  );
+  const text = [`base ${base.slice(0, 12)} → working tree: ${plural(changes.length, 'file')} changed`, ...lines].join(
+    '\n',
+  );
   return text.length <= EVIDENCE_CHARS ? text : `${text.slice(0, EVIDENCE_CHARS - 20)}\n... (truncated)`;
 }
 
 function names(items: string[]): string {
-  return items.length <= MAX_NAMES ? items.join(', ') : `${items.slice(0, MAX_NAMES).join(', ')} and ${items.length - MAX_NAMES} more`;
+  return items.length <= MAX_NAMES
+    ? items.join(', ')
+    : `${items.slice(0, MAX_NAMES).join(', ')} and ${items.length - MAX_NAMES} more`;
 }
 
 function plural(n: number, noun: string, withCount = true): string {

@@ -67,9 +67,20 @@ const STAT_LIMIT_BYTES = 8 * 1024 * 1024;
  * (`-U` implies a patch, so the stat goes without it). The stat still follows the attributes
  * (a file marked binary there shows as `Bin`); the patch shows its text.
  */
-const DIFF_ARGS = ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--text', '--ignore-submodules=dirty', '--no-relative', '-O/dev/null', '--src-prefix=a/', '--dst-prefix=b/', '-M'];
+const DIFF_ARGS = [
+  'diff',
+  '--no-color',
+  '--no-ext-diff',
+  '--no-textconv',
+  '--text',
+  '--ignore-submodules=dirty',
+  '--no-relative',
+  '-O/dev/null',
+  '--src-prefix=a/',
+  '--dst-prefix=b/',
+  '-M',
+];
 const CODE_TRIES = 8;
-
 
 const tooLarge = (err: unknown) => err instanceof GitError && err.exitCode === null && /output passed/.test(err.reason);
 
@@ -78,25 +89,40 @@ export async function readChange(change: JudgeChange): Promise<ChangeDiff> {
   const { root } = change;
   const resolve = (rev: string) => (rev.startsWith('-') ? Promise.resolve(undefined) : resolveCommit(root, rev));
   const base = await resolve(change.base);
-  if (!base) throw nonRetryableFailure(FailureType.Workspace, `judge: base ${change.base} is not a commit in the repository at ${root}: give the commit the run started from`);
+  if (!base)
+    throw nonRetryableFailure(
+      FailureType.Workspace,
+      `judge: base ${change.base} is not a commit in the repository at ${root}: give the commit the run started from`,
+    );
   let target: string;
   if (change.commit !== null) {
     const commit = await resolve(change.commit);
-    if (!commit) throw nonRetryableFailure(FailureType.Workspace, `judge: the attempt's commit ${change.commit} is not a commit in the repository at ${root}`);
+    if (!commit)
+      throw nonRetryableFailure(
+        FailureType.Workspace,
+        `judge: the attempt's commit ${change.commit} is not a commit in the repository at ${root}`,
+      );
     target = commit;
   } else {
     target = await snapshotWorkingTree(root).catch((err: Error) => {
-      throw nonRetryableFailure(FailureType.Workspace, `judge: cannot read the working state of ${root}: ${err.message}`);
+      throw nonRetryableFailure(
+        FailureType.Workspace,
+        `judge: cannot read the working state of ${root}: ${err.message}`,
+      );
     });
   }
   const range = [base, target, '--'];
-  const stat = await workerGit(root, [...DIFF_ARGS, '--stat=300,240', '--stat-graph-width=40', ...range], { maxBuffer: STAT_LIMIT_BYTES }).catch((err: unknown) => {
+  const stat = await workerGit(root, [...DIFF_ARGS, '--stat=300,240', '--stat-graph-width=40', ...range], {
+    maxBuffer: STAT_LIMIT_BYTES,
+  }).catch((err: unknown) => {
     if (tooLarge(err)) return ` (the file list is longer than ${STAT_LIMIT_BYTES} bytes and is not shown)\n`;
     throw err;
   });
   const diff = { base, commit: change.commit === null ? null : target, stat, patchLimitBytes: PATCH_LIMIT_BYTES };
   if (stat.trim() === '') return { ...diff, patch: '' };
-  const patch = await workerGit(root, [...DIFF_ARGS, '--patch', '-U3', ...range], { maxBuffer: PATCH_LIMIT_BYTES }).catch((err: unknown) => {
+  const patch = await workerGit(root, [...DIFF_ARGS, '--patch', '-U3', ...range], {
+    maxBuffer: PATCH_LIMIT_BYTES,
+  }).catch((err: unknown) => {
     if (tooLarge(err)) return null;
     throw err;
   });
@@ -104,7 +130,10 @@ export async function readChange(change: JudgeChange): Promise<ChangeDiff> {
 }
 
 /** A fresh random boundary code that none of `texts` contains (redrawn on the astronomically unlikely collision). */
-export function drawBoundaryCode(texts: readonly string[], draw: () => string = () => randomBytes(BOUNDARY_CODE_LENGTH / 2).toString('hex')): string {
+export function drawBoundaryCode(
+  texts: readonly string[],
+  draw: () => string = () => randomBytes(BOUNDARY_CODE_LENGTH / 2).toString('hex'),
+): string {
   for (let i = 0; i < CODE_TRIES; i++) {
     const code = draw();
     if (new RegExp(`^[0-9a-f]{${BOUNDARY_CODE_LENGTH}}$`).test(code) && codeIsFree(code, texts)) return code;
@@ -113,9 +142,14 @@ export function drawBoundaryCode(texts: readonly string[], draw: () => string = 
 }
 
 /** The judge's system prompt and message for one call, with a boundary code of its own. */
-export async function buildJudgeRequest(input: JudgeInput, opts: JudgeOptions = {}): Promise<{ system: string; prompt: string; code: string }> {
+export async function buildJudgeRequest(
+  input: JudgeInput,
+  opts: JudgeOptions = {},
+): Promise<{ system: string; prompt: string; code: string }> {
   const rubric = input.check.rubric;
-  const candidate = input.change ? renderChangeCandidate(await readChange(input.change), input.evidence ?? []) : input.candidate;
+  const candidate = input.change
+    ? renderChangeCandidate(await readChange(input.change), input.evidence ?? [])
+    : input.candidate;
   const agentMessage = input.change ? input.candidate : undefined;
   const texts = [input.task, ...rubric, candidate, agentMessage ?? ''];
   const code = drawBoundaryCode([...texts, ...texts.map(escapeUntrusted)], opts.drawCode);
@@ -126,7 +160,10 @@ export async function buildJudgeRequest(input: JudgeInput, opts: JudgeOptions = 
   for (const { begin, end } of blocks) {
     const at = prompt.split('\n');
     if (countLines(prompt, begin) !== 1 || countLines(prompt, end) !== 1 || at.indexOf(begin) > at.indexOf(end)) {
-      throw nonRetryableFailure(FailureType.Judge, `judge: the prompt does not hold exactly one ${begin} line before one ${end} line`);
+      throw nonRetryableFailure(
+        FailureType.Judge,
+        `judge: the prompt does not hold exactly one ${begin} line before one ${end} line`,
+      );
     }
   }
   return { system: input.change ? CODE_REVIEW_SYSTEM_PROMPT : JUDGE_SYSTEM_PROMPT, prompt, code };

@@ -27,13 +27,21 @@ export function runSchemaCheck(check: SchemaCheck, candidate: string): Verdict {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    return verdict(false, `the candidate is not JSON: ${(err as Error).message.replace(/\s+/g, ' ').slice(0, 200)}`, 'answer with JSON only, matching the schema');
+    return verdict(
+      false,
+      `the candidate is not JSON: ${(err as Error).message.replace(/\s+/g, ' ').slice(0, 200)}`,
+      'answer with JSON only, matching the schema',
+    );
   }
   let schema: z.ZodType;
   try {
     schema = z.fromJSONSchema(check.schema as Parameters<typeof z.fromJSONSchema>[0]);
   } catch (err) {
-    return verdict(false, `the check's JSON Schema cannot be used: ${(err as Error).message}`, 'fix the loop spec (this is not the agent\'s fault)');
+    return verdict(
+      false,
+      `the check's JSON Schema cannot be used: ${(err as Error).message}`,
+      "fix the loop spec (this is not the agent's fault)",
+    );
   }
   const parsed = schema.safeParse(value);
   if (parsed.success) return verdict(true, 'the candidate matches the schema', '');

@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { type ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { existsSync, realpathSync, statSync } from 'node:fs';
@@ -59,7 +59,11 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const ctx = currentActivityContext();
   const root = realpathSync(input.root);
   const base = await resolveCommit(root, input.baseRef);
-  if (!base) throw nonRetryableFailure(FailureType.Workspace, `base ${input.baseRef} is not a commit in the repository at ${root}`);
+  if (!base)
+    throw nonRetryableFailure(
+      FailureType.Workspace,
+      `base ${input.baseRef} is not a commit in the repository at ${root}`,
+    );
   if (check.heldOut) checkHeldOut(check.heldOut.dir, root);
   const commit = input.commit ? await resolveCommit(root, input.commit) : undefined;
   const baseTree = await treeOf(root, base);
@@ -68,19 +72,36 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const isInfra = testInfraMatcher(check.testPattern);
   const isRunnerConfig = runnerConfigMatcher();
   const restore = new Map<string, TreeEntry | null>();
-  for (const [file, entry] of baseFiles) if (isInfra(file) && differs(entry, candFiles.get(file))) restore.set(file, entry);
+  for (const [file, entry] of baseFiles)
+    if (isInfra(file) && differs(entry, candFiles.get(file))) restore.set(file, entry);
   // A runner configuration base did not have (a new conftest.py, jest.config) would change how base's tests run: not in the overlay.
   for (const file of candFiles.keys()) if (!baseFiles.has(file) && isRunnerConfig(file)) restore.set(file, null);
-  const changedCode = [...candFiles].filter(([file, entry]) => !isInfra(file) && differs(entry, baseFiles.get(file))).map(([file]) => file);
+  const changedCode = [...candFiles]
+    .filter(([file, entry]) => !isInfra(file) && differs(entry, baseFiles.get(file)))
+    .map(([file]) => file);
   const theirs = new Map<string, TreeEntry | null>();
-  for (const [file, entry] of candFiles) if (isInfra(file) && differs(entry, baseFiles.get(file))) theirs.set(file, entry);
-  const trees = { overlay: await editTree(root, candTree, restore), regression: await editTree(root, baseTree, theirs) };
+  for (const [file, entry] of candFiles)
+    if (isInfra(file) && differs(entry, baseFiles.get(file))) theirs.set(file, entry);
+  const trees = {
+    overlay: await editTree(root, candTree, restore),
+    regression: await editTree(root, baseTree, theirs),
+  };
 
   const timeoutMs = parseDuration(check.timeout) ?? 600_000;
   const scratch = path.join(os.tmpdir(), 'loopwright', 'gate', input.workflowId.replace(/[^A-Za-z0-9._-]+/g, '_'));
   const spec = { command: check.command, runner: check.runner, junitPath: check.junitPath };
   const run = async (dir: string, command = check.command): Promise<TestRun> =>
-    runTests({ ...spec, command }, { sandbox, workspace: dir, env: input.env, timeoutMs, signal: ctx?.cancellationSignal, heartbeat: ctx ? () => ctx.heartbeat() : undefined });
+    runTests(
+      { ...spec, command },
+      {
+        sandbox,
+        workspace: dir,
+        env: input.env,
+        timeoutMs,
+        signal: ctx?.cancellationSignal,
+        heartbeat: ctx ? () => ctx.heartbeat() : undefined,
+      },
+    );
   const inCheckout = async (tree: string, label: string, fn: (c: Checkout) => Promise<TestRun>): Promise<TestRun> => {
     const c = await checkOutTree(root, tree, base, scratch, `attempt-${input.attempt}-${label}`);
     try {
@@ -90,38 +111,83 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     }
   };
 
-  const baseRun = await cachedBaseRun(root, base, baseTree, check, input.env, () => inCheckout(baseTree, 'base', (c) => run(c.dir)));
+  const baseRun = await cachedBaseRun(root, base, baseTree, check, input.env, () =>
+    inCheckout(baseTree, 'base', (c) => run(c.dir)),
+  );
   const heldOutDir = check.heldOut?.into;
   const runnerOf = baseRun.runner;
-  const canary = canaryFor(runnerOf, baseRun.results, check.failingTest ? matchFailingTest(baseRun.results, check.failingTest) : [], changedCode);
+  const canary = canaryFor(
+    runnerOf,
+    baseRun.results,
+    check.failingTest ? matchFailingTest(baseRun.results, check.failingTest) : [],
+    changedCode,
+  );
   const overlayRun = await inCheckout(trees.overlay, 'overlay', async (c) => {
     if (canary) await writeFile(path.join(c.dir, canary.file), canary.source);
     if (!check.heldOut) return run(c.dir);
-    await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), { recursive: true, dereference: false, errorOnExist: false, force: true });
+    await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), {
+      recursive: true,
+      dereference: false,
+      errorOnExist: false,
+      force: true,
+    });
     const main = await run(c.dir);
     if (!check.heldOut.command) return main;
     const held = await run(c.dir, check.heldOut.command);
-    return { ...main, results: [...main.results.filter((t) => !t.file?.startsWith(`${heldOutDir}/`)), ...held.results.filter((t) => t.file?.startsWith(`${heldOutDir}/`))] };
+    return {
+      ...main,
+      results: [
+        ...main.results.filter((t) => !t.file?.startsWith(`${heldOutDir}/`)),
+        ...held.results.filter((t) => t.file?.startsWith(`${heldOutDir}/`)),
+      ],
+    };
   });
   // Trees that came out the same are not run twice (the canary's result is ignored outside the overlay).
-  const candidateRun = trees.overlay === candTree && !check.heldOut ? { ...overlayRun, results: overlayRun.results.filter((t) => t.file !== canary?.file) } : await inCheckout(candTree, 'candidate', (c) => run(c.dir));
-  const regressionRun = trees.regression === baseTree ? baseRun : await inCheckout(trees.regression, 'regression', (c) => run(c.dir));
+  const candidateRun =
+    trees.overlay === candTree && !check.heldOut
+      ? { ...overlayRun, results: overlayRun.results.filter((t) => t.file !== canary?.file) }
+      : await inCheckout(candTree, 'candidate', (c) => run(c.dir));
+  const regressionRun =
+    trees.regression === baseTree ? baseRun : await inCheckout(trees.regression, 'regression', (c) => run(c.dir));
 
   const runner = overlayRun.runner;
-  const empty = ([['base', baseRun], ['candidate', candidateRun]] as const).filter(([, r]) => r.results.length === 0);
-  const failures: Array<GateFailure | { rule: 'test run'; reason: string; correction: string }> = empty.map(([label, r]) => ({
-    rule: 'test run' as const,
-    reason: `\`${check.command}\` reported no tests on the ${label}${r.timedOut ? ` (timed out after ${check.timeout})` : ''}${r.problem ? `: ${r.problem}` : ''}; its output ends with: ${r.output.slice(-400)}`,
-    correction: label === 'base' ? 'nothing the agent can change: the loop\'s test command reports no tests at base; a person must correct it' : `make \`${check.command}\` run the tests on a clean checkout of your commit`,
-  }));
+  const empty = (
+    [
+      ['base', baseRun],
+      ['candidate', candidateRun],
+    ] as const
+  ).filter(([, r]) => r.results.length === 0);
+  const failures: Array<GateFailure | { rule: 'test run'; reason: string; correction: string }> = empty.map(
+    ([label, r]) => ({
+      rule: 'test run' as const,
+      reason: `\`${check.command}\` reported no tests on the ${label}${r.timedOut ? ` (timed out after ${check.timeout})` : ''}${r.problem ? `: ${r.problem}` : ''}; its output ends with: ${r.output.slice(-400)}`,
+      correction:
+        label === 'base'
+          ? "nothing the agent can change: the loop's test command reports no tests at base; a person must correct it"
+          : `make \`${check.command}\` run the tests on a clean checkout of your commit`,
+    }),
+  );
   const judged = evaluateGate(
-    { base: baseRun.results, overlay: overlayRun.results, candidate: candidateRun.results, regression: regressionRun.results },
-    { runner, failingTest: check.failingTest, requireRegressionTest: check.requireRegressionTest, heldOutDir, canaryFile: canary?.file },
+    {
+      base: baseRun.results,
+      overlay: overlayRun.results,
+      candidate: candidateRun.results,
+      regression: regressionRun.results,
+    },
+    {
+      runner,
+      failingTest: check.failingTest,
+      requireRegressionTest: check.requireRegressionTest,
+      heldOutDir,
+      canaryFile: canary?.file,
+    },
   );
   failures.push(...judged.failures);
   const t = judged.evidence;
   const summary = [
-    t.failToPass.length ? `fail to pass: ${t.failToPass.map((f) => `${f.test} (${f.base} at base → ${f.candidate})`).join('; ')}` : null,
+    t.failToPass.length
+      ? `fail to pass: ${t.failToPass.map((f) => `${f.test} (${f.base} at base → ${f.candidate})`).join('; ')}`
+      : null,
     `pass to pass: ${t.passToPass.passing}/${t.passToPass.total}`,
     `added: ${t.added.length} (${t.added.filter((a) => a.candidate === 'passed' && a.base !== 'passed').length} fail without the fix)`,
     t.heldOut ? `held out: ${t.heldOut.passing}/${t.heldOut.total}` : null,
@@ -145,11 +211,15 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
 /** A held-out folder must exist on the worker and lie outside the workspace the agent sees. */
 function checkHeldOut(dir: string, root: string): void {
   if (!path.isAbsolute(dir) || !existsSync(dir) || !statSync(dir).isDirectory()) {
-    throw configError(`heldOutTests ${dir} is not a folder on this worker: give the absolute path of a folder of tests (outside the repository)`);
+    throw configError(
+      `heldOutTests ${dir} is not a folder on this worker: give the absolute path of a folder of tests (outside the repository)`,
+    );
   }
   const rel = path.relative(root, realpathSync(dir));
   if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
-    throw configError(`heldOutTests ${dir} is inside the workspace ${root}, where the agent can read it: keep held-out tests outside the repository`);
+    throw configError(
+      `heldOutTests ${dir} is inside the workspace ${root}, where the agent can read it: keep held-out tests outside the repository`,
+    );
   }
 }
 
@@ -158,9 +228,20 @@ function checkHeldOut(dir: string, root: string): void {
  * and kept in LOOPWRIGHT_HOME/cache/test-results (base is the operator's code: its results do
  * not depend on the agent). A cache file that cannot be read is computed again.
  */
-async function cachedBaseRun(root: string, base: string, baseTree: string, check: TestsCheck, env: Record<string, string> | undefined, compute: () => Promise<TestRun>): Promise<TestRun> {
+async function cachedBaseRun(
+  root: string,
+  base: string,
+  baseTree: string,
+  check: TestsCheck,
+  env: Record<string, string> | undefined,
+  compute: () => Promise<TestRun>,
+): Promise<TestRun> {
   const common = path.resolve(root, (await workerGit(root, ['rev-parse', '--git-common-dir'])).trim());
-  const key = createHash('sha256').update(JSON.stringify([common, base, baseTree, check.command, check.runner ?? null, check.junitPath ?? null, env ?? {}])).digest('hex');
+  const key = createHash('sha256')
+    .update(
+      JSON.stringify([common, base, baseTree, check.command, check.runner ?? null, check.junitPath ?? null, env ?? {}]),
+    )
+    .digest('hex');
   const file = path.join(loopwrightHome(), 'cache', 'test-results', `${key}.json`);
   try {
     const cached = JSON.parse(await readFile(file, 'utf8')) as TestRun;

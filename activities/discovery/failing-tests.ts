@@ -14,7 +14,9 @@ import { pytestNodeId } from '../tests/test-names';
  */
 export function failingTestItems(run: { runner: TestRunner; results: TestResult[] }): DiscoveredItem[] {
   const failed = run.results.filter((t) => t.outcome === 'failed');
-  const leaves = failed.filter((t) => !failed.some((o) => o !== t && o.file === t.file && o.name.startsWith(`${t.name} > `)));
+  const leaves = failed.filter(
+    (t) => !failed.some((o) => o !== t && o.file === t.file && o.name.startsWith(`${t.name} > `)),
+  );
   const nameOf = (t: TestResult) => (run.runner === 'pytest' ? pytestNodeId(t) : undefined) ?? t.name;
   const count = new Map<string, number>();
   for (const t of leaves) count.set(nameOf(t), (count.get(nameOf(t)) ?? 0) + 1);

@@ -13,13 +13,27 @@ import { currentActivityContext } from '../activity-context';
  * Throws UnknownTestRunnerError (a ConfigError) when the runner cannot be told from the command.
  */
 export async function runTestCommand(
-  input: { cwd: string; testCommand: string; timeoutMs: number; env?: Record<string, string>; runner?: TestRunner; junitPath?: string },
+  input: {
+    cwd: string;
+    testCommand: string;
+    timeoutMs: number;
+    env?: Record<string, string>;
+    runner?: TestRunner;
+    junitPath?: string;
+  },
   sandbox: Sandbox = defaultSandbox(),
 ): Promise<{ failing: DiscoveredItem[]; run: TestRun }> {
   const ctx = currentActivityContext();
   const run = await runTests(
     { command: input.testCommand, runner: input.runner, junitPath: input.junitPath },
-    { sandbox, workspace: input.cwd, env: input.env, timeoutMs: input.timeoutMs, signal: ctx?.cancellationSignal, heartbeat: ctx ? () => ctx.heartbeat() : undefined },
+    {
+      sandbox,
+      workspace: input.cwd,
+      env: input.env,
+      timeoutMs: input.timeoutMs,
+      signal: ctx?.cancellationSignal,
+      heartbeat: ctx ? () => ctx.heartbeat() : undefined,
+    },
   );
   return { failing: failingTestItems(run), run };
 }

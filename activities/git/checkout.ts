@@ -41,7 +41,8 @@ export async function checkoutOf(top: string, ref: string): Promise<string | und
   for (const entry of out.split('\0\0')) {
     const lines = entry.split('\0').filter(Boolean);
     const dir = lines.find((l) => l.startsWith('worktree '))?.slice('worktree '.length);
-    if (dir && lines.includes(`branch ${ref}`) && !lines.some((l) => l === 'bare' || l.startsWith('prunable'))) return dir;
+    if (dir && lines.includes(`branch ${ref}`) && !lines.some((l) => l === 'bare' || l.startsWith('prunable')))
+      return dir;
   }
   return undefined;
 }
@@ -53,9 +54,14 @@ export async function checkoutOf(top: string, ref: string): Promise<string | und
  */
 export async function requireUpdatable(dir: string, parent: string, tree: string): Promise<void> {
   const dirty = await workerGit(dir, ['status', '--porcelain', '--untracked-files=no', '--ignore-submodules=dirty']);
-  if (dirty.trim()) throw new CheckoutBlockedError(`the working tree of ${dir} has uncommitted changes (${dirty.trim().split('\n')[0].trim()} …)`);
+  if (dirty.trim())
+    throw new CheckoutBlockedError(
+      `the working tree of ${dir} has uncommitted changes (${dirty.trim().split('\n')[0].trim()} …)`,
+    );
   await workerGit(dir, ['read-tree', '-n', '-m', '-u', parent, tree]).catch((err: unknown) => {
-    throw new CheckoutBlockedError(`its checkout at ${dir} cannot be updated: ${err instanceof GitError ? err.reason : String(err)}`);
+    throw new CheckoutBlockedError(
+      `its checkout at ${dir} cannot be updated: ${err instanceof GitError ? err.reason : String(err)}`,
+    );
   });
 }
 
@@ -71,7 +77,12 @@ export async function requireUpdatable(dir: string, parent: string, tree: string
  * index lock (git running there now) throws, for the activity's retry. `signal` kills its git
  * commands (default: the activity's cancellation).
  */
-export async function settleCheckout(dir: string, parent: string, commit: string, signal?: AbortSignal): Promise<CheckoutOutcome> {
+export async function settleCheckout(
+  dir: string,
+  parent: string,
+  commit: string,
+  signal?: AbortSignal,
+): Promise<CheckoutOutcome> {
   const opts = signal ? { signal } : {};
   const head = await workerGit(dir, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], opts).then(
     (out) => out.trim() || undefined,
@@ -80,11 +91,20 @@ export async function settleCheckout(dir: string, parent: string, commit: string
       throw err;
     },
   );
-  if (head !== commit) return { path: dir, state: 'moved_on', note: `the checkout at ${dir} is at ${head?.slice(0, 12) ?? 'no commit'} now, no longer at the effect's commit: left as it is` };
+  if (head !== commit)
+    return {
+      path: dir,
+      state: 'moved_on',
+      note: `the checkout at ${dir} is at ${head?.slice(0, 12) ?? 'no commit'} now, no longer at the effect's commit: left as it is`,
+    };
   if (await indexHolds(dir, commit, opts)) return { path: dir, state: 'updated' };
   const finishByHand = `finish it by hand with \`git read-tree -m -u ${parent} ${commit}\` there once those changes are out of the way`;
   if (!(await indexHolds(dir, parent, opts))) {
-    return { path: dir, state: 'left', note: `the index of ${dir} holds staged changes that are neither ${parent.slice(0, 12)} nor the effect's commit: left as it was, so \`git status\` there shows the commit's changes reversed; ${finishByHand}` };
+    return {
+      path: dir,
+      state: 'left',
+      note: `the index of ${dir} holds staged changes that are neither ${parent.slice(0, 12)} nor the effect's commit: left as it was, so \`git status\` there shows the commit's changes reversed; ${finishByHand}`,
+    };
   }
   try {
     await workerGit(dir, ['read-tree', '-m', '-u', parent, commit], opts);
@@ -93,14 +113,20 @@ export async function settleCheckout(dir: string, parent: string, commit: string
     if (err instanceof GitError && /index\.lock/.test(err.stderr)) throw err;
     // files a killed update wrote count as local changes: look at each
   }
-  const changed = new Set(nulSplit(await workerGit(dir, ['diff-tree', '-r', '-z', '--name-only', '--no-renames', parent, commit], opts)));
+  const changed = new Set(
+    nulSplit(await workerGit(dir, ['diff-tree', '-r', '-z', '--name-only', '--no-renames', parent, commit], opts)),
+  );
   const sinceParent = await worktreeChanges(dir, undefined, opts);
   const sinceCommit = await worktreeChanges(dir, commit, opts);
   const strays = [...sinceParent]
     .filter(([file, xy]) => (changed.has(file) ? sinceCommit.has(file) : xy !== '??'))
     .map(([file]) => file);
   if (strays.length > 0) {
-    return { path: dir, state: 'left', note: `the checkout at ${dir} has local changes to ${strays.slice(0, 10).join(', ')}: its index and files were left at ${parent.slice(0, 12)}, so \`git status\` there shows the commit's changes reversed; ${finishByHand}` };
+    return {
+      path: dir,
+      state: 'left',
+      note: `the checkout at ${dir} has local changes to ${strays.slice(0, 10).join(', ')}: its index and files were left at ${parent.slice(0, 12)}, so \`git status\` there shows the commit's changes reversed; ${finishByHand}`,
+    };
   }
   await workerGit(dir, ['read-tree', '--reset', '-u', commit], opts);
   return { path: dir, state: 'updated' };
@@ -121,12 +147,20 @@ async function indexHolds(dir: string, commit: string, opts: WorkerGitOptions = 
  * Paths whose file differs from the index (`XY` status codes, `??` untracked): the real index,
  * or, given `commit`, a temporary index holding `commit`'s tree (so: differs from `commit`).
  */
-async function worktreeChanges(dir: string, commit?: string, opts: WorkerGitOptions = {}): Promise<Map<string, string>> {
+async function worktreeChanges(
+  dir: string,
+  commit?: string,
+  opts: WorkerGitOptions = {},
+): Promise<Map<string, string>> {
   const tmp = commit ? await mkdtemp(path.join(os.tmpdir(), 'loopwright-checkout-')) : undefined;
   const indexFile = tmp ? path.join(tmp, 'index') : undefined;
   try {
     if (commit) await workerGit(dir, ['read-tree', commit], { ...opts, indexFile });
-    const out = await workerGit(dir, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=dirty'], { ...opts, indexFile });
+    const out = await workerGit(
+      dir,
+      ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=dirty'],
+      { ...opts, indexFile },
+    );
     const changes = new Map<string, string>();
     for (const entry of nulSplit(out)) {
       const xy = entry.slice(0, 2);

@@ -27,7 +27,10 @@ const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
  * `GIT_INDEX_FILE` or `GIT_AUTHOR_*`/`GIT_COMMITTER_*`) and `config` (the `GIT_CONFIG_*`
  * overrides, see overrides.ts). Throws on any other caller variable: a bug, not a user error.
  */
-export function workerGitEnv(extra: Record<string, string> = {}, config: Record<string, string> = {}): Record<string, string> {
+export function workerGitEnv(
+  extra: Record<string, string> = {},
+  config: Record<string, string> = {},
+): Record<string, string> {
   const env: Record<string, string> = {
     PATH: process.env.PATH || DEFAULT_PATH,
     LC_ALL: 'C',
@@ -55,7 +58,10 @@ export function workerGitEnv(extra: Record<string, string> = {}, config: Record<
     GIT_EDITOR: ':',
   };
   for (const [name, value] of Object.entries(extra)) {
-    if (!CALLER_VARIABLES.test(name)) throw new Error(`workerGit: ${name} may not be passed to git (only GIT_INDEX_FILE, GIT_AUTHOR_* and GIT_COMMITTER_*)`);
+    if (!CALLER_VARIABLES.test(name))
+      throw new Error(
+        `workerGit: ${name} may not be passed to git (only GIT_INDEX_FILE, GIT_AUTHOR_* and GIT_COMMITTER_*)`,
+      );
     env[name] = value;
   }
   return { ...env, ...config };

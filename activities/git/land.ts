@@ -42,8 +42,20 @@ export async function isAncestor(cwd: string, ancestor: string, commit: string):
  * given one is not an ancestor of `verified`). Throws LandingRefusedError on a conflict or when
  * the two share no history; `what` names the change and the target in those messages.
  */
-export async function landingTree(top: string, what: { change: string; target: string }, head: string, verified: string, given?: string): Promise<string> {
-  const base = given && (await isAncestor(top, given, verified)) ? given : await workerGit(top, ['merge-base', head, verified]).then((out) => out.trim(), () => '');
+export async function landingTree(
+  top: string,
+  what: { change: string; target: string },
+  head: string,
+  verified: string,
+  given?: string,
+): Promise<string> {
+  const base =
+    given && (await isAncestor(top, given, verified))
+      ? given
+      : await workerGit(top, ['merge-base', head, verified]).then(
+          (out) => out.trim(),
+          () => '',
+        );
   if (!base) throw new LandingRefusedError(`could not apply ${what.change} onto ${what.target}: they share no history`);
   if (base === head) return treeOf(top, verified);
   // Two commits on `base` holding the target's tree and the verified tree: their only merge base
@@ -53,10 +65,14 @@ export async function landingTree(top: string, what: { change: string; target: s
     commitTree(top, await treeOf(top, verified), [base], 'loopwright: the verified change (merge side)'),
   ]);
   try {
-    return (await workerGit(top, ['merge-tree', '--write-tree', '--no-messages', '--name-only', ours, theirs])).split('\n')[0].trim();
+    return (await workerGit(top, ['merge-tree', '--write-tree', '--no-messages', '--name-only', ours, theirs]))
+      .split('\n')[0]
+      .trim();
   } catch (err) {
     if (!(err instanceof GitError) || err.exitCode !== 1) throw err;
     const files = err.stdout.split('\n').slice(1).filter(Boolean);
-    throw new LandingRefusedError(`could not apply ${what.change} onto ${what.target}: it conflicts with ${what.target} in ${files.slice(0, 10).join(', ') || 'some files'}`);
+    throw new LandingRefusedError(
+      `could not apply ${what.change} onto ${what.target}: it conflicts with ${what.target} in ${files.slice(0, 10).join(', ') || 'some files'}`,
+    );
   }
 }

@@ -18,20 +18,40 @@
 
 /** `[key, value, why]`: the fixed command-line overrides. */
 export const STATIC_OVERRIDES: ReadonlyArray<readonly [string, string, string]> = [
-  ['core.hooksPath', '/dev/null', 'no hook runs: git looks for /dev/null/<hook>, which cannot exist (.git/hooks and a repository-set hooksPath alike)'],
-  ['core.fsmonitor', 'false', 'no fsmonitor hook program and no fsmonitor daemon (status, add, diff, read-tree would start it)'],
+  [
+    'core.hooksPath',
+    '/dev/null',
+    'no hook runs: git looks for /dev/null/<hook>, which cannot exist (.git/hooks and a repository-set hooksPath alike)',
+  ],
+  [
+    'core.fsmonitor',
+    'false',
+    'no fsmonitor hook program and no fsmonitor daemon (status, add, diff, read-tree would start it)',
+  ],
   ['core.sshCommand', '', 'no ssh program (transports are refused anyway, see protocol.allow)'],
   ['core.askPass', '', 'no askpass program (GIT_ASKPASS is empty too, and GIT_TERMINAL_PROMPT=0)'],
   ['core.editor', ':', 'git treats ":" as "no editor": nothing is launched to edit a message'],
   ['sequence.editor', ':', 'the same for rebase todo lists'],
-  ['core.pager', 'cat', 'no pager (git treats "cat" as none; GIT_PAGER=cat and --no-pager as well, and pager.<cmd> is overridden by name)'],
-  ['core.alternateRefsCommand', '', 'no program listing an alternate\'s refs'],
+  [
+    'core.pager',
+    'cat',
+    'no pager (git treats "cat" as none; GIT_PAGER=cat and --no-pager as well, and pager.<cmd> is overridden by name)',
+  ],
+  ['core.alternateRefsCommand', '', "no program listing an alternate's refs"],
   ['core.useReplaceRefs', 'false', 'refs/replace cannot swap the objects the worker reads, verifies and commits'],
-  ['core.checkStat', 'default', 'a snapshot notices every change: repository config cannot make git trust stale stat data'],
+  [
+    'core.checkStat',
+    'default',
+    'a snapshot notices every change: repository config cannot make git trust stale stat data',
+  ],
   ['core.trustctime', 'true', 'the same'],
   ['credential.helper', '', 'an empty value clears the helper list: no credential helper program'],
   ['diff.external', '', 'no external diff program (diffs also pass --no-ext-diff)'],
-  ['diff.ignoreSubmodules', 'dirty', 'porcelain diff/status do not start git inside a submodule\'s own repository, whose drivers are not overridden'],
+  [
+    'diff.ignoreSubmodules',
+    'dirty',
+    "porcelain diff/status do not start git inside a submodule's own repository, whose drivers are not overridden",
+  ],
   ['status.submoduleSummary', 'false', 'status does not run `git submodule summary`'],
   ['submodule.recurse', 'false', 'checkout, read-tree and diff do not recurse into submodule repositories'],
   ['gpg.program', '', 'no signing or verifying program'],
@@ -46,18 +66,34 @@ export const STATIC_OVERRIDES: ReadonlyArray<readonly [string, string, string]> 
   ['log.showSignature', 'false', 'log does not run gpg to verify signatures'],
   ['merge.verifySignatures', 'false', 'merges do not run gpg to verify signatures'],
   ['interactive.diffFilter', '', 'no filter program for interactive hunks'],
-  ['protocol.allow', 'never', 'no transport at all: a lazy fetch (partial clone), a submodule or a remote cannot run upload-pack, ssh, a proxy or a remote helper'],
+  [
+    'protocol.allow',
+    'never',
+    'no transport at all: a lazy fetch (partial clone), a submodule or a remote cannot run upload-pack, ssh, a proxy or a remote helper',
+  ],
   ['protocol.file.allow', 'never', 'the same, for protocols the repository allows by name'],
-  ['protocol.git.allow', 'never', 'the same (this also keeps core.gitProxy from running; GIT_PROXY_COMMAND is empty too)'],
+  [
+    'protocol.git.allow',
+    'never',
+    'the same (this also keeps core.gitProxy from running; GIT_PROXY_COMMAND is empty too)',
+  ],
   ['protocol.ssh.allow', 'never', 'the same'],
   ['protocol.http.allow', 'never', 'the same'],
   ['protocol.https.allow', 'never', 'the same'],
   ['protocol.ext.allow', 'never', 'the same (ext:: runs any command)'],
   ['gc.auto', '0', 'no automatic gc/maintenance process in the background'],
   ['maintenance.auto', 'false', 'the same'],
-  ['color.ui', 'false', 'the worker parses git\'s output: no color codes in it'],
-  ['trailer.separators', ':', 'the effect ledger reads its `Loopwright-Effect:` trailer as written, whatever the repository says'],
-  ['advice.graftFileDeprecated', 'false', 'no hint about GIT_GRAFT_FILE=/dev/null on stderr (whose first line is the error message)'],
+  ['color.ui', 'false', "the worker parses git's output: no color codes in it"],
+  [
+    'trailer.separators',
+    ':',
+    'the effect ledger reads its `Loopwright-Effect:` trailer as written, whatever the repository says',
+  ],
+  [
+    'advice.graftFileDeprecated',
+    'false',
+    'no hint about GIT_GRAFT_FILE=/dev/null on stderr (whose first line is the error message)',
+  ],
 ];
 
 /** `-c key=value` for every static override. */
@@ -87,14 +123,17 @@ export function driverOverrides(listing: string): Array<[string, string]> {
     const m = /^([a-z0-9-]+)\.(.+)\.([a-z0-9-]+)$/i.exec(key);
     if (m) {
       const [, section, sub] = m;
-      for (const [variable, value] of subsectionOverrides(section.toLowerCase())) out.set(`${section.toLowerCase()}.${sub}.${variable}`, value);
+      for (const [variable, value] of subsectionOverrides(section.toLowerCase()))
+        out.set(`${section.toLowerCase()}.${sub}.${variable}`, value);
       continue;
     }
     const two = /^(pager)\.([a-z0-9-]+)$/i.exec(key);
     if (two) out.set(`pager.${two[2].toLowerCase()}`, 'false');
   }
   if (out.size > MAX_OVERRIDES) {
-    throw new Error(`the repository's config names so many drivers that they need ${out.size} overrides (at most ${MAX_OVERRIDES}): refusing to run git on it`);
+    throw new Error(
+      `the repository's config names so many drivers that they need ${out.size} overrides (at most ${MAX_OVERRIDES}): refusing to run git on it`,
+    );
   }
   return [...out];
 }
@@ -102,9 +141,18 @@ export function driverOverrides(listing: string): Array<[string, string]> {
 function subsectionOverrides(section: string): Array<[string, string]> {
   switch (section) {
     case 'filter':
-      return [['clean', ''], ['smudge', ''], ['process', ''], ['required', 'false']];
+      return [
+        ['clean', ''],
+        ['smudge', ''],
+        ['process', ''],
+        ['required', 'false'],
+      ];
     case 'diff':
-      return [['command', ''], ['textconv', ''], ['cachetextconv', 'false']];
+      return [
+        ['command', ''],
+        ['textconv', ''],
+        ['cachetextconv', 'false'],
+      ];
     case 'merge':
       return [['driver', 'exit 1']];
     case 'credential':
@@ -112,9 +160,15 @@ function subsectionOverrides(section: string): Array<[string, string]> {
     case 'protocol':
       return [['allow', 'never']];
     case 'trailer':
-      return [['command', ''], ['cmd', '']];
+      return [
+        ['command', ''],
+        ['cmd', ''],
+      ];
     case 'hook':
-      return [['enabled', 'false'], ['event', '']];
+      return [
+        ['enabled', 'false'],
+        ['event', ''],
+      ];
     case 'difftool':
     case 'mergetool':
       return [['cmd', '']];

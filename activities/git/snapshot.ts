@@ -25,14 +25,28 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
   const dir = await mkdtemp(path.join(os.tmpdir(), 'loopwright-snapshot-'));
   const indexFile = path.join(dir, 'index');
   try {
-    const start = await workerGit(root, ['rev-parse', '--verify', '--quiet', `${from}^{commit}`]).then((out) => out.trim(), () => '');
+    const start = await workerGit(root, ['rev-parse', '--verify', '--quiet', `${from}^{commit}`]).then(
+      (out) => out.trim(),
+      () => '',
+    );
     await workerGit(root, start ? ['read-tree', start] : ['read-tree', '--empty'], { indexFile });
     // Tracked paths first, so a file that became a folder is removed before the folder's files
     // are added; an embedded repository is listed as `dir/` and added as a gitlink, as add -A does.
-    const tracked = paths(await workerGit(root, ['ls-files', '-z', '--cached', '--', '.'], { indexFile, maxBuffer: MAX_LISTING }));
-    const untracked = paths(await workerGit(root, ['ls-files', '-z', '--others', '--exclude-standard', '--', '.'], { indexFile, maxBuffer: MAX_LISTING })).map((p) => p.replace(/\/$/, ''));
+    const tracked = paths(
+      await workerGit(root, ['ls-files', '-z', '--cached', '--', '.'], { indexFile, maxBuffer: MAX_LISTING }),
+    );
+    const untracked = paths(
+      await workerGit(root, ['ls-files', '-z', '--others', '--exclude-standard', '--', '.'], {
+        indexFile,
+        maxBuffer: MAX_LISTING,
+      }),
+    ).map((p) => p.replace(/\/$/, ''));
     const all = [...tracked, ...untracked];
-    if (all.length > 0) await workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], { indexFile, input: `${all.join('\0')}\0` });
+    if (all.length > 0)
+      await workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
+        indexFile,
+        input: `${all.join('\0')}\0`,
+      });
     return (await workerGit(root, ['write-tree'], { indexFile })).trim();
   } finally {
     await rm(dir, { recursive: true, force: true });

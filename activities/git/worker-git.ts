@@ -67,16 +67,32 @@ export async function workerGit(cwd: string, args: string[], opts: WorkerGitOpti
 
 /** {@link workerGit} resolving stdout as bytes (`cat-file --batch` output holds binary blobs). */
 export async function workerGitBytes(cwd: string, args: string[], given: WorkerGitOptions = {}): Promise<Buffer> {
-  const opts = { ...given, timeoutMs: given.timeoutMs ?? DEFAULT_TIMEOUT_MS, signal: given.signal ?? activityCancellation() };
+  const opts = {
+    ...given,
+    timeoutMs: given.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    signal: given.signal ?? activityCancellation(),
+  };
   const extra = { ...opts.env, ...(opts.indexFile ? { GIT_INDEX_FILE: opts.indexFile } : {}) };
   const env = workerGitEnv(extra);
   // Reading config runs nothing; it names the drivers to neutralize (includes followed).
-  const listing = await runGit(cwd, ['config', '--list', '-z'], env, { ...opts, input: undefined, maxBuffer: DEFAULT_MAX_BUFFER }, args);
+  const listing = await runGit(
+    cwd,
+    ['config', '--list', '-z'],
+    env,
+    { ...opts, input: undefined, maxBuffer: DEFAULT_MAX_BUFFER },
+    args,
+  );
   const config = configEnv(driverOverrides(listing.toString('utf8')));
   return runGit(cwd, args, workerGitEnv(extra, config), opts, args);
 }
 
-function runGit(cwd: string, args: string[], env: Record<string, string>, opts: WorkerGitOptions & { timeoutMs: number }, shown: string[]): Promise<Buffer> {
+function runGit(
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+  opts: WorkerGitOptions & { timeoutMs: number },
+  shown: string[],
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(opts.signal.reason);
     const maxBuffer = opts.maxBuffer ?? DEFAULT_MAX_BUFFER;
@@ -109,7 +125,10 @@ function runGit(cwd: string, args: string[], env: Record<string, string>, opts: 
       opts.signal?.removeEventListener('abort', onAbort);
       const stdout = Buffer.concat(chunks);
       if (opts.signal?.aborted) reject(opts.signal.reason);
-      else if (failure !== undefined || code !== 0) reject(new GitError(shown, cwd, failure ? null : code, stderr, stdout.toString('utf8', 0, KEPT_CHARS), failure));
+      else if (failure !== undefined || code !== 0)
+        reject(
+          new GitError(shown, cwd, failure ? null : code, stderr, stdout.toString('utf8', 0, KEPT_CHARS), failure),
+        );
       else resolve(stdout);
     };
     child.stdout!.on('data', (d: Buffer) => {
@@ -134,6 +153,9 @@ function runGit(cwd: string, args: string[], env: Record<string, string>, opts: 
 
 /** The line of stderr that says what went wrong: the first `fatal:`/`error:` line, else the first line. */
 function errorLine(stderr: string): string | undefined {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   return lines.find((l) => /^(fatal|error):/.test(l)) ?? lines[0];
 }

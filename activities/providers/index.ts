@@ -17,6 +17,9 @@ const PROVIDERS: Record<string, (env: Env) => ModelClient> = {
 export function createModelClient(env: Env): ModelClient {
   const name = env.LOOPWRIGHT_MODEL_PROVIDER || 'anthropic';
   const create = Object.hasOwn(PROVIDERS, name) ? PROVIDERS[name] : undefined;
-  if (!create) throw new ConfigError(`unknown model provider ${name} (LOOPWRIGHT_MODEL_PROVIDER): known providers are ${Object.keys(PROVIDERS).join(', ')}`);
+  if (!create)
+    throw new ConfigError(
+      `unknown model provider ${name} (LOOPWRIGHT_MODEL_PROVIDER): known providers are ${Object.keys(PROVIDERS).join(', ')}`,
+    );
   return create(env);
 }

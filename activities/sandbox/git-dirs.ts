@@ -3,7 +3,11 @@ import path from 'node:path';
 
 function looksLikeGitDir(dir: string): boolean {
   try {
-    return statSync(dir).isDirectory() && existsSync(path.join(dir, 'HEAD')) && (existsSync(path.join(dir, 'objects')) || existsSync(path.join(dir, 'commondir')));
+    return (
+      statSync(dir).isDirectory() &&
+      existsSync(path.join(dir, 'HEAD')) &&
+      (existsSync(path.join(dir, 'objects')) || existsSync(path.join(dir, 'commondir')))
+    );
   } catch {
     return false;
   }

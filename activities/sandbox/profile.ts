@@ -44,17 +44,40 @@ export const SYSTEM_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64'
 
 /** Secrets the system folders hold, masked inside the sandbox (a root worker could read them otherwise). */
 export const SYSTEM_SECRETS = [
-  '/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/security/opasswd',
-  '/etc/sudoers', '/etc/sudoers.d', '/etc/ssh', '/etc/ssl/private', '/etc/pki/tls/private',
-  '/etc/letsencrypt', '/etc/wireguard', '/etc/NetworkManager/system-connections',
-  '/etc/kubernetes', '/etc/rancher', '/etc/docker', '/etc/containerd',
+  '/etc/shadow',
+  '/etc/shadow-',
+  '/etc/gshadow',
+  '/etc/gshadow-',
+  '/etc/security/opasswd',
+  '/etc/sudoers',
+  '/etc/sudoers.d',
+  '/etc/ssh',
+  '/etc/ssl/private',
+  '/etc/pki/tls/private',
+  '/etc/letsencrypt',
+  '/etc/wireguard',
+  '/etc/NetworkManager/system-connections',
+  '/etc/kubernetes',
+  '/etc/rancher',
+  '/etc/docker',
+  '/etc/containerd',
 ];
 
 /** The namespaces and process rules every sandbox gets. */
 export const ISOLATION = [
-  '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--unshare-cgroup-try',
+  '--unshare-user',
+  '--unshare-pid',
+  '--unshare-ipc',
+  '--unshare-uts',
+  '--unshare-net',
+  '--unshare-cgroup-try',
   // The sandbox dies with the worker, cannot reach the worker's terminal, and keeps no capabilities.
-  '--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--hostname', 'loopwright-sandbox',
+  '--die-with-parent',
+  '--new-session',
+  '--cap-drop',
+  'ALL',
+  '--hostname',
+  'loopwright-sandbox',
 ];
 
 /** True when `inner` is `outer` or lies under it. */
@@ -120,7 +143,9 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
   }
 
   args.push('--bind', ws, ws);
-  const gitPaths = [...layout.gitDirs, path.join(ws, '.git')].filter((p, i, all) => all.indexOf(p) === i && kindOf(p) !== null);
+  const gitPaths = [...layout.gitDirs, path.join(ws, '.git')].filter(
+    (p, i, all) => all.indexOf(p) === i && kindOf(p) !== null,
+  );
   for (const p of gitPaths) args.push('--ro-bind', p, p);
   for (const p of layout.masked) {
     if (outside(p) && isWithin(ws, p)) args.push(...mask(p, empty));

@@ -99,25 +99,52 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
   let mode: SandboxMode;
   if (raw === '' || raw === 'bwrap' || raw === 'on') mode = 'bwrap';
   else if (raw === 'off' || raw === 'none') mode = 'off';
-  else throw new ConfigError(`LOOPWRIGHT_SANDBOX=${env.LOOPWRIGHT_SANDBOX} is not a sandbox mode: use bwrap (the default) or off`);
+  else
+    throw new ConfigError(
+      `LOOPWRIGHT_SANDBOX=${env.LOOPWRIGHT_SANDBOX} is not a sandbox mode: use bwrap (the default) or off`,
+    );
   const home = loopwrightHome(env);
   const masked = [
-    home, env.LOOPWRIGHT_TRANSCRIPTS, env.LOOPWRIGHT_WORKTREES, env.HOME, homedir(), '/root', '/home',
+    home,
+    env.LOOPWRIGHT_TRANSCRIPTS,
+    env.LOOPWRIGHT_WORKTREES,
+    env.HOME,
+    homedir(),
+    '/root',
+    '/home',
     // What the worker trusts (allowed signers, grants) and a signing key: never visible to agent commands.
-    env.LOOPWRIGHT_ALLOWED_SIGNERS, env.LOOPWRIGHT_GRANTS, env.LOOPWRIGHT_SIGNING_KEY,
+    env.LOOPWRIGHT_ALLOWED_SIGNERS,
+    env.LOOPWRIGHT_GRANTS,
+    env.LOOPWRIGHT_SIGNING_KEY,
     path.join(tmpdir(), 'loopwright'),
   ].filter((p): p is string => !!p && p.trim() !== '');
   const node = path.dirname(path.dirname(realOrSelf(process.execPath)));
   const extra = (env.LOOPWRIGHT_SANDBOX_READ ?? '').split(':').filter((p) => p.trim() !== '');
-  for (const p of extra) if (!path.isAbsolute(p)) throw new ConfigError(`LOOPWRIGHT_SANDBOX_READ holds ${p}, which is not an absolute path: list absolute paths separated by ":"`);
-  return { mode, bwrap: env.LOOPWRIGHT_BWRAP?.trim() || undefined, env, masked: [...new Set(masked.map(realOrSelf))], readOnly: [node, ...extra].map(realOrSelf) };
+  for (const p of extra)
+    if (!path.isAbsolute(p))
+      throw new ConfigError(
+        `LOOPWRIGHT_SANDBOX_READ holds ${p}, which is not an absolute path: list absolute paths separated by ":"`,
+      );
+  return {
+    mode,
+    bwrap: env.LOOPWRIGHT_BWRAP?.trim() || undefined,
+    env,
+    masked: [...new Set(masked.map(realOrSelf))],
+    readOnly: [node, ...extra].map(realOrSelf),
+  };
 }
 
 /** The bubblewrap binary to use, or why there is none. */
 function findBwrap(config: SandboxConfig): { path: string } | { reason: string } {
-  if (config.bwrap) return isExecutableFile(config.bwrap) ? { path: config.bwrap } : { reason: `LOOPWRIGHT_BWRAP=${config.bwrap} is not an executable file` };
+  if (config.bwrap)
+    return isExecutableFile(config.bwrap)
+      ? { path: config.bwrap }
+      : { reason: `LOOPWRIGHT_BWRAP=${config.bwrap} is not an executable file` };
   // Relative PATH entries depend on the working directory, which may be a workspace the agent writes to.
-  const absolute = (config.env.PATH ?? '').split(':').filter((d) => path.isAbsolute(d)).join(':');
+  const absolute = (config.env.PATH ?? '')
+    .split(':')
+    .filter((d) => path.isAbsolute(d))
+    .join(':');
   const found = whichAll('bwrap', absolute).find(isExecutableFile);
   return found ? { path: found } : { reason: 'bwrap is not on PATH' };
 }
@@ -135,7 +162,9 @@ export function createSandbox(config: SandboxConfig): Sandbox {
     async run(argv, opts) {
       const st = await status();
       if (st.kind === 'unavailable') throw new SandboxUnavailableError(st.reason);
-      return st.kind === 'bwrap' ? runBwrap(config, st.path, st.version, argv, opts) : runUnsandboxed(config, argv, opts);
+      return st.kind === 'bwrap'
+        ? runBwrap(config, st.path, st.version, argv, opts)
+        : runUnsandboxed(config, argv, opts);
     },
   };
 }
@@ -144,13 +173,24 @@ async function probe(config: SandboxConfig): Promise<SandboxStatus> {
   if (config.mode === 'off') return { kind: 'none' };
   const bin = findBwrap(config);
   if (!('path' in bin)) return { kind: 'unavailable', reason: bin.reason };
-  const printed = await runCommand(bin.path, ['--version'], { env: { PATH: config.env.PATH ?? '' }, timeoutMs: 10_000 });
+  const printed = await runCommand(bin.path, ['--version'], {
+    env: { PATH: config.env.PATH ?? '' },
+    timeoutMs: 10_000,
+  });
   const version = /(\d+\.\d+(?:\.\d+)?)/.exec(printed.stdout)?.[1] ?? '0.0.0';
   const dir = await mkdtemp(path.join(tmpdir(), 'loopwright-sandbox-probe-'));
   try {
-    const run = await runBwrap(config, bin.path, version, ['/bin/sh', '-c', 'echo probe > written && cat written'], { workspace: dir, timeoutMs: 15_000, capChars: 4000 });
+    const run = await runBwrap(config, bin.path, version, ['/bin/sh', '-c', 'echo probe > written && cat written'], {
+      workspace: dir,
+      timeoutMs: 15_000,
+      capChars: 4000,
+    });
     if (run.code !== 0 || !run.output.includes('probe')) {
-      const why = run.output.trim().split('\n').find((l) => l.trim() !== '') ?? `exit ${run.code ?? run.signal}`;
+      const why =
+        run.output
+          .trim()
+          .split('\n')
+          .find((l) => l.trim() !== '') ?? `exit ${run.code ?? run.signal}`;
       return { kind: 'unavailable', reason: `the bwrap probe failed: ${why.slice(0, 300)}` };
     }
   } catch (err) {
@@ -167,7 +207,13 @@ function supportsDisableUserns(version: string): boolean {
   return major > 0 || minor >= 8;
 }
 
-function runBwrap(config: SandboxConfig, bwrap: string, version: string, argv: string[], opts: SandboxRunOptions): Promise<SandboxedRun> {
+function runBwrap(
+  config: SandboxConfig,
+  bwrap: string,
+  version: string,
+  argv: string[],
+  opts: SandboxRunOptions,
+): Promise<SandboxedRun> {
   const workspace = realOrSelf(opts.workspace);
   const env = commandEnv(config.env, opts.env);
   const files: Array<[string, string]> = [];
@@ -176,14 +222,27 @@ function runBwrap(config: SandboxConfig, bwrap: string, version: string, argv: s
     env[opts.file.variable] = SANDBOX_FILE;
   }
   const args = bwrapArgs(
-    { workspace, gitDirs: workspaceGitDirs(workspace), readOnly: config.readOnly, masked: config.masked, files, readable: opts.readable?.map(realOrSelf), writable: opts.writable?.map(realOrSelf) },
+    {
+      workspace,
+      gitDirs: workspaceGitDirs(workspace),
+      readOnly: config.readOnly,
+      masked: config.masked,
+      files,
+      readable: opts.readable?.map(realOrSelf),
+      writable: opts.writable?.map(realOrSelf),
+    },
     { disableUserns: supportsDisableUserns(version) },
   );
   // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
   // /proc/1/environ must hold nothing the command may not see.
-  return spawnCapture([bwrap, ...args, ...argv], { cwd: workspace, env, timeoutMs: opts.timeoutMs, capChars: opts.capChars, signal: opts.signal, heartbeat: opts.heartbeat }).then(
-    (run) => ({ ...run, sandbox: 'bwrap' as const }),
-  );
+  return spawnCapture([bwrap, ...args, ...argv], {
+    cwd: workspace,
+    env,
+    timeoutMs: opts.timeoutMs,
+    capChars: opts.capChars,
+    signal: opts.signal,
+    heartbeat: opts.heartbeat,
+  }).then((run) => ({ ...run, sandbox: 'bwrap' as const }));
 }
 
 /** LOOPWRIGHT_SANDBOX=off: the same environment allow-list, a private HOME, and nothing else between the command and the worker. */
@@ -192,7 +251,14 @@ async function runUnsandboxed(config: SandboxConfig, argv: string[], opts: Sandb
   try {
     const env = commandEnv(config.env, opts.env, { home, tmp: tmpdir() });
     if (opts.file) env[opts.file.variable] = opts.file.host;
-    const run = await spawnCapture(argv, { cwd: realOrSelf(opts.workspace), env, timeoutMs: opts.timeoutMs, capChars: opts.capChars, signal: opts.signal, heartbeat: opts.heartbeat });
+    const run = await spawnCapture(argv, {
+      cwd: realOrSelf(opts.workspace),
+      env,
+      timeoutMs: opts.timeoutMs,
+      capChars: opts.capChars,
+      signal: opts.signal,
+      heartbeat: opts.heartbeat,
+    });
     return { ...run, sandbox: 'none' };
   } finally {
     await rm(home, { recursive: true, force: true });

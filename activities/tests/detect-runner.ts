@@ -14,7 +14,17 @@ export class UnknownTestRunnerError extends ConfigError {
 }
 
 /** Commands that run the rest of their words: `npx jest`, `env CI=1 jest`, `poetry run pytest`, ... */
-const WRAPPERS: Record<string, number> = { npx: 1, bunx: 1, env: 1, 'cross-env': 1, time: 1, exec: 1, nice: 1, nohup: 1, command: 1 };
+const WRAPPERS: Record<string, number> = {
+  npx: 1,
+  bunx: 1,
+  env: 1,
+  'cross-env': 1,
+  time: 1,
+  exec: 1,
+  nice: 1,
+  nohup: 1,
+  command: 1,
+};
 const RUN_WRAPPERS = new Set(['uv', 'poetry', 'pipenv', 'hatch', 'pdm', 'rye']);
 const PACKAGE_MANAGERS = new Set(['npm', 'yarn', 'pnpm', 'bun']);
 const MAX_SCRIPT_DEPTH = 4;

@@ -60,16 +60,38 @@ export function runnerInvocation(
   switch (runner) {
     case 'node': {
       if (!dirs.reporterFile) throw new Error('node needs the reporter module written first');
-      const ours = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter="${dirs.reporterFile}"`, '--test-reporter-destination=stdout'];
+      const ours = [
+        '--test-reporter=spec',
+        '--test-reporter-destination=stdout',
+        `--test-reporter="${dirs.reporterFile}"`,
+        '--test-reporter-destination=stdout',
+      ];
       const nodeOptions = [env.NODE_OPTIONS?.trim(), ...ours].filter(Boolean).join(' ');
       return { command, env: { NODE_OPTIONS: nodeOptions }, resultsFile };
     }
     case 'jest':
-      return { command: appendArgs(command, ['--json', `--outputFile=${sh(resultsFile)}`, '--testLocationInResults']), env: {}, resultsFile };
+      return {
+        command: appendArgs(command, ['--json', `--outputFile=${sh(resultsFile)}`, '--testLocationInResults']),
+        env: {},
+        resultsFile,
+      };
     case 'vitest':
-      return { command: appendArgs(command, ['--reporter=default', '--reporter=json', `--outputFile.json=${sh(resultsFile)}`, '--includeTaskLocation']), env: {}, resultsFile };
+      return {
+        command: appendArgs(command, [
+          '--reporter=default',
+          '--reporter=json',
+          `--outputFile.json=${sh(resultsFile)}`,
+          '--includeTaskLocation',
+        ]),
+        env: {},
+        resultsFile,
+      };
     case 'pytest':
-      return { command: appendArgs(command, [`--junitxml=${sh(resultsFile)}`, '-o', 'junit_family=xunit1']), env: {}, resultsFile };
+      return {
+        command: appendArgs(command, [`--junitxml=${sh(resultsFile)}`, '-o', 'junit_family=xunit1']),
+        env: {},
+        resultsFile,
+      };
     case 'go':
       // The newline ends a trailing comment in the command; the group's stdout is the event stream.
       return { command: `{ ${appendArgs(command, ['-json'])}\n} > ${sh(resultsFile)}`, env: {}, resultsFile };

@@ -87,7 +87,11 @@ export function parseGoTestJson(text: string): TestResult[] {
   const results: TestResult[] = [];
   for (const t of tests.values()) {
     const outcome = t.outcome ?? 'not_run';
-    const result: TestResult = { file: null, name: clip([t.pkg, ...t.test.split('/')].join(' > '), LIMITS.name), outcome };
+    const result: TestResult = {
+      file: null,
+      name: clip([t.pkg, ...t.test.split('/')].join(' > '), LIMITS.name),
+      outcome,
+    };
     if (outcome === 'failed' && t.output.text.trim()) result.message = clip(t.output.text.trim());
     results.push(result);
   }
@@ -95,7 +99,12 @@ export function parseGoTestJson(text: string): TestResult[] {
     if (p.outcome !== 'fail' || p.failedTests > 0) continue;
     const build = p.failedBuild !== undefined ? builds.get(p.failedBuild)?.text : undefined;
     const message = (build ?? p.output.text).trim();
-    results.push({ file: null, name: clip(name, LIMITS.name), outcome: 'failed', ...(message ? { message: clip(message) } : {}) });
+    results.push({
+      file: null,
+      name: clip(name, LIMITS.name),
+      outcome: 'failed',
+      ...(message ? { message: clip(message) } : {}),
+    });
   }
   return results.slice(0, LIMITS.results);
 }

@@ -2,10 +2,25 @@ import type { TestOutcome, TestResult } from '../../common/test-results';
 import { clip, LIMITS, lineOf, relativeFile, TestResultsError } from './limits';
 
 /** Jest's statuses (`--json`): `pending` is `test.skip`/`xit`, `disabled` a test in a skipped suite. */
-const JEST: Record<string, TestOutcome> = { passed: 'passed', focused: 'passed', failed: 'failed', pending: 'skipped', skipped: 'skipped', disabled: 'skipped', todo: 'todo' };
+const JEST: Record<string, TestOutcome> = {
+  passed: 'passed',
+  focused: 'passed',
+  failed: 'failed',
+  pending: 'skipped',
+  skipped: 'skipped',
+  disabled: 'skipped',
+  todo: 'todo',
+};
 
 /** Vitest's statuses (`--reporter=json`, jest's format): `skipped` and `pending` are skips. */
-const VITEST: Record<string, TestOutcome> = { passed: 'passed', failed: 'failed', skipped: 'skipped', pending: 'skipped', disabled: 'skipped', todo: 'todo' };
+const VITEST: Record<string, TestOutcome> = {
+  passed: 'passed',
+  failed: 'failed',
+  skipped: 'skipped',
+  pending: 'skipped',
+  disabled: 'skipped',
+  todo: 'todo',
+};
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
@@ -23,7 +38,12 @@ function parseJson(text: string, runner: string): Record<string, unknown> {
 }
 
 /** Both runners write the same shape: one entry per file, with its tests in `assertionResults`. */
-function parseJestShape(text: string, workspace: string, runner: 'jest' | 'vitest', statuses: Record<string, TestOutcome>): TestResult[] {
+function parseJestShape(
+  text: string,
+  workspace: string,
+  runner: 'jest' | 'vitest',
+  statuses: Record<string, TestOutcome>,
+): TestResult[] {
   const doc = parseJson(text, runner);
   const results: TestResult[] = [];
   for (const entry of doc.testResults as unknown[]) {
@@ -40,16 +60,21 @@ function parseJestShape(text: string, workspace: string, runner: 'jest' | 'vites
       const a = t as Record<string, unknown>;
       const title = str(a.title);
       if (title === undefined) continue;
-      const ancestors = Array.isArray(a.ancestorTitles) ? a.ancestorTitles.filter((x): x is string => typeof x === 'string') : [];
+      const ancestors = Array.isArray(a.ancestorTitles)
+        ? a.ancestorTitles.filter((x): x is string => typeof x === 'string')
+        : [];
       // A status this version does not know is not a pass.
       const outcome: TestOutcome = statuses[str(a.status) ?? ''] ?? 'not_run';
       const result: TestResult = { file, name: clip([...ancestors, title].join(' > '), LIMITS.name), outcome };
-      const location = a.location && typeof a.location === 'object' ? (a.location as Record<string, unknown>) : undefined;
+      const location =
+        a.location && typeof a.location === 'object' ? (a.location as Record<string, unknown>) : undefined;
       const line = lineOf(location?.line);
       if (line) result.line = line;
       if (outcome === 'failed') {
         anyFailed = true;
-        const messages = Array.isArray(a.failureMessages) ? a.failureMessages.filter((m): m is string => typeof m === 'string') : [];
+        const messages = Array.isArray(a.failureMessages)
+          ? a.failureMessages.filter((m): m is string => typeof m === 'string')
+          : [];
         if (messages.length) result.message = clip(messages.join('\n'));
       }
       results.push(result);

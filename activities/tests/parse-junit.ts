@@ -48,7 +48,11 @@ function messageOf(children: unknown[]): string | undefined {
 }
 
 /** pytest's `classname` (`tests.test_math.TestOuter`) as the classes inside the test file (`TestOuter`). */
-function pytestClasses(classname: string, file: string | null, fileExists?: (f: string) => boolean): { file: string | null; classes: string[] } {
+function pytestClasses(
+  classname: string,
+  file: string | null,
+  fileExists?: (f: string) => boolean,
+): { file: string | null; classes: string[] } {
   const parts = classname.split('.');
   if (file) {
     const module = file.replace(/\.py$/, '').split('/').join('.');
@@ -93,7 +97,9 @@ function testcaseResult(tc: Node, opts: JunitOptions): TestResult | undefined {
   let outcome: TestOutcome = 'passed';
   if (failures.length) outcome = 'failed';
   else if (skipped.length) {
-    const xfail = opts.dialect === 'pytest' && skipped.some((s) => s && typeof s === 'object' && (s as Node).type === 'pytest.xfail');
+    const xfail =
+      opts.dialect === 'pytest' &&
+      skipped.some((s) => s && typeof s === 'object' && (s as Node).type === 'pytest.xfail');
     outcome = xfail ? 'todo' : 'skipped';
   }
   const result: TestResult = { file, name: clip(name, LIMITS.name), outcome };
@@ -119,13 +125,19 @@ function testcaseResult(tc: Node, opts: JunitOptions): TestResult | undefined {
  * is refused, the size is capped, and nesting is bounded.
  */
 export function parseJunitXml(text: string, opts: JunitOptions): TestResult[] {
-  if (text.length > LIMITS.fileBytes) throw new TestResultsError(`the JUnit XML report is larger than ${LIMITS.fileBytes} characters`);
-  if (/<!DOCTYPE|<!ENTITY/i.test(text)) throw new TestResultsError('the JUnit XML report has a DOCTYPE or entity declarations, which JUnit reports never need: it is not read');
+  if (text.length > LIMITS.fileBytes)
+    throw new TestResultsError(`the JUnit XML report is larger than ${LIMITS.fileBytes} characters`);
+  if (/<!DOCTYPE|<!ENTITY/i.test(text))
+    throw new TestResultsError(
+      'the JUnit XML report has a DOCTYPE or entity declarations, which JUnit reports never need: it is not read',
+    );
   let doc: Node;
   try {
     doc = parser.parse(text) as Node;
   } catch (err) {
-    throw new TestResultsError(`the JUnit XML report is not well-formed XML (${(err as Error).message.split('\n')[0].slice(0, 200)})`);
+    throw new TestResultsError(
+      `the JUnit XML report is not well-formed XML (${(err as Error).message.split('\n')[0].slice(0, 200)})`,
+    );
   }
   const results: TestResult[] = [];
   const visit = (node: unknown) => {
@@ -141,7 +153,9 @@ export function parseJunitXml(text: string, opts: JunitOptions): TestResult[] {
     for (const child of [...list(n.testsuites), ...list(n.testsuite)]) visit(child);
   };
   if (!Array.isArray(doc.testsuites) && !Array.isArray(doc.testsuite)) {
-    throw new TestResultsError('the XML report has neither <testsuites> nor <testsuite> at the top: it is not JUnit XML');
+    throw new TestResultsError(
+      'the XML report has neither <testsuites> nor <testsuite> at the top: it is not JUnit XML',
+    );
   }
   visit(doc);
   return results;

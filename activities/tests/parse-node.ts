@@ -24,7 +24,14 @@ function asEvent(line: string): NodeEvent | undefined {
   if (!v || typeof v !== 'object') return undefined;
   const e = v as Record<string, unknown>;
   if (e.type !== 'test:start' && e.type !== 'test:pass' && e.type !== 'test:fail') return undefined;
-  if (typeof e.name !== 'string' || typeof e.nesting !== 'number' || !Number.isInteger(e.nesting) || e.nesting < 0 || e.nesting > 1000) return undefined;
+  if (
+    typeof e.name !== 'string' ||
+    typeof e.nesting !== 'number' ||
+    !Number.isInteger(e.nesting) ||
+    e.nesting < 0 ||
+    e.nesting > 1000
+  )
+    return undefined;
   return e as unknown as NodeEvent;
 }
 

@@ -15,21 +15,27 @@ const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants
  * A results file's text, or undefined when there is none. Only a regular file of at most
  * `cap` bytes is read; anything else is a TestResultsError that says why.
  */
-export async function readResultsFile(file: string, cap: number = LIMITS.fileBytes, since?: number): Promise<string | undefined> {
+export async function readResultsFile(
+  file: string,
+  cap: number = LIMITS.fileBytes,
+  since?: number,
+): Promise<string | undefined> {
   let handle;
   try {
     handle = await open(file, READ_FLAGS);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP') throw new TestResultsError(`${path.basename(file)} is a symlink, not the runner's report: refused`);
+    if (code === 'ELOOP')
+      throw new TestResultsError(`${path.basename(file)} is a symlink, not the runner's report: refused`);
     throw err;
   }
   try {
     const st = await handle.stat();
     if (!st.isFile()) throw new TestResultsError(`${path.basename(file)} is not a regular file: refused`);
     if (since !== undefined && st.mtimeMs < since) return undefined;
-    if (st.size > cap) throw new TestResultsError(`${path.basename(file)} has ${st.size} bytes, more than the ${cap} read`);
+    if (st.size > cap)
+      throw new TestResultsError(`${path.basename(file)} has ${st.size} bytes, more than the ${cap} read`);
     const buf = Buffer.alloc(st.size);
     const { bytesRead } = await handle.read(buf, 0, st.size, 0);
     return buf.subarray(0, bytesRead).toString('utf8');
@@ -43,7 +49,8 @@ export async function readResultsFile(file: string, cap: number = LIMITS.fileByt
  * workspace, by `..`, an absolute path or a symlink, is a ConfigError.
  */
 export function junitTarget(workspace: string, junitPath: string): string {
-  if (path.isAbsolute(junitPath)) throw new ConfigError(`junitPath ${junitPath} must be relative to the repository, not absolute`);
+  if (path.isAbsolute(junitPath))
+    throw new ConfigError(`junitPath ${junitPath} must be relative to the repository, not absolute`);
   const target = path.resolve(workspace, junitPath);
   if (!isWithin(workspace, target)) throw new ConfigError(`junitPath ${junitPath} leads outside the repository`);
   return target;
@@ -76,7 +83,11 @@ async function junitFiles(target: string): Promise<string[]> {
  * so are files that are not JUnit XML. Bounded in files, bytes and results; every file that
  * could not be read is named in `problems`.
  */
-export async function readJunitReports(workspace: string, junitPath: string, since: number): Promise<{ results: TestResult[]; problems: string[]; files: number }> {
+export async function readJunitReports(
+  workspace: string,
+  junitPath: string,
+  since: number,
+): Promise<{ results: TestResult[]; problems: string[]; files: number }> {
   const target = junitTarget(workspace, junitPath);
   const real = (() => {
     try {
@@ -86,7 +97,8 @@ export async function readJunitReports(workspace: string, junitPath: string, sin
     }
   })();
   if (real === undefined) return { results: [], problems: [], files: 0 };
-  if (!isWithin(workspace, real)) throw new ConfigError(`junitPath ${junitPath} leads outside the repository through a symlink`);
+  if (!isWithin(workspace, real))
+    throw new ConfigError(`junitPath ${junitPath} leads outside the repository through a symlink`);
   const results: TestResult[] = [];
   const problems: string[] = [];
   let bytes = 0;

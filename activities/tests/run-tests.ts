@@ -54,7 +54,7 @@ export interface TestRun {
 }
 
 const NO_RESULTS_HINT: Record<TestRunner, string> = {
-  node: 'did the command run node\'s test runner (node --test, or a file that uses node:test)?',
+  node: "did the command run node's test runner (node --test, or a file that uses node:test)?",
   jest: 'did the command run jest, and does it end with jest (the flags --json --outputFile are appended to it)? A test file that calls process.exit stops jest before it writes its report',
   vitest: 'did the command run vitest, and does it end with vitest (its --reporter flags are appended to it)?',
   pytest: 'did the command run pytest, and does it end with pytest (--junitxml is appended to it)?',
@@ -121,14 +121,19 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
   const runner = spec.runner ?? (spec.junitPath ? 'junit' : detectRunner(spec.command, packageJson(workspace)));
   if (!runner) throw new UnknownTestRunnerError(spec.command);
   if (runner === 'junit' && !spec.junitPath) {
-    throw new ConfigError('runner junit needs junitPath: the file or folder, relative to the repository, where the test runner writes JUnit XML (e.g. target/surefire-reports)');
+    throw new ConfigError(
+      'runner junit needs junitPath: the file or folder, relative to the repository, where the test runner writes JUnit XML (e.g. target/surefire-reports)',
+    );
   }
   if (runner === 'junit') junitTarget(workspace, spec.junitPath!);
 
   // Neutral names: the paths are in the command line and NODE_OPTIONS the tests can see.
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'tr-'));
   try {
-    if (isWithin(workspace, realpathSync(scratch))) throw new ConfigError(`the temporary folder ${os.tmpdir()} lies inside the workspace ${workspace}: set TMPDIR on the worker to a folder outside it`);
+    if (isWithin(workspace, realpathSync(scratch)))
+      throw new ConfigError(
+        `the temporary folder ${os.tmpdir()} lies inside the workspace ${workspace}: set TMPDIR on the worker to a folder outside it`,
+      );
     const resultsDir = path.join(scratch, 'results');
     await mkdir(resultsDir, { mode: 0o700 });
     let reporterFile: string | undefined;
@@ -164,7 +169,8 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
         const text = await readResultsFile(inv.resultsFile!);
         if (text !== undefined) {
           results = parse(runner, text, workspace);
-          if (runner === 'go') output = capHeadTail(`${goOutputText(text)}${run.output ? `\n${run.output}` : ''}`, LIMITS.output);
+          if (runner === 'go')
+            output = capHeadTail(`${goOutputText(text)}${run.output ? `\n${run.output}` : ''}`, LIMITS.output);
         }
       } catch (err) {
         if (!(err instanceof TestResultsError)) throw err;
@@ -173,15 +179,27 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
     }
     if (results.length >= LIMITS.results) problems.push(`only the first ${LIMITS.results} results are kept`);
     if (results.length === 0 && problems.length === 0) {
-      const ownReporters = runner === 'node' && output.includes("must match the number of specified '--test-reporter-destination'");
+      const ownReporters =
+        runner === 'node' && output.includes("must match the number of specified '--test-reporter-destination'");
       problems.push(
         ownReporters
           ? 'the command gives --test-reporter without --test-reporter-destination, which node refuses next to the reporters Loopwright adds: give both, or neither'
           : `the runner wrote no results: ${NO_RESULTS_HINT[runner]}`,
       );
     }
-    if (run.timedOut) problems.unshift(`the command timed out after ${Math.round(opts.timeoutMs / 1000)}s, so the results are those reported before it was killed`);
-    return { runner, results: results.slice(0, LIMITS.results), output, code: run.code, timedOut: run.timedOut, sandbox: run.sandbox, ...(problems.length ? { problem: problems.join('; ') } : {}) };
+    if (run.timedOut)
+      problems.unshift(
+        `the command timed out after ${Math.round(opts.timeoutMs / 1000)}s, so the results are those reported before it was killed`,
+      );
+    return {
+      runner,
+      results: results.slice(0, LIMITS.results),
+      output,
+      code: run.code,
+      timedOut: run.timedOut,
+      sandbox: run.sandbox,
+      ...(problems.length ? { problem: problems.join('; ') } : {}),
+    };
   } finally {
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }

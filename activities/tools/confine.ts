@@ -16,7 +16,10 @@ function isInside(root: string, target: string): boolean {
 
 function touchesGit(root: string, target: string): boolean {
   // Case-insensitive: on macOS `.GIT/config` is the same file as `.git/config`.
-  return path.relative(root, target).split(path.sep).some((part) => part.toLowerCase() === '.git');
+  return path
+    .relative(root, target)
+    .split(path.sep)
+    .some((part) => part.toLowerCase() === '.git');
 }
 
 function errCode(err: unknown): string | undefined {
@@ -34,7 +37,11 @@ type Probe = { op: 'realpath'; path: string } | { op: 'isSymlink'; path: string 
  * question and gets its answer back (or the error thrown into it), so a sync and an async
  * driver share exactly the same semantics.
  */
-function* resolveSteps(root: string, relPath: string, opts: ResolveOptions): Generator<Probe, string, string | boolean> {
+function* resolveSteps(
+  root: string,
+  relPath: string,
+  opts: ResolveOptions,
+): Generator<Probe, string, string | boolean> {
   if (relPath.includes('\0')) throw new ToolError(`path ${JSON.stringify(relPath)} contains a NUL byte`);
   if (path.isAbsolute(relPath)) {
     throw new ToolError(`path ${relPath} is absolute: give a path relative to the workspace root`);
@@ -62,7 +69,8 @@ function* resolveSteps(root: string, relPath: string, opts: ResolveOptions): Gen
       break;
     } catch (err) {
       if (errCode(err) !== 'ENOENT' && errCode(err) !== 'ENOTDIR') throw err;
-      if ((yield { op: 'isSymlink', path: existing }) as boolean) throw new ToolError(`path ${shown} goes through a dangling symlink`);
+      if ((yield { op: 'isSymlink', path: existing }) as boolean)
+        throw new ToolError(`path ${shown} goes through a dangling symlink`);
       rest.unshift(path.basename(existing));
       const parent = path.dirname(existing);
       if (parent === existing) throw new ToolError(`path ${shown} cannot be resolved`);

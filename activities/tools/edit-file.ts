@@ -75,15 +75,20 @@ export const editFileTool: Tool<EditFileInput> = {
     if (intent) {
       const now = hashOf(text);
       if (now === intent.after) return intent.result;
-      if (now !== intent.before) throw new ToolError(`${input.path} changed while this edit was being retried: read it again and redo the edit`);
+      if (now !== intent.before)
+        throw new ToolError(`${input.path} changed while this edit was being retried: read it again and redo the edit`);
     }
     const { at, count } = await findOnce(text, input.old_text, ctx);
-    if (count === 0) throw new ToolError(`old_text not found in ${input.path}: read the file and copy the text exactly`);
+    if (count === 0)
+      throw new ToolError(`old_text not found in ${input.path}: read the file and copy the text exactly`);
     if (count > 1) {
       const times = count >= MAX_COUNTED ? `${MAX_COUNTED} or more` : String(count);
       throw new ToolError(`old_text occurs ${times} times in ${input.path}: give more context`);
     }
-    const bytes = Buffer.byteLength(text, 'utf8') - Buffer.byteLength(input.old_text, 'utf8') + Buffer.byteLength(input.new_text, 'utf8');
+    const bytes =
+      Buffer.byteLength(text, 'utf8') -
+      Buffer.byteLength(input.old_text, 'utf8') +
+      Buffer.byteLength(input.new_text, 'utf8');
     checkWriteSize(bytes, `the edited ${input.path}`);
     // Sliced, not String.replace: `$&` and friends in new_text must stay literal.
     const next = text.slice(0, at) + input.new_text + text.slice(at + input.old_text.length);

@@ -17,7 +17,11 @@ const MAX_BUFFER = 64 * 1024 * 1024;
  */
 async function git(args: string[], ctx: ToolContext): Promise<string> {
   try {
-    return await workerGit(realpathSync(ctx.root), args, { timeoutMs: ctx.commandTimeoutMs, maxBuffer: MAX_BUFFER, signal: ctx.signal });
+    return await workerGit(realpathSync(ctx.root), args, {
+      timeoutMs: ctx.commandTimeoutMs,
+      maxBuffer: MAX_BUFFER,
+      signal: ctx.signal,
+    });
   } catch (err) {
     if (ctx.signal?.aborted || !(err instanceof GitError)) throw err;
     throw new ToolError(`git ${args.join(' ')} failed: ${err.reason}`);
@@ -54,10 +58,19 @@ export const gitDiffTool: Tool<NoInput> = {
       if (ctx.signal?.aborted) throw err;
       base = (await git(['hash-object', '-t', 'tree', '/dev/null'], ctx)).trim();
     }
-    const diff = await git(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=dirty', '--relative', base], ctx);
+    const diff = await git(
+      ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=dirty', '--relative', base],
+      ctx,
+    );
     const untracked = (await git(['ls-files', '--others', '--exclude-standard'], ctx)).split('\n').filter(Boolean);
-    const parts = [diff.trim() === '' ? `no changes to tracked files since ${base === 'HEAD' ? 'HEAD' : 'the start (no commits yet)'}` : diff.trimEnd()];
-    parts.push(untracked.length > 0 ? `untracked files:\n${untracked.map((f) => `  ${f}`).join('\n')}` : 'no untracked files');
+    const parts = [
+      diff.trim() === ''
+        ? `no changes to tracked files since ${base === 'HEAD' ? 'HEAD' : 'the start (no commits yet)'}`
+        : diff.trimEnd(),
+    ];
+    parts.push(
+      untracked.length > 0 ? `untracked files:\n${untracked.map((f) => `  ${f}`).join('\n')}` : 'no untracked files',
+    );
     return capHeadTail(parts.join('\n\n'), ctx.outputCapChars);
   },
 };

@@ -35,7 +35,9 @@ export function createFileLedger(dir: string, ring?: KeyRing): ToolLedger {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
         throw err;
       }
-      const json = isSealed(bytes) ? openFile(ring, bytes, key, `tool ledger record ${key}`).toString('utf8') : bytes.toString('utf8');
+      const json = isSealed(bytes)
+        ? openFile(ring, bytes, key, `tool ledger record ${key}`).toString('utf8')
+        : bytes.toString('utf8');
       const record = JSON.parse(json) as { key: string; value: T };
       return record.key === key ? record.value : undefined;
     },

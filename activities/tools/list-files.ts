@@ -42,7 +42,11 @@ async function entryLine(root: string, dir: string, name: string, isSymlink: boo
 }
 
 /** Up to MAX_LIST_SCAN names of `abs` (not `.git`), read asynchronously; `more` when it has others. */
-async function readNames(abs: string, shown: string, ctx: ToolContext): Promise<{ names: Array<{ name: string; isSymlink: boolean }>; more: boolean }> {
+async function readNames(
+  abs: string,
+  shown: string,
+  ctx: ToolContext,
+): Promise<{ names: Array<{ name: string; isSymlink: boolean }>; more: boolean }> {
   const names: Array<{ name: string; isSymlink: boolean }> = [];
   const slicer = new Slicer(ctx);
   let dir;
@@ -93,9 +97,13 @@ export const listFilesTool: Tool<ListFilesInput> = {
       lines.push(await entryLine(ctx.root, input.path, name, isSymlink));
     }
     if (more) {
-      lines.push(`… more entries: ${input.path} has over ${MAX_LIST_SCAN}; these are the first ${MAX_LIST_ENTRIES} (by name) of the ${MAX_LIST_SCAN} read; use search or a narrower path`);
+      lines.push(
+        `… more entries: ${input.path} has over ${MAX_LIST_SCAN}; these are the first ${MAX_LIST_ENTRIES} (by name) of the ${MAX_LIST_SCAN} read; use search or a narrower path`,
+      );
     } else if (names.length > MAX_LIST_ENTRIES) {
-      lines.push(`… ${names.length - MAX_LIST_ENTRIES} more entries (list_files shows ${MAX_LIST_ENTRIES}); use search or a narrower path`);
+      lines.push(
+        `… ${names.length - MAX_LIST_ENTRIES} more entries (list_files shows ${MAX_LIST_ENTRIES}); use search or a narrower path`,
+      );
     }
     return lines.join('\n');
   },

@@ -19,7 +19,9 @@ function inputSchemaOf(tool: Tool): ObjectSchema {
   const schema = z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
   delete schema.$schema;
   if (schema.type !== 'object') {
-    throw new ConfigError(`tool ${tool.name} must take an object as input (its schema has type ${String(schema.type)})`);
+    throw new ConfigError(
+      `tool ${tool.name} must take an object as input (its schema has type ${String(schema.type)})`,
+    );
   }
   return schema as ObjectSchema;
 }
@@ -80,7 +82,8 @@ function seconds(ms: number): string {
   return `${Number((ms / 1000).toFixed(3))}s`;
 }
 
-type Settled = { kind: 'done'; content: string } | { kind: 'failed'; err: unknown } | { kind: 'deadline' } | { kind: 'cancelled' };
+type Settled =
+  { kind: 'done'; content: string } | { kind: 'failed'; err: unknown } | { kind: 'deadline' } | { kind: 'cancelled' };
 
 /**
  * Runs `tool` against its deadline, from outside the tool's own code: a timer here (not the
@@ -142,7 +145,12 @@ async function runWithDeadline(tool: Tool, input: unknown, ctx: ToolContext): Pr
  * It throws only when `ctx.signal` has aborted (the activity was cancelled): then the abort
  * reason is rethrown, without waiting for the tool to notice.
  */
-export async function executeTool(registry: ToolRegistry, name: string, rawInput: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+export async function executeTool(
+  registry: ToolRegistry,
+  name: string,
+  rawInput: unknown,
+  ctx: ToolContext,
+): Promise<ToolOutcome> {
   ctx.signal?.throwIfAborted();
   const tool = registry.get(name);
   if (!tool) return { content: `unknown tool ${name}: available: ${registry.names().join(', ')}`, isError: true };

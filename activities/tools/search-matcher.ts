@@ -45,10 +45,18 @@ export class LineMatcher {
   private pending?: { resolve: (m: FileMatches) => void; reject: (err: unknown) => void };
   private failure?: unknown;
 
-  constructor(pattern: string, private readonly signal?: AbortSignal) {
+  constructor(
+    pattern: string,
+    private readonly signal?: AbortSignal,
+  ) {
     this.worker = new Worker(MATCHER_SOURCE, {
       eval: true,
-      workerData: { re2js: require.resolve('re2js'), pattern, maxMatchChars: MAX_MATCH_LINE_CHARS, maxShownChars: MAX_LINE_CHARS },
+      workerData: {
+        re2js: require.resolve('re2js'),
+        pattern,
+        maxMatchChars: MAX_MATCH_LINE_CHARS,
+        maxShownChars: MAX_LINE_CHARS,
+      },
       resourceLimits: { maxOldGenerationSizeMb: 256 },
       stdout: true,
       stderr: true,
@@ -88,4 +96,3 @@ export class LineMatcher {
     await this.worker.terminate();
   }
 }
-

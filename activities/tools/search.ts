@@ -28,8 +28,14 @@ const SearchInputSchema = z.object({
     .string()
     .min(1)
     .max(MAX_PATTERN_CHARS)
-    .describe('RE2 regular expression, matched against each line; no backreferences or lookaround; (?i) for case-insensitive'),
-  path: z.string().min(1).optional().describe('Directory or file to search, relative to the workspace root; default "."'),
+    .describe(
+      'RE2 regular expression, matched against each line; no backreferences or lookaround; (?i) for case-insensitive',
+    ),
+  path: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Directory or file to search, relative to the workspace root; default "."'),
 });
 /** Input of `search`. */
 export type SearchInput = z.infer<typeof SearchInputSchema>;
@@ -103,9 +109,12 @@ async function* walk(abs: string, budget: Budget, slicer: Slicer): AsyncGenerato
 function notesOf(budget: Budget): string[] {
   const notes: string[] = [];
   if (budget.stopped) notes.push(`[search stopped early, ${budget.stopped}: search a narrower path for the rest]`);
-  if (budget.skippedLarge > 0) notes.push(`[skipped ${budget.skippedLarge} file(s) over ${formatBytes(MAX_READ_BYTES)}]`);
+  if (budget.skippedLarge > 0)
+    notes.push(`[skipped ${budget.skippedLarge} file(s) over ${formatBytes(MAX_READ_BYTES)}]`);
   if (budget.cutLines > 0) {
-    notes.push(`[${budget.cutLines} line(s) longer than ${MAX_MATCH_LINE_CHARS} characters were matched only in their first ${MAX_MATCH_LINE_CHARS}]`);
+    notes.push(
+      `[${budget.cutLines} line(s) longer than ${MAX_MATCH_LINE_CHARS} characters were matched only in their first ${MAX_MATCH_LINE_CHARS}]`,
+    );
   }
   return notes;
 }
@@ -173,7 +182,11 @@ export const searchTool: Tool<SearchInput> = {
         }
         budget.bytes += bytes.length;
         if (looksBinary(bytes)) continue;
-        const found = await matcher.match(path.relative(realRoot, file) || '.', bytes, Math.max(0, MAX_SEARCH_MATCHES - lines.length));
+        const found = await matcher.match(
+          path.relative(realRoot, file) || '.',
+          bytes,
+          Math.max(0, MAX_SEARCH_MATCHES - lines.length),
+        );
         matches += found.matches;
         budget.cutLines += found.cutLines;
         lines.push(...found.shown);

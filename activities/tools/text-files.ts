@@ -43,7 +43,9 @@ export function kindOf(stats: Stats): string {
 
 function notRegular(shown: string, stats: Stats): ToolError {
   if (stats.isDirectory()) return new ToolError(`path ${shown} is a directory: use list_files`);
-  return new ToolError(`path ${shown} is ${kindOf(stats)}, not a regular file: only regular files can be read or written`);
+  return new ToolError(
+    `path ${shown} is ${kindOf(stats)}, not a regular file: only regular files can be read or written`,
+  );
 }
 
 /** A filesystem error as the model should read it, naming the workspace-relative path. */
@@ -59,7 +61,9 @@ export function fsToolError(err: unknown, shown: string): Error {
     case 'ELOOP':
       return new ToolError(`path ${shown} became a symlink after it was checked: refused`);
     case 'ENXIO':
-      return new ToolError(`path ${shown} is a named pipe or socket, not a regular file: only regular files can be read or written`);
+      return new ToolError(
+        `path ${shown} is a named pipe or socket, not a regular file: only regular files can be read or written`,
+      );
     case 'EACCES':
     case 'EPERM':
       return new ToolError(`path ${shown} is not readable or writable by the worker (${code})`);
@@ -82,7 +86,11 @@ export async function statPath(abs: string, shown: string): Promise<Stats> {
  * (ToolError naming the kind) anything that is not a regular file: a FIFO, a socket, a device,
  * a directory. The caller closes the handle.
  */
-export async function openRegular(abs: string, shown: string, mode: 'read' | 'write'): Promise<{ handle: FileHandle; stats: Stats }> {
+export async function openRegular(
+  abs: string,
+  shown: string,
+  mode: 'read' | 'write',
+): Promise<{ handle: FileHandle; stats: Stats }> {
   let handle: FileHandle;
   try {
     handle = await open(abs, mode === 'read' ? READ_FLAGS : WRITE_FLAGS, 0o666);
@@ -107,7 +115,11 @@ export async function openRegular(abs: string, shown: string, mode: 'read' | 'wr
  * `limit` (even if it grew after its size was looked at). Refuses non-regular files like
  * {@link openRegular}.
  */
-export async function readRegularFile(abs: string, shown: string, limit = MAX_READ_BYTES): Promise<{ bytes: Buffer | null; size: number }> {
+export async function readRegularFile(
+  abs: string,
+  shown: string,
+  limit = MAX_READ_BYTES,
+): Promise<{ bytes: Buffer | null; size: number }> {
   const { handle, stats } = await openRegular(abs, shown, 'read');
   try {
     if (stats.size > limit) return { bytes: null, size: stats.size };
@@ -138,7 +150,9 @@ export async function readRegularFile(abs: string, shown: string, limit = MAX_RE
 export async function readTextFile(abs: string, shown: string): Promise<string> {
   const { bytes, size } = await readRegularFile(abs, shown);
   if (bytes === null) {
-    throw new ToolError(`path ${shown} is ${formatBytes(size)}, over the 2 MB limit: use search to find the lines you need`);
+    throw new ToolError(
+      `path ${shown} is ${formatBytes(size)}, over the 2 MB limit: use search to find the lines you need`,
+    );
   }
   if (looksBinary(bytes)) throw new ToolError(`path ${shown} is a binary file: only text files can be read`);
   return bytes.toString('utf8');

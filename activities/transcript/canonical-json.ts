@@ -39,5 +39,9 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function sortKeys(obj: Record<string, unknown>): Record<string, unknown> {
   // fromEntries defines own properties, so a key named "__proto__" stays data, not a prototype.
-  return Object.fromEntries(Object.keys(obj).sort().map((k) => [k, obj[k]]));
+  return Object.fromEntries(
+    Object.keys(obj)
+      .sort()
+      .map((k) => [k, obj[k]]),
+  );
 }

@@ -96,7 +96,8 @@ export function createFileBlobStore(dir: string, options: FileBlobStoreOptions =
       return openFile(keys, raw, ref, file);
     } catch (err) {
       if (err instanceof KeyMissingError) throw new BlobKeyMissingError(ref, file, err);
-      if (err instanceof SealedOpenError || err instanceof SealedFormatError) throw new BlobUnreadableError(ref, file, err.message);
+      if (err instanceof SealedOpenError || err instanceof SealedFormatError)
+        throw new BlobUnreadableError(ref, file, err.message);
       throw err;
     }
   }
@@ -133,7 +134,8 @@ export function createFileBlobStore(dir: string, options: FileBlobStoreOptions =
         throw err;
       });
       // A plaintext blob from before the ring was configured is rewritten sealed.
-      if (onDisk === undefined || (keys && !onDisk.sealed)) await writeAtomically(hex, keys ? sealFile(keys, json, ref) : json);
+      if (onDisk === undefined || (keys && !onDisk.sealed))
+        await writeAtomically(hex, keys ? sealFile(keys, json, ref) : json);
       cache.set(ref, json);
       return ref;
     },

@@ -20,7 +20,11 @@ export interface TranscriptNode {
  * Throws the store's not-found error when `parent` is not in the store, so a worker that
  * does not share the store fails here rather than on a later read.
  */
-export async function appendMessage(store: BlobStore, parent: string | null, message: TranscriptMessage): Promise<string> {
+export async function appendMessage(
+  store: BlobStore,
+  parent: string | null,
+  message: TranscriptMessage,
+): Promise<string> {
   // get() rather than a hand-made error: the store's own message names its directory.
   if (parent !== null && !(await store.has(parent))) await store.get(parent);
   const node: TranscriptNode = { parent, message };
@@ -34,7 +38,7 @@ export async function appendMessage(store: BlobStore, parent: string | null, mes
  */
 export async function loadTranscript(store: BlobStore, head: string | null): Promise<TranscriptMessage[]> {
   const messages: TranscriptMessage[] = [];
-  for (let ref = head; ref !== null; ) {
+  for (let ref = head; ref !== null;) {
     const node = await store.get<unknown>(ref);
     if (!isNode(node)) throw new BlobKindError(ref, 'a transcript node { parent, message }', describe(node));
     messages.push(node.message);

@@ -31,14 +31,20 @@ export interface AutonomyOptions {
 
 /** A loop's promotion evidence at one level (default: its spec's), from its closed runs (see common/promotion.ts). */
 export async function loopEvidence(client: LoopwrightClient, loop: string, opts: AutonomyOptions) {
-  if (!BUILT_IN_LOOPS.has(loop)) throw new UsageError(`unknown loop "${loop}": known loops are ${[...BUILT_IN_LOOPS.keys()].join(', ')}`);
+  if (!BUILT_IN_LOOPS.has(loop))
+    throw new UsageError(`unknown loop "${loop}": known loops are ${[...BUILT_IN_LOOPS.keys()].join(', ')}`);
   const asked = parseLevel(opts.level);
   const spec = client.plan(loop, BUILT_IN_LOOPS.get(loop)!.example, { kind: 'client' }).spec;
   // `promotion` joins the loop spec later: read it defensively.
   const rule = (spec as { promotion?: PromotionRule }).promotion;
   const level = asked ?? spec.autonomy;
 
-  const clauses = [clause('WorkflowType', loopWorkflow.name), clause('LoopName', loop), clause('LoopAutonomy', level), clause('ExecutionStatus', 'Running', '!=')];
+  const clauses = [
+    clause('WorkflowType', loopWorkflow.name),
+    clause('LoopName', loop),
+    clause('LoopAutonomy', level),
+    clause('ExecutionStatus', 'Running', '!='),
+  ];
   if (opts.since !== undefined) {
     const ms = parseDuration(opts.since);
     if (ms === undefined) throw new UsageError(`--since takes a duration like 7d, 12h or 30m, not "${opts.since}"`);
@@ -71,13 +77,20 @@ export async function loopEvidence(client: LoopwrightClient, loop: string, opts:
  * and whether the loop meets its declared promotion rule. It never changes a level (an
  * operator grants one with `loopwright grant`).
  */
-export async function autonomyCommand(client: LoopwrightClient, loop: string, opts: AutonomyOptions, io: Output): Promise<number> {
+export async function autonomyCommand(
+  client: LoopwrightClient,
+  loop: string,
+  opts: AutonomyOptions,
+  io: Output,
+): Promise<number> {
   const { level, rule, evidence, skipped, capped } = await loopEvidence(client, loop, opts);
   if (opts.json) {
     io.out(terminalJson({ loop, ...evidence, skipped, capped }, 2));
     return 0;
   }
-  io.out(`${loop} at ${level}: ${evidence.runs} closed run${evidence.runs === 1 ? '' : 's'}${opts.since ? ` started in the last ${opts.since}` : ''}`);
+  io.out(
+    `${loop} at ${level}: ${evidence.runs} closed run${evidence.runs === 1 ? '' : 's'}${opts.since ? ` started in the last ${opts.since}` : ''}`,
+  );
   const width = Math.max(...OUTCOMES.map((o) => o.length), 'streak'.length);
   for (const o of OUTCOMES) io.out(`  ${o.padEnd(width)}  ${evidence.counts[o]}`);
   io.out(`  ${'streak'.padEnd(width)}  ${rule ? evidence.streak : '-'}`);
@@ -98,11 +111,18 @@ function parseLevel(text: string | undefined): Autonomy | undefined {
 }
 
 /** The records of completed runs, CONCURRENCY `result()` calls at a time. */
-async function readRecords(client: LoopwrightClient, runs: Array<{ workflowId: string; runId: string }>): Promise<RunRecord[]> {
+async function readRecords(
+  client: LoopwrightClient,
+  runs: Array<{ workflowId: string; runId: string }>,
+): Promise<RunRecord[]> {
   const records: RunRecord[] = [];
   for (let i = 0; i < runs.length; i += CONCURRENCY) {
     const batch = runs.slice(i, i + CONCURRENCY);
-    records.push(...(await Promise.all(batch.map((r) => client.temporal.workflow.getHandle(r.workflowId, r.runId).result() as Promise<RunRecord>))));
+    records.push(
+      ...(await Promise.all(
+        batch.map((r) => client.temporal.workflow.getHandle(r.workflowId, r.runId).result() as Promise<RunRecord>),
+      )),
+    );
   }
   return records;
 }

@@ -16,12 +16,18 @@ export interface CodecServerCommandOptions {
 /** The key ring the codec server needs; a ConfigError (exit 2, one line) without one. */
 export function requireKeyRing(env: Record<string, string | undefined>, what: string): KeyRing {
   const ring = keyRingFromEnv(env);
-  if (!ring) throw new ConfigError(`${what} needs the key ring and LOOPWRIGHT_KEYS is not set: point it at your key file or folder (\`loopwright keys rotate\` makes one)`);
+  if (!ring)
+    throw new ConfigError(
+      `${what} needs the key ring and LOOPWRIGHT_KEYS is not set: point it at your key file or folder (\`loopwright keys rotate\` makes one)`,
+    );
   return ring;
 }
 
 /** Starts the codec server from the command's options and the environment (LOOPWRIGHT_KEYS, LOOPWRIGHT_CODEC_TOKEN). */
-export function codecServerFromOptions(opts: CodecServerCommandOptions, env: Record<string, string | undefined>): Promise<CodecServer> {
+export function codecServerFromOptions(
+  opts: CodecServerCommandOptions,
+  env: Record<string, string | undefined>,
+): Promise<CodecServer> {
   const ring = requireKeyRing(env, 'the codec server');
   return startCodecServer({
     ring,
@@ -37,11 +43,19 @@ export function codecServerFromOptions(opts: CodecServerCommandOptions, env: Rec
  * codec server contract with Loopwright's key ring, so the Web UI (`--ui-codec-endpoint`) and
  * `temporal --codec-endpoint` show decoded payloads. Serves until Ctrl-C.
  */
-export async function codecServerCommand(opts: CodecServerCommandOptions, env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function codecServerCommand(
+  opts: CodecServerCommandOptions,
+  env: Record<string, string | undefined>,
+  io: Output,
+): Promise<number> {
   const server = await codecServerFromOptions(opts, env);
   const auth = isLoopback(server.host) ? 'this machine only' : `${server.host}, bearer token required`;
-  io.out(`codec server listening on ${server.url} (${auth}; keys from LOOPWRIGHT_KEYS; browsers allowed from ${server.allowOrigins.join(', ')})`);
-  io.out(`Web UI: temporal server start-dev --ui-codec-endpoint ${server.url}, or the UI's Data Encoder setting; CLI: temporal workflow show --codec-endpoint ${server.url}${isLoopback(server.host) ? '' : ' --codec-auth "Bearer $LOOPWRIGHT_CODEC_TOKEN"'}`);
+  io.out(
+    `codec server listening on ${server.url} (${auth}; keys from LOOPWRIGHT_KEYS; browsers allowed from ${server.allowOrigins.join(', ')})`,
+  );
+  io.out(
+    `Web UI: temporal server start-dev --ui-codec-endpoint ${server.url}, or the UI's Data Encoder setting; CLI: temporal workflow show --codec-endpoint ${server.url}${isLoopback(server.host) ? '' : ' --codec-auth "Bearer $LOOPWRIGHT_CODEC_TOKEN"'}`,
+  );
   io.err('Ctrl-C stops the codec server.');
   await untilSignal();
   await server.close();

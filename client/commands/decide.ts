@@ -21,7 +21,8 @@ export interface DecideOptions {
 function wholeNumber(flag: string, value: string | undefined, max: number): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, not "${value}"`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new UsageError(`${flag} must be a whole number from 1 to ${max}, not "${value}"`);
   return n;
 }
 
@@ -38,13 +39,24 @@ export function decisionRequest(kind: DecisionKind, opts: DecideOptions): Decisi
     return { kind, by, verdict, note: opts.note };
   }
   if (kind === 'retry') {
-    if (!opts.guidance?.trim()) throw new UsageError('retry needs --guidance TEXT: it becomes feedback for the next attempt');
+    if (!opts.guidance?.trim())
+      throw new UsageError('retry needs --guidance TEXT: it becomes feedback for the next attempt');
     return { kind, by, guidance: opts.guidance, attempts: wholeNumber('--attempts', opts.attempts ?? '1', 20)! };
   }
   const costUsd = opts.cost === undefined ? undefined : Number(opts.cost);
-  if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd > 0)) throw new UsageError(`--cost must be a positive number of dollars, not "${opts.cost}"`);
-  if (opts.time !== undefined && !isDuration(opts.time)) throw new UsageError(`--time must be a duration such as 30m or 2h, not "${opts.time}"`);
-  const request = { kind, by, attempts: wholeNumber('--attempts', opts.attempts, 100), tokens: wholeNumber('--tokens', opts.tokens, 1e9), costUsd, wallTime: opts.time, note: opts.note };
+  if (costUsd !== undefined && !(Number.isFinite(costUsd) && costUsd > 0))
+    throw new UsageError(`--cost must be a positive number of dollars, not "${opts.cost}"`);
+  if (opts.time !== undefined && !isDuration(opts.time))
+    throw new UsageError(`--time must be a duration such as 30m or 2h, not "${opts.time}"`);
+  const request = {
+    kind,
+    by,
+    attempts: wholeNumber('--attempts', opts.attempts, 100),
+    tokens: wholeNumber('--tokens', opts.tokens, 1e9),
+    costUsd,
+    wallTime: opts.time,
+    note: opts.note,
+  };
   if ([request.attempts, request.tokens, request.costUsd, request.wallTime].every((v) => v === undefined)) {
     throw new UsageError('budget needs at least one of --attempts N, --tokens N, --cost USD, --time DURATION');
   }
@@ -53,16 +65,26 @@ export function decisionRequest(kind: DecisionKind, opts: DecideOptions): Decisi
 
 /** How a decision's author was established: `verified (key SHA256:…)` or `unverified (not signed)`. */
 export function signedBy(entry: { verified?: boolean; fingerprint?: string }): string {
-  return entry.verified ? `verified (key ${entry.fingerprint})` : 'unverified (not signed: set LOOPWRIGHT_SIGNING_KEY to sign)';
+  return entry.verified
+    ? `verified (key ${entry.fingerprint})`
+    : 'unverified (not signed: set LOOPWRIGHT_SIGNING_KEY to sign)';
 }
 
 /** `approve|reject|retry|budget <id> --by NAME ...`: sends the decision and confirms it was applied. */
-export async function decideCommand(client: LoopwrightClient, kind: DecisionKind, id: string, opts: DecideOptions, io: Output): Promise<number> {
+export async function decideCommand(
+  client: LoopwrightClient,
+  kind: DecisionKind,
+  id: string,
+  opts: DecideOptions,
+  io: Output,
+): Promise<number> {
   const entry = await client.decide(id, decisionRequest(kind, opts));
   if (opts.json) io.out(JSON.stringify(entry));
   else {
     io.out(escapeLine(id));
-    io.out(`  ${kind === 'extend' ? 'budget extension' : kind} by ${escapeLine(entry.by)}: applied, ${signedBy(entry)}`);
+    io.out(
+      `  ${kind === 'extend' ? 'budget extension' : kind} by ${escapeLine(entry.by)}: applied, ${signedBy(entry)}`,
+    );
   }
   return 0;
 }

@@ -47,13 +47,22 @@ async function ask(question: string): Promise<boolean> {
  * (the real decision signal; `--yes` approves without asking), the fix lands as one commit,
  * and the stack stays up for the Web UI until Ctrl-C (unless --exit).
  */
-export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function demoCommand(
+  opts: { exit?: boolean; yes?: boolean },
+  env: Record<string, string | undefined>,
+  io: Output,
+): Promise<number> {
   const runEnv = { ...env };
   let model: ModelServer | undefined;
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
-    model = await startModelServer({ script: parseModelScript(demoScript, 'loops/fixtures/fix-test-demo.json'), port: 0 });
+    model = await startModelServer({
+      script: parseModelScript(demoScript, 'loops/fixtures/fix-test-demo.json'),
+      port: 0,
+    });
     runEnv.ANTHROPIC_BASE_URL = model.url;
-    io.out(`No ANTHROPIC_API_KEY is set, so the demo uses the scripted model server (a recorded session) at ${model.url}.`);
+    io.out(
+      `No ANTHROPIC_API_KEY is set, so the demo uses the scripted model server (a recorded session) at ${model.url}.`,
+    );
     io.out('Set ANTHROPIC_API_KEY to run the same demo against Claude.');
   }
   // The agent's commands and the checks run in bubblewrap: install it first where this process may (root with apt-get).
@@ -67,36 +76,60 @@ export async function demoCommand(opts: { exit?: boolean; yes?: boolean }, env: 
   const stack = await startEmbeddedStack({ env: runEnv, log: io.err });
   const client = await LoopwrightClient.connect({ env: runEnv, address: stack.address });
   try {
-    io.out(`Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}${stack.metricsUrl ? `, metrics: ${stack.metricsUrl}` : ''}`);
+    io.out(
+      `Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}${stack.metricsUrl ? `, metrics: ${stack.metricsUrl}` : ''}`,
+    );
     io.out(sandboxNotice(stack.sandbox).line);
-    if (stack.codec) io.out(`The Web UI decodes payloads through the codec server at ${stack.codec.url} (127.0.0.1 only); the database holds ciphertext.`);
-    const input = { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] };
+    if (stack.codec)
+      io.out(
+        `The Web UI decodes payloads through the codec server at ${stack.codec.url} (127.0.0.1 only); the database holds ciphertext.`,
+      );
+    const input = {
+      repo,
+      testCommand: 'node --test',
+      failingTest: SAMPLE_FAILING_TEST,
+      allowedPaths: ['src/', 'test/'],
+    };
     const { workflowId } = await client.run('fix-test', input, { trigger: { kind: 'cli', by: 'demo' } });
     io.out(`Started fix-test: ${workflowId}`);
     const progress = (r: RunRecord) => io.out(progressLine(r));
     let record = await client.wait(workflowId, progress);
     if (record.state === 'awaiting_human' && record.escalation?.kind === 'approval') {
       const safe = (line: string) => escapeLine(redact(line, client.redaction));
-      for (const a of record.attempts) io.out(safe(`  attempt ${a.n}: ${a.passed ? 'passed' : `failed: ${a.reasons.join(' | ')}`}`));
-      io.out(safe(`The fix is verified and waits for approval on branch ${record.workspace?.branch}. What you would approve (\`npx loopwright review ${workflowId}\`):`));
+      for (const a of record.attempts)
+        io.out(safe(`  attempt ${a.n}: ${a.passed ? 'passed' : `failed: ${a.reasons.join(' | ')}`}`));
+      io.out(
+        safe(
+          `The fix is verified and waits for approval on branch ${record.workspace?.branch}. What you would approve (\`npx loopwright review ${workflowId}\`):`,
+        ),
+      );
       io.out('');
-      renderReview(await reviewOf(record, { redaction: client.redaction }), { color: colorFor(process.stdout, env) }).forEach((l) => io.out(l));
+      renderReview(await reviewOf(record, { redaction: client.redaction }), {
+        color: colorFor(process.stdout, env),
+      }).forEach((l) => io.out(l));
       io.out('');
-      const yes = opts.yes || (process.stdin.isTTY ? await ask('Approve it and commit the fix to main? [y/N] ') : false);
+      const yes =
+        opts.yes || (process.stdin.isTTY ? await ask('Approve it and commit the fix to main? [y/N] ') : false);
       if (yes) {
         const applied = await client.decide(workflowId, { kind: 'approve', by: signer?.principal ?? demoName(env) });
         io.out(`Approved by ${escapeLine(applied.by)}: ${signedBy(applied)}`);
-      }
-      else if (!process.stdin.isTTY) {
-        const how = signer ? `LOOPWRIGHT_SIGNING_KEY=${runEnv.LOOPWRIGHT_SIGNING_KEY} npx loopwright approve ${workflowId} --by ${signer.principal}` : `npx loopwright approve ${workflowId} --by YOU`;
+      } else if (!process.stdin.isTTY) {
+        const how = signer
+          ? `LOOPWRIGHT_SIGNING_KEY=${runEnv.LOOPWRIGHT_SIGNING_KEY} npx loopwright approve ${workflowId} --by ${signer.principal}`
+          : `npx loopwright approve ${workflowId} --by YOU`;
         io.out(`Approve it from another terminal: ${how} (or rerun with npm start -- --yes)`);
-      }
-      else await client.decide(workflowId, { kind: 'reject', by: signer?.principal ?? demoName(env), reason: 'not approved in the demo' });
+      } else
+        await client.decide(workflowId, {
+          kind: 'reject',
+          by: signer?.principal ?? demoName(env),
+          reason: 'not approved in the demo',
+        });
       record = await waitForEnd(client, workflowId);
     }
     summarize(record, client.redaction).forEach((l) => io.out(l));
     const effect = record.effects[0];
-    if (effect) io.out(`The fix is commit ${effect.commit.slice(0, 12)} on ${effect.target} in ${repo} (git -C ${repo} log -1).`);
+    if (effect)
+      io.out(`The fix is commit ${effect.commit.slice(0, 12)} on ${effect.target} in ${repo} (git -C ${repo} log -1).`);
     if (stack.uiUrl) io.out(`See the run in the Web UI: ${runUrl(stack.uiUrl, stack.namespace, workflowId)}`);
     io.out(`Its record: npx loopwright status ${workflowId}`);
     io.out(`Its trace:  npx loopwright trace ${workflowId}`);
@@ -133,14 +166,22 @@ function demoSigning(runEnv: Record<string, string | undefined>): { principal: s
   const allowed = path.join(home, 'allowed_signers');
   const principal = demoName(runEnv);
   if (!existsSync(allowed)) {
-    writeFileSync(allowed, `# Who may sign Loopwright decisions and grants (git's allowed_signers format).\n${principal} namespaces="${DECISION_NAMESPACE},${GRANT_NAMESPACE}" ${publicKey} loopwright demo key\n`);
+    writeFileSync(
+      allowed,
+      `# Who may sign Loopwright decisions and grants (git's allowed_signers format).\n${principal} namespaces="${DECISION_NAMESPACE},${GRANT_NAMESPACE}" ${publicKey} loopwright demo key\n`,
+    );
   }
-  const listed = parseAllowedSigners(readFileSync(allowed, 'utf8')).entries.find((e) => publicKeyLine(e.key) === publicKey);
+  const listed = parseAllowedSigners(readFileSync(allowed, 'utf8')).entries.find(
+    (e) => publicKeyLine(e.key) === publicKey,
+  );
   if (!listed) return undefined;
   runEnv.LOOPWRIGHT_SIGNING_KEY = keyFile;
   runEnv.LOOPWRIGHT_ALLOWED_SIGNERS = allowed;
   const as = listed.principals[0];
-  return { principal: as, note: `Decisions are signed: the demo signs as ${as} with ${keyFile}, which ${allowed} trusts (the worker checks every approval of effects against it).` };
+  return {
+    principal: as,
+    note: `Decisions are signed: the demo signs as ${as} with ${keyFile}, which ${allowed} trusts (the worker checks every approval of effects against it).`,
+  };
 }
 
 /**
@@ -160,7 +201,13 @@ function demoKeys(runEnv: Record<string, string | undefined>): string | undefine
 async function waitForEnd(client: LoopwrightClient, workflowId: string): Promise<RunRecord> {
   for (;;) {
     const record = await client.status(workflowId);
-    if (record.state !== 'awaiting_human' && record.state !== 'applying' && record.state !== 'running' && record.state !== 'verifying') return record;
+    if (
+      record.state !== 'awaiting_human' &&
+      record.state !== 'applying' &&
+      record.state !== 'running' &&
+      record.state !== 'verifying'
+    )
+      return record;
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
 }

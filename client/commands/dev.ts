@@ -27,7 +27,11 @@ export interface DevOptions {
  * port the server listens on (all on 127.0.0.1); its HTTP API refuses requests unless --http-api.
  * With a key ring (LOOPWRIGHT_KEYS) it also starts the codec server the Web UI decodes through.
  */
-export async function devCommand(opts: DevOptions & Record<string, unknown>, given: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function devCommand(
+  opts: DevOptions & Record<string, unknown>,
+  given: Record<string, string | undefined>,
+  io: Output,
+): Promise<number> {
   const env = withTuningFlags(given, opts);
   // A bad tuning value is refused before the server starts.
   const tuning = workerTuning(env);

@@ -8,7 +8,12 @@ import { parseInputArg } from './run';
  * `discover <loop> --input JSON|@file [--wait] [--json]`: starts the loop's discovery and prints
  * its id; with --wait, the items it found, the runs it started and the items it skipped.
  */
-export async function discoverCommand(client: LoopwrightClient, loop: string, opts: { input?: string; wait?: boolean; json?: boolean }, io: Output): Promise<number> {
+export async function discoverCommand(
+  client: LoopwrightClient,
+  loop: string,
+  opts: { input?: string; wait?: boolean; json?: boolean },
+  io: Output,
+): Promise<number> {
   const input = parseInputArg(opts.input);
   const { workflowId } = await startDiscovery(client, loop, input);
   if (!opts.wait) {

@@ -8,7 +8,12 @@ import { parseInputArg } from './run';
  * once per key (workflow id `<loop>/<key>`). A duplicate delivery reports the existing run and
  * exits 0; --force runs a closed key again and refuses (exit 2) while its run is still going.
  */
-export async function eventCommand(client: LoopwrightClient, loop: string, opts: { key?: string; input?: string; force?: boolean; json?: boolean }, io: Output): Promise<number> {
+export async function eventCommand(
+  client: LoopwrightClient,
+  loop: string,
+  opts: { key?: string; input?: string; force?: boolean; json?: boolean },
+  io: Output,
+): Promise<number> {
   const input = parseInputArg(opts.input);
   const delivery = await deliverEvent(client, { loop, key: opts.key ?? '', input, force: opts.force, by: 'cli' });
   if (opts.json) {
@@ -16,6 +21,10 @@ export async function eventCommand(client: LoopwrightClient, loop: string, opts:
     return 0;
   }
   io.out(delivery.workflowId);
-  io.out(delivery.duplicate ? `already started: ${delivery.workflowId} (state ${delivery.state}); pass --force to run a closed key again` : `started (event key ${opts.key}${opts.force ? ', forced' : ''})`);
+  io.out(
+    delivery.duplicate
+      ? `already started: ${delivery.workflowId} (state ${delivery.state}); pass --force to run a closed key again`
+      : `started (event key ${opts.key}${opts.force ? ', forced' : ''})`,
+  );
   return 0;
 }

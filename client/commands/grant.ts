@@ -27,19 +27,42 @@ export interface GrantOptions {
  * workers read it as each run starts. A worker honours it only when its allowed signers let the
  * key sign grants (namespace loopwright-grant) for NAME. Revoke it by deleting the file.
  */
-export async function grantCommand(client: LoopwrightClient, loop: string, opts: GrantOptions, io: Output, env: Record<string, string | undefined>): Promise<number> {
+export async function grantCommand(
+  client: LoopwrightClient,
+  loop: string,
+  opts: GrantOptions,
+  io: Output,
+  env: Record<string, string | undefined>,
+): Promise<number> {
   const level = opts.level?.toUpperCase();
   if (level !== 'L2' && level !== 'L3') throw new UsageError(`--level must be L2 or L3, not "${opts.level ?? ''}"`);
   const by = requireOneLine('--by', (opts.by ?? '').trim());
-  if (!by) throw new UsageError('grant needs --by NAME: the principal your key is listed for in the workers\' allowed signers');
+  if (!by)
+    throw new UsageError("grant needs --by NAME: the principal your key is listed for in the workers' allowed signers");
   const key = signingKeyPath(env);
-  if (!key) throw new UsageError('grant needs your signing key: set LOOPWRIGHT_SIGNING_KEY to your ed25519 private key (or configure git ssh signing)');
+  if (!key)
+    throw new UsageError(
+      'grant needs your signing key: set LOOPWRIGHT_SIGNING_KEY to your ed25519 private key (or configure git ssh signing)',
+    );
   const { evidence, rule } = await loopEvidence(client, loop, { taskQueue: opts.taskQueue });
-  if (!rule || rule.to !== level) throw new UsageError(`loop ${loop} has no promotion rule to ${level}: it cannot be granted ${level}`);
-  if (!evidence.meets) throw new UsageError(`loop ${loop} does not meet its rule for ${level} yet (${describeRule(rule, evidence.level)}: streak ${evidence.streak}); see \`loopwright autonomy ${loop}\``);
+  if (!rule || rule.to !== level)
+    throw new UsageError(`loop ${loop} has no promotion rule to ${level}: it cannot be granted ${level}`);
+  if (!evidence.meets)
+    throw new UsageError(
+      `loop ${loop} does not meet its rule for ${level} yet (${describeRule(rule, evidence.level)}: streak ${evidence.streak}); see \`loopwright autonomy ${loop}\``,
+    );
   const grant: Grant = {
-    loop, level, by, at: new Date().toISOString(),
-    evidence: { level: evidence.level, rule: describeRule(rule, evidence.level), runs: evidence.runs, streak: evidence.streak, verdict: evidence.verdict },
+    loop,
+    level,
+    by,
+    at: new Date().toISOString(),
+    evidence: {
+      level: evidence.level,
+      rule: describeRule(rule, evidence.level),
+      runs: evidence.runs,
+      streak: evidence.streak,
+      verdict: evidence.verdict,
+    },
   };
   const signed: SignedGrant = { grant, signature: signMessage(key, GRANT_NAMESPACE, grantMessage(grant)) };
   const file = opts.out ?? path.join(trustPathsFromEnv(env).grantsDir, `${loop}-${level}.json`);
@@ -49,7 +72,9 @@ export async function grantCommand(client: LoopwrightClient, loop: string, opts:
   else {
     io.out(`granted ${loop} ${level} by ${by}: ${file}`);
     io.out(`  evidence: ${grant.evidence.rule}, streak ${evidence.streak} of ${evidence.runs} runs`);
-    io.out('  workers read grants from LOOPWRIGHT_GRANTS (default <LOOPWRIGHT_HOME>/grants): put this file there on every worker; delete it to revoke');
+    io.out(
+      '  workers read grants from LOOPWRIGHT_GRANTS (default <LOOPWRIGHT_HOME>/grants): put this file there on every worker; delete it to revoke',
+    );
   }
   return 0;
 }

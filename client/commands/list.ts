@@ -5,9 +5,14 @@ import type { LoopwrightClient } from '../loopwright-client';
 import { runTable, type Output } from '../output';
 
 /** `list [--state S] [--loop L] [--limit N] [--json]`, through the search attributes; redacted with the client's redaction. */
-export async function listCommand(client: LoopwrightClient, opts: { state?: string; loop?: string; limit?: string; json?: boolean; needsAudit?: boolean }, io: Output): Promise<number> {
+export async function listCommand(
+  client: LoopwrightClient,
+  opts: { state?: string; loop?: string; limit?: string; json?: boolean; needsAudit?: boolean },
+  io: Output,
+): Promise<number> {
   const limit = opts.limit === undefined ? 50 : Number(opts.limit);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a whole number from 1, not "${opts.limit}"`);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new UsageError(`--limit must be a whole number from 1, not "${opts.limit}"`);
   const rows = await client.list({ state: opts.state, loop: opts.loop, limit, needsAudit: opts.needsAudit });
   if (opts.json) io.out(terminalJson(redactDeep(rows, client.redaction), 2));
   else runTable(rows, client.redaction).forEach((l) => io.out(l));

@@ -13,7 +13,8 @@ export function untilSignal(): Promise<NodeJS.Signals> {
 
 /** Which model endpoint the worker will call, in one line. */
 export function modelEndpointNote(env: Record<string, string | undefined>): string {
-  if (env.ANTHROPIC_BASE_URL) return `model endpoint: ${env.ANTHROPIC_BASE_URL}${env.ANTHROPIC_API_KEY ? ' (with ANTHROPIC_API_KEY)' : ''}`;
+  if (env.ANTHROPIC_BASE_URL)
+    return `model endpoint: ${env.ANTHROPIC_BASE_URL}${env.ANTHROPIC_API_KEY ? ' (with ANTHROPIC_API_KEY)' : ''}`;
   if (env.ANTHROPIC_API_KEY) return 'model endpoint: Anthropic API (ANTHROPIC_API_KEY is set)';
   return 'warning: neither ANTHROPIC_API_KEY nor ANTHROPIC_BASE_URL is set: model calls will fail (try `loopwright model-server --script FILE` and ANTHROPIC_BASE_URL)';
 }

@@ -10,7 +10,11 @@ import type { Output } from '../output';
  * activities/report-file.ts), opened with this process's ring (LOOPWRIGHT_KEYS). Printed inert
  * (common/terminal.ts). A sealed report whose key the ring lacks is a KeyMissingError naming it.
  */
-export async function reportCommand(file: string, env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function reportCommand(
+  file: string,
+  env: Record<string, string | undefined>,
+  io: Output,
+): Promise<number> {
   const text = readReportFile(file, keyRingFromEnv(env));
   if (text === undefined) throw new UsageError(`${file} is not a report file: no regular file there`);
   io.out(escapeBlock(text).trimEnd());

@@ -7,7 +7,15 @@ import type { RunRecord } from '../../common/run-record';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
 import { runRedaction } from '../run-redaction';
-import { buildReview, renderReview, reviewedAttempt, reviewJson, type Review, type ReviewDiff, type ReviewTarget } from '../review';
+import {
+  buildReview,
+  renderReview,
+  reviewedAttempt,
+  reviewJson,
+  type Review,
+  type ReviewDiff,
+  type ReviewTarget,
+} from '../review';
 import { isImprovement } from '../improve';
 
 export interface ReviewOptions {
@@ -27,13 +35,26 @@ export const MAX_PATCH_BYTES = 8 * 1024 * 1024;
  * sequence of the run's reaches the terminal) and coloured only on a terminal without NO_COLOR;
  * `--json` prints the `Review`. A run with no attempt to review, or an unknown id, exits 2.
  */
-export async function reviewCommand(client: LoopwrightClient, id: string, opts: ReviewOptions, io: Output, env: Record<string, string | undefined>): Promise<number> {
+export async function reviewCommand(
+  client: LoopwrightClient,
+  id: string,
+  opts: ReviewOptions,
+  io: Output,
+  env: Record<string, string | undefined>,
+): Promise<number> {
   const n = opts.attempt === undefined ? undefined : Number(opts.attempt);
-  if (n !== undefined && !(Number.isInteger(n) && n >= 1)) throw new UsageError(`--attempt must be an attempt number (1, 2, ...), not "${opts.attempt}"`);
+  if (n !== undefined && !(Number.isInteger(n) && n >= 1))
+    throw new UsageError(`--attempt must be an attempt number (1, 2, ...), not "${opts.attempt}"`);
   if (await isImprovement(client, id)) {
-    throw new UsageError(`${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) can be reviewed`);
+    throw new UsageError(
+      `${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) can be reviewed`,
+    );
   }
-  const review = await reviewOf(await client.status(id), { attempt: n, diff: opts.diff !== false, redaction: await runRedaction(client, id) });
+  const review = await reviewOf(await client.status(id), {
+    attempt: n,
+    diff: opts.diff !== false,
+    redaction: await runRedaction(client, id),
+  });
   if (opts.json) io.out(reviewJson(review));
   else renderReview(review, { color: colorFor(process.stdout, env) }).forEach((l) => io.out(l));
   return 0;
@@ -45,14 +66,25 @@ export function colorFor(stream: { isTTY?: boolean }, env: Record<string, string
 }
 
 /** The review of a run's attempt (see {@link reviewedAttempt}), with its diff unless `diff: false`. */
-export async function reviewOf(record: RunRecord, opts: { attempt?: number; diff?: boolean; redaction?: Redaction } = {}): Promise<Review> {
+export async function reviewOf(
+  record: RunRecord,
+  opts: { attempt?: number; diff?: boolean; redaction?: Redaction } = {},
+): Promise<Review> {
   const target = reviewedAttempt(record, opts.attempt);
-  const diff: ReviewDiff = opts.diff === false ? { status: 'skipped', reason: 'not shown (--no-diff)' } : await readReviewDiff(record, target);
+  const diff: ReviewDiff =
+    opts.diff === false ? { status: 'skipped', reason: 'not shown (--no-diff)' } : await readReviewDiff(record, target);
   return buildReview(record, target, diff, opts.redaction);
 }
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
-const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '--ignore-submodules=dirty', '--src-prefix=a/', '--dst-prefix=b/'];
+const DIFF_FLAGS = [
+  '--no-color',
+  '--no-ext-diff',
+  '--no-textconv',
+  '--ignore-submodules=dirty',
+  '--src-prefix=a/',
+  '--dst-prefix=b/',
+];
 
 /**
  * `git diff base head` of the run's branch, read through workerGit (nothing of the repository's
@@ -68,13 +100,24 @@ const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '--ignore-su
  */
 export async function readReviewDiff(record: RunRecord, target: ReviewTarget): Promise<ReviewDiff> {
   const ws = record.workspace;
-  if (!ws?.branch) return { status: 'none', reason: ws ? 'none: the run worked in place, not on a branch of its own' : 'none: the run has no git workspace' };
-  if (!existsSync(ws.root)) return { status: 'unavailable', reason: `not readable here: the workspace ${ws.root} is not on this machine (its worker has it; review branch ${ws.branch} there)` };
-  const run = (args: string[], cwd = ws.root) => workerGit(cwd, args, { timeoutMs: 60_000, maxBuffer: MAX_PATCH_BYTES });
+  if (!ws?.branch)
+    return {
+      status: 'none',
+      reason: ws ? 'none: the run worked in place, not on a branch of its own' : 'none: the run has no git workspace',
+    };
+  if (!existsSync(ws.root))
+    return {
+      status: 'unavailable',
+      reason: `not readable here: the workspace ${ws.root} is not on this machine (its worker has it; review branch ${ws.branch} there)`,
+    };
+  const run = (args: string[], cwd = ws.root) =>
+    workerGit(cwd, args, { timeoutMs: 60_000, maxBuffer: MAX_PATCH_BYTES });
   const git = (args: string[], cwd = ws.root) => run(args, cwd).then((o) => o.trim());
   try {
     // Commits come from the worker's own plumbing; checked anyway, since they become git arguments.
-    const commits = record.attempts.flatMap((a) => (a.commit && SHA.test(a.commit) ? [{ n: a.n, commit: a.commit }] : []));
+    const commits = record.attempts.flatMap((a) =>
+      a.commit && SHA.test(a.commit) ? [{ n: a.n, commit: a.commit }] : [],
+    );
     const tip = () => git(['rev-parse', '--verify', '--quiet', `refs/heads/${ws.branch}^{commit}`]);
     // A target awaiting review is not in the record yet; approving lands the branch's tip.
     const head = target.awaitingReview ? await tip() : commits.filter((c) => c.n <= target.n).at(-1)?.commit;
@@ -89,7 +132,8 @@ export async function readReviewDiff(record: RunRecord, target: ReviewTarget): P
       const patch = await run(['diff', ...DIFF_FLAGS, base, head, '--']);
       return { status: 'ok', base, head, stat, patch, truncated: false };
     } catch (err) {
-      if (err instanceof GitError && /output passed/.test(err.reason)) return { status: 'ok', base, head, stat, patch: '', truncated: true };
+      if (err instanceof GitError && /output passed/.test(err.reason))
+        return { status: 'ok', base, head, stat, patch: '', truncated: true };
       throw err;
     }
   } catch (err) {

@@ -41,10 +41,15 @@ export function parseInputArg(arg: string | undefined): unknown {
   try {
     bytes = readBounded(file, LIMITS.inputBytes);
   } catch (err) {
-    throw new UsageError(`cannot read input file ${escapeLine(file)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new UsageError(
+      `cannot read input file ${escapeLine(file)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   const where = `the file ${escapeLine(file)}`;
-  if (bytes.length > LIMITS.inputBytes) throw new UsageError(`--input (${where}) is larger than ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB), the most accepted`);
+  if (bytes.length > LIMITS.inputBytes)
+    throw new UsageError(
+      `--input (${where}) is larger than ${LIMITS.inputBytes} bytes (${LIMITS.inputBytes / 1024} KiB), the most accepted`,
+    );
   return parseJsonText(decodeUtf8(bytes, `--input (${where})`), '--input', { where, hint });
 }
 
@@ -65,8 +70,13 @@ export async function runCommand(
     return 0;
   }
   if (!opts.json) io.out(escapeLine(workflowId));
-  const record = await client.wait(workflowId, opts.json ? undefined : (r) => io.err(progressLine(r)), (e) => io.err(`  waiting: ${e.message}`));
+  const record = await client.wait(workflowId, opts.json ? undefined : (r) => io.err(progressLine(r)), (e) =>
+    io.err(`  waiting: ${e.message}`),
+  );
   if (opts.json) io.out(terminalJson(redactDeep(record, client.redaction), 2));
-  else summarize(record, client.redaction).slice(1).forEach((l) => io.out(l));
+  else
+    summarize(record, client.redaction)
+      .slice(1)
+      .forEach((l) => io.out(l));
   return record.state === 'completed' ? 0 : 3;
 }

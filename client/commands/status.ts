@@ -12,7 +12,12 @@ import { improvementLines } from './improve';
  * exact JSON with C1 and bidi characters written as `\uXXXX`. Both are redacted with the client's
  * redaction and the run's pinned names (client/run-redaction.ts), as `trace` is.
  */
-export async function statusCommand(client: LoopwrightClient, id: string, opts: { json?: boolean }, io: Output): Promise<number> {
+export async function statusCommand(
+  client: LoopwrightClient,
+  id: string,
+  opts: { json?: boolean },
+  io: Output,
+): Promise<number> {
   if (await isImprovement(client, id)) {
     const record = redactDeep(await improvementStatus(client, id), client.redaction);
     if (opts.json) io.out(terminalJson(record, 2));

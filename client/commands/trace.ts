@@ -16,10 +16,18 @@ import { renderTrace } from '../../trace/render-trace';
  * terminal (common/terminal.ts).
  * An unknown id is a RunNotFoundError (exit 2).
  */
-export async function traceCommand(client: LoopwrightClient, id: string, opts: { json?: boolean; markdown?: boolean }, io: Output): Promise<number> {
-  if (opts.json && opts.markdown) throw new UsageError('--json and --markdown are two formats of the same trace: give one');
+export async function traceCommand(
+  client: LoopwrightClient,
+  id: string,
+  opts: { json?: boolean; markdown?: boolean },
+  io: Output,
+): Promise<number> {
+  if (opts.json && opts.markdown)
+    throw new UsageError('--json and --markdown are two formats of the same trace: give one');
   if (await isImprovement(client, id)) {
-    throw new UsageError(`${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) has a trace`);
+    throw new UsageError(
+      `${id} is an improvement run, not a loop run: see \`loopwright status ${id}\`; each of its evaluation runs (${id}/eval/...) has a trace`,
+    );
   }
   const trace = buildTrace(await fetchHistories(client.temporal, id), { redaction: client.redaction });
   if (opts.json) io.out(terminalJson(trace, 2));

@@ -80,25 +80,44 @@ class HttpError extends Error {
  * 405; Temporal unreachable: 503. A signed GitHub `ping` answers 200 `{ ping: true }`.
  */
 export function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
-  if (!opts.secret && !opts.insecure) return Promise.reject(new UsageError('the webhook receiver needs a secret to verify signatures, or insecure: true to accept unsigned deliveries'));
+  if (!opts.secret && !opts.insecure)
+    return Promise.reject(
+      new UsageError(
+        'the webhook receiver needs a secret to verify signatures, or insecure: true to accept unsigned deliveries',
+      ),
+    );
   const host = opts.host ?? '127.0.0.1';
   const limits = { ...WEBHOOK_LIMITS, ...opts.limits };
-  const receiver: Receiver = { client: opts.client, secret: opts.secret || undefined, limits, deliveries: new DeliveryIds(limits) };
-  const server = createServer({
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.headersTimeoutMs + limits.bodyTimeoutMs + 1_000,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    // Node checks the two timeouts above only this often (30 s by default).
-    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs / 2),
-  }, (req, res) => {
-    handle(receiver, req).then(
-      ([status, body]) => answer(res, status, body, req, opts.log),
-      (err: unknown) => answer(res, ...failure(err), req, opts.log),
-    );
-  });
+  const receiver: Receiver = {
+    client: opts.client,
+    secret: opts.secret || undefined,
+    limits,
+    deliveries: new DeliveryIds(limits),
+  };
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.headersTimeoutMs + limits.bodyTimeoutMs + 1_000,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node checks the two timeouts above only this often (30 s by default).
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs / 2),
+    },
+    (req, res) => {
+      handle(receiver, req).then(
+        ([status, body]) => answer(res, status, body, req, opts.log),
+        (err: unknown) => answer(res, ...failure(err), req, opts.log),
+      );
+    },
+  );
   server.maxConnections = limits.maxConnections;
   return new Promise((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new UsageError(`port ${opts.port} on ${host} is in use: pick another with --port`) : err));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new UsageError(`port ${opts.port} on ${host} is in use: pick another with --port`)
+          : err,
+      ),
+    );
     server.listen(opts.port ?? 0, host, () => {
       const { port } = server.address() as AddressInfo;
       const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
@@ -129,14 +148,21 @@ async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unkno
   // Browsers put Origin on every cross-origin request and on every POST (same-origin and DNS
   // rebinding included); webhook senders (GitHub, curl, servers) do not. So any Origin means a
   // web page is posting, and no web page has business here: refuse it, even with --insecure.
-  if (req.headers.origin !== undefined) throw new HttpError(403, `requests from a browser (Origin ${req.headers.origin.slice(0, 100)}) are refused: send deliveries from a server`);
+  if (req.headers.origin !== undefined)
+    throw new HttpError(
+      403,
+      `requests from a browser (Origin ${req.headers.origin.slice(0, 100)}) are refused: send deliveries from a server`,
+    );
   // application/json is not a CORS "simple" type: a page can't send it without a preflight, which gets 405.
   checkContentType(req.headers['content-type']);
   if (Number(req.headers['content-length'] ?? 0) > r.limits.maxBodyBytes) throw tooLarge(r.limits);
   const signature = r.secret === undefined ? undefined : parseSignature(header(req, 'x-hub-signature-256'));
   const raw = await readBody(req, r.limits);
   if (r.secret !== undefined && !timingSafeEqual(createHmac('sha256', r.secret).update(raw).digest(), signature!)) {
-    throw new HttpError(401, 'X-Hub-Signature-256 does not match the body: sign the exact bytes sent with the webhook secret (LOOPWRIGHT_WEBHOOK_SECRET)');
+    throw new HttpError(
+      401,
+      'X-Hub-Signature-256 does not match the body: sign the exact bytes sent with the webhook secret (LOOPWRIGHT_WEBHOOK_SECRET)',
+    );
   }
   // Recorded only now that the signature holds, so nobody without the secret can use up ids.
   const delivery = deliveryId(header(req, 'x-github-delivery'), r.secret !== undefined);
@@ -153,10 +179,18 @@ async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unkno
 async function deliver(client: EventClient, segment: string, raw: Buffer): Promise<[number, unknown]> {
   const loop = decodeLoop(segment);
   const body = parseJson(raw);
-  if (typeof body.key !== 'string' || body.key === '') throw new HttpError(400, 'key: required, a string of letters, digits and ._:-/ (at most 200 characters)');
-  if (body.force !== undefined && typeof body.force !== 'boolean') throw new HttpError(400, 'force: expected true or false');
+  if (typeof body.key !== 'string' || body.key === '')
+    throw new HttpError(400, 'key: required, a string of letters, digits and ._:-/ (at most 200 characters)');
+  if (body.force !== undefined && typeof body.force !== 'boolean')
+    throw new HttpError(400, 'force: expected true or false');
   if (!('input' in body)) throw new HttpError(400, 'input: required (the loop input as a JSON value)');
-  const delivery = await deliverEvent(client, { loop, key: body.key, input: body.input, force: body.force as boolean | undefined, by: 'webhook' });
+  const delivery = await deliverEvent(client, {
+    loop,
+    key: body.key,
+    input: body.input,
+    force: body.force as boolean | undefined,
+    by: 'webhook',
+  });
   return delivery.duplicate ? [200, delivery] : [201, { workflowId: delivery.workflowId, duplicate: false }];
 }
 
@@ -168,25 +202,40 @@ function header(req: IncomingMessage, name: string): string | undefined {
 
 function checkContentType(value: string | undefined): void {
   const [type, ...params] = (value ?? '').split(';').map((part) => part.trim().toLowerCase());
-  if (type !== 'application/json') throw new HttpError(415, `Content-Type must be application/json (got ${value ? JSON.stringify(value.slice(0, 100)) : 'none'}): send the body as JSON`);
-  const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/"/g, '');
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw new HttpError(415, `charset ${charset} is not supported: send UTF-8 JSON`);
+  if (type !== 'application/json')
+    throw new HttpError(
+      415,
+      `Content-Type must be application/json (got ${value ? JSON.stringify(value.slice(0, 100)) : 'none'}): send the body as JSON`,
+    );
+  const charset = params
+    .find((p) => p.startsWith('charset='))
+    ?.slice('charset='.length)
+    .replace(/"/g, '');
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+    throw new HttpError(415, `charset ${charset} is not supported: send UTF-8 JSON`);
 }
 
 function parseSignature(header: string | undefined): Buffer {
-  if (header === undefined) throw new HttpError(401, 'missing X-Hub-Signature-256 header: sign the raw body with HMAC-SHA256 and the webhook secret (LOOPWRIGHT_WEBHOOK_SECRET) as sha256=<hex>');
+  if (header === undefined)
+    throw new HttpError(
+      401,
+      'missing X-Hub-Signature-256 header: sign the raw body with HMAC-SHA256 and the webhook secret (LOOPWRIGHT_WEBHOOK_SECRET) as sha256=<hex>',
+    );
   const hex = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim())?.[1];
-  if (hex === undefined) throw new HttpError(401, 'X-Hub-Signature-256 is malformed: expected sha256= and 64 hex digits');
+  if (hex === undefined)
+    throw new HttpError(401, 'X-Hub-Signature-256 is malformed: expected sha256= and 64 hex digits');
   return Buffer.from(hex, 'hex');
 }
 
 /** GitHub sends a GUID with every delivery; with a secret one is required, so every accepted delivery counts against replays. */
 function deliveryId(header: string | undefined, required: boolean): string | undefined {
   if (header === undefined) {
-    if (required) throw new HttpError(400, 'missing X-GitHub-Delivery header: give every delivery a unique id (GitHub sends one)');
+    if (required)
+      throw new HttpError(400, 'missing X-GitHub-Delivery header: give every delivery a unique id (GitHub sends one)');
     return undefined;
   }
-  if (!/^[A-Za-z0-9._:-]{1,100}$/.test(header)) throw new HttpError(400, 'X-GitHub-Delivery is malformed: use 1 to 100 letters, digits and ._:-');
+  if (!/^[A-Za-z0-9._:-]{1,100}$/.test(header))
+    throw new HttpError(400, 'X-GitHub-Delivery is malformed: use 1 to 100 letters, digits and ._:-');
   return header;
 }
 
@@ -202,7 +251,11 @@ class DeliveryIds {
       if (now - at < this.limits.replayWindowMs && this.seen.size < this.limits.maxDeliveryIds) break;
       this.seen.delete(old);
     }
-    if (this.seen.has(id)) throw new HttpError(409, `replayed delivery ${id}: a delivery with this id was accepted within the last ${+(this.limits.replayWindowMs / 3_600_000).toFixed(3)} hours`);
+    if (this.seen.has(id))
+      throw new HttpError(
+        409,
+        `replayed delivery ${id}: a delivery with this id was accepted within the last ${+(this.limits.replayWindowMs / 3_600_000).toFixed(3)} hours`,
+      );
     this.seen.set(id, now);
   }
 
@@ -220,7 +273,10 @@ function readBody(req: IncomingMessage, limits: WebhookLimits): Promise<Buffer> 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const timer = setTimeout(() => stop(new HttpError(408, `the body did not arrive within ${limits.bodyTimeoutMs / 1000} seconds`)), limits.bodyTimeoutMs);
+    const timer = setTimeout(
+      () => stop(new HttpError(408, `the body did not arrive within ${limits.bodyTimeoutMs / 1000} seconds`)),
+      limits.bodyTimeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limits.maxBodyBytes) stop(tooLarge(limits));
@@ -249,29 +305,45 @@ function decodeLoop(segment: string): string {
 function parseJson(raw: Buffer): Record<string, unknown> {
   let body: unknown;
   const text = raw.toString('utf8');
-  if (jsonTooDeep(text)) throw new HttpError(400, `body nests arrays and objects more than ${LIMITS.jsonDepth} deep: flatten it`);
+  if (jsonTooDeep(text))
+    throw new HttpError(400, `body nests arrays and objects more than ${LIMITS.jsonDepth} deep: flatten it`);
   try {
     body = JSON.parse(text);
   } catch (err) {
-    throw new HttpError(400, `body is not valid JSON (${(err as Error).message.replace(/\s+/g, ' ').slice(0, 160)}): send { "key": ..., "input": ... }`);
+    throw new HttpError(
+      400,
+      `body is not valid JSON (${(err as Error).message.replace(/\s+/g, ' ').slice(0, 160)}): send { "key": ..., "input": ... }`,
+    );
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'body must be a JSON object { "key": ..., "input": ..., "force"?: true }');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new HttpError(400, 'body must be a JSON object { "key": ..., "input": ..., "force"?: true }');
   return body as Record<string, unknown>;
 }
 
 function failure(err: unknown): [number, unknown] {
   if (err instanceof HttpError) return [err.status, { error: err.message }];
   if (err instanceof ServerUnavailableError) return [503, { error: err.message }];
-  if (err instanceof RunStillRunningError) return [409, { error: err.message, workflowId: err.workflowId, state: err.state }];
+  if (err instanceof RunStillRunningError)
+    return [409, { error: err.message, workflowId: err.workflowId, state: err.state }];
   if (err instanceof UsageError) return [400, { error: err.message }];
   return [500, { error: `internal error: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` }];
 }
 
-function answer(res: ServerResponse, status: number, body: unknown, req: IncomingMessage, log?: (line: string) => void): void {
+function answer(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  req: IncomingMessage,
+  log?: (line: string) => void,
+): void {
   const text = JSON.stringify(body);
   // After a refusal the rest of the body may still be coming: close instead of reading it.
   const close = status >= 400 ? { connection: 'close' } : {};
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...close });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    ...close,
+  });
   res.end(text);
   const what = (body as { workflowId?: string; error?: string }).workflowId ?? (body as { error?: string }).error ?? '';
   log?.(`${req.method} ${req.url} -> ${status} ${what}`);
@@ -281,19 +353,41 @@ function answer(res: ServerResponse, status: number, body: unknown, req: Incomin
  * The receiver's authentication from the environment: LOOPWRIGHT_WEBHOOK_SECRET, else --insecure;
  * neither is a UsageError (exit 2), raised before anything connects.
  */
-export function webhookAuth(env: Record<string, string | undefined>, opts: { insecure?: boolean }): { secret?: string; insecure?: boolean } {
+export function webhookAuth(
+  env: Record<string, string | undefined>,
+  opts: { insecure?: boolean },
+): { secret?: string; insecure?: boolean } {
   if (env.LOOPWRIGHT_WEBHOOK_SECRET) return { secret: env.LOOPWRIGHT_WEBHOOK_SECRET };
   if (opts.insecure) return { insecure: true };
-  throw new UsageError('LOOPWRIGHT_WEBHOOK_SECRET is not set: set it to the secret senders sign deliveries with (X-Hub-Signature-256), or pass --insecure to accept unsigned deliveries (local testing only)');
+  throw new UsageError(
+    'LOOPWRIGHT_WEBHOOK_SECRET is not set: set it to the secret senders sign deliveries with (X-Hub-Signature-256), or pass --insecure to accept unsigned deliveries (local testing only)',
+  );
 }
 
 /** `webhooks [--port N] [--host H] [--insecure]`: serves until Ctrl-C. */
-export async function webhooksCommand(client: LoopwrightClient, opts: { port?: string; host?: string; secret?: string; insecure?: boolean }, io: Output): Promise<number> {
+export async function webhooksCommand(
+  client: LoopwrightClient,
+  opts: { port?: string; host?: string; secret?: string; insecure?: boolean },
+  io: Output,
+): Promise<number> {
   const insecure = !opts.secret && opts.insecure === true;
-  const server = await startWebhookServer({ client, port: numberOpt(opts.port), host: opts.host, secret: opts.secret, insecure, log: (line) => io.err(line) });
-  if (insecure) io.err(`WARNING: --insecure: deliveries are NOT authenticated: any program that can reach ${server.url} can start runs; set LOOPWRIGHT_WEBHOOK_SECRET instead`);
-  else if (opts.insecure) io.err('note: --insecure is ignored: LOOPWRIGHT_WEBHOOK_SECRET is set, so every delivery must be signed');
-  io.out(`webhooks: listening on ${server.url} (POST ${server.url}/events/<loop> with {"key","input","force"?}${insecure ? ', unsigned' : ', signed: X-Hub-Signature-256 and X-GitHub-Delivery'}); Ctrl-C stops`);
+  const server = await startWebhookServer({
+    client,
+    port: numberOpt(opts.port),
+    host: opts.host,
+    secret: opts.secret,
+    insecure,
+    log: (line) => io.err(line),
+  });
+  if (insecure)
+    io.err(
+      `WARNING: --insecure: deliveries are NOT authenticated: any program that can reach ${server.url} can start runs; set LOOPWRIGHT_WEBHOOK_SECRET instead`,
+    );
+  else if (opts.insecure)
+    io.err('note: --insecure is ignored: LOOPWRIGHT_WEBHOOK_SECRET is set, so every delivery must be signed');
+  io.out(
+    `webhooks: listening on ${server.url} (POST ${server.url}/events/<loop> with {"key","input","force"?}${insecure ? ', unsigned' : ', signed: X-Hub-Signature-256 and X-GitHub-Delivery'}); Ctrl-C stops`,
+  );
   await untilSignal();
   await server.close();
   io.out('webhooks: stopped.');

@@ -7,14 +7,25 @@ import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
 /** `worker`: polls LOOPWRIGHT_TASK_QUEUE on TEMPORAL_ADDRESS until Ctrl-C or SIGTERM. */
-export async function workerCommand(opts: { metrics?: string } & Record<string, unknown>, given: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function workerCommand(
+  opts: { metrics?: string } & Record<string, unknown>,
+  given: Record<string, string | undefined>,
+  io: Output,
+): Promise<number> {
   const env = withTuningFlags(given, opts);
   const tuning = workerTuning(env);
   const config = readConfig(env);
   const metrics = opts.metrics ? metricsAddress(opts.metrics, '--metrics') : config.metrics;
   installRuntime({ metrics, env });
-  const { worker, connection, sandbox } = await createLoopwrightWorker({ address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, env });
-  io.err(`worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}); Ctrl-C stops it`);
+  const { worker, connection, sandbox } = await createLoopwrightWorker({
+    address: config.temporalAddress,
+    namespace: config.namespace,
+    taskQueue: config.taskQueue,
+    env,
+  });
+  io.err(
+    `worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}); Ctrl-C stops it`,
+  );
   io.err(sandboxNotice(sandbox).line);
   io.err(trustNotice(trustPathsFromEnv(env)));
   io.err(modelEndpointNote(env));

@@ -54,20 +54,26 @@ const EPSILON = 1e-9;
  * only when nothing that passed k/k before fails now AND the gain in mean pass rate is above the
  * noise between repeats of the current harness.
  */
-export function summarizeEvaluation(runs: EvalRun[], opts: { tasks: string[]; heldOut: string[]; k: number }): EvaluationSummary {
+export function summarizeEvaluation(
+  runs: EvalRun[],
+  opts: { tasks: string[]; heldOut: string[]; k: number },
+): EvaluationSummary {
   const { tasks, heldOut, k } = opts;
   const current = summarizeArm(runs, 'current', tasks, heldOut, k);
   const candidate = summarizeArm(runs, 'candidate', tasks, heldOut, k);
   const fixed = tasks.filter((t) => current.successes[t] < k && candidate.successes[t] === k);
   const broken = tasks.filter((t) => current.successes[t] === k && candidate.successes[t] < k);
   const gain = candidate.meanPassRate - current.meanPassRate;
-  const noise = current.repeatRates.length > 1 ? Math.max(...current.repeatRates) - Math.min(...current.repeatRates) : 0;
+  const noise =
+    current.repeatRates.length > 1 ? Math.max(...current.repeatRates) - Math.min(...current.repeatRates) : 0;
   const accepted = tasks.length > 0 && k > 0 && broken.length === 0 && gain > noise + EPSILON;
   let reason: string;
   if (tasks.length === 0 || k <= 0) reason = `refused: nothing was evaluated (${tasks.length} tasks, k = ${k})`;
   else if (broken.length > 0) reason = `refused: broke ${broken.join(', ')}, which passed ${k}/${k} before`;
-  else if (!accepted) reason = `refused: gain ${signed(gain)} is not above the noise ${noise.toFixed(2)} between repeats of the current harness`;
-  else reason = `accepted: ${signed(gain)} pass rate (noise ${noise.toFixed(2)}), ${fixed.length > 0 ? `fixed ${fixed.join(', ')}` : 'no task fixed outright'}; nothing broken`;
+  else if (!accepted)
+    reason = `refused: gain ${signed(gain)} is not above the noise ${noise.toFixed(2)} between repeats of the current harness`;
+  else
+    reason = `accepted: ${signed(gain)} pass rate (noise ${noise.toFixed(2)}), ${fixed.length > 0 ? `fixed ${fixed.join(', ')}` : 'no task fixed outright'}; nothing broken`;
   return { k, tasks, heldOut, current, candidate, fixed, broken, gain, noise, accepted, reason };
 }
 
@@ -81,7 +87,11 @@ function summarizeArm(runs: EvalRun[], arm: EvalRun['arm'], tasks: string[], hel
   return {
     ...rates(tasks, successes, k),
     costUsd: mine.reduce((sum, r) => sum + r.costUsd, 0),
-    heldOut: rates(heldOut.filter((t) => tasks.includes(t)), successes, k),
+    heldOut: rates(
+      heldOut.filter((t) => tasks.includes(t)),
+      successes,
+      k,
+    ),
     repeatRates: repeats.map((r) => (tasks.length === 0 ? 0 : tasks.filter((t) => passed(t, r)).length / tasks.length)),
     successes,
   };

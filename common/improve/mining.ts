@@ -9,7 +9,14 @@ const MAX_REASON = 120;
  * rejection is a judgement on the run, not a repeatable harness failure. (`output`, a worker that
  * ended without a final answer, is left out as well, as the improvement brief lists it.)
  */
-const MINED_KINDS: ReadonlySet<CheckKind> = new Set<CheckKind>(['judge', 'command', 'schema', 'diff', 'citations', 'tests']);
+const MINED_KINDS: ReadonlySet<CheckKind> = new Set<CheckKind>([
+  'judge',
+  'command',
+  'schema',
+  'diff',
+  'citations',
+  'tests',
+]);
 
 /**
  * A failure reason with what varies between occurrences taken out, so the same failure in
@@ -21,18 +28,22 @@ const MINED_KINDS: ReadonlySet<CheckKind> = new Set<CheckKind>(['judge', 'comman
  * both become "misses: mentions a crash (attempt N, N lines)".
  */
 export function normalizeReason(reason: string): string {
-  return reason
-    .toLowerCase()
-    // Quotes that open after a letter or digit are apostrophes ("doesn't"), not quotes.
-    .replace(/(?<![\p{L}\p{N}])(['"`])[^\n]*?\1(?![\p{L}\p{N}])/gu, '"…"')
-    .replace(/(?:[a-z]+:\/\/)?[\w.~@+-]*\/(?:[^\s"'`(),;]*[^\s"'`(),;.:])?/g, (path) => (looksLikePath(path) ? 'PATH' : path))
-    .replace(/[\w.-]+\.[a-z][a-z0-9]*:\d+(?::\d+)?/g, 'PATH')
-    .replace(/(?<![0-9a-z])(?=[a-f]*[0-9])(?=[0-9]*[a-f])[0-9a-f]{7,}(?![0-9a-z])/g, 'HASH')
-    .replace(/\d+(?:[.,]\d+)*/g, 'N')
-    .replace(/\s+/g, ' ')
-    .trim()
-    .slice(0, MAX_REASON)
-    .trimEnd();
+  return (
+    reason
+      .toLowerCase()
+      // Quotes that open after a letter or digit are apostrophes ("doesn't"), not quotes.
+      .replace(/(?<![\p{L}\p{N}])(['"`])[^\n]*?\1(?![\p{L}\p{N}])/gu, '"…"')
+      .replace(/(?:[a-z]+:\/\/)?[\w.~@+-]*\/(?:[^\s"'`(),;]*[^\s"'`(),;.:])?/g, (path) =>
+        looksLikePath(path) ? 'PATH' : path,
+      )
+      .replace(/[\w.-]+\.[a-z][a-z0-9]*:\d+(?::\d+)?/g, 'PATH')
+      .replace(/(?<![0-9a-z])(?=[a-f]*[0-9])(?=[0-9]*[a-f])[0-9a-f]{7,}(?![0-9a-z])/g, 'HASH')
+      .replace(/\d+(?:[.,]\d+)*/g, 'N')
+      .replace(/\s+/g, ' ')
+      .trim()
+      .slice(0, MAX_REASON)
+      .trimEnd()
+  );
 }
 
 /**
@@ -94,13 +105,17 @@ export function mineFailures(records: RunRecord[], opts: { minOccurrences: numbe
           }
           group.occurrences++;
           if (!group.runs.includes(record.workflowId)) group.runs.push(record.workflowId);
-          if (group.examples.length < 3 && !group.examples.includes(verdict.reason)) group.examples.push(verdict.reason);
+          if (group.examples.length < 3 && !group.examples.includes(verdict.reason))
+            group.examples.push(verdict.reason);
         }
       }
     }
   }
   const kept = [...groups.values()]
     .filter((g) => g.runs.length >= opts.minOccurrences)
-    .sort((a, b) => b.runs.length - a.runs.length || b.occurrences - a.occurrences || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    .sort(
+      (a, b) =>
+        b.runs.length - a.runs.length || b.occurrences - a.occurrences || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+    );
   return { groups: kept, considered, skipped };
 }

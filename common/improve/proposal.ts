@@ -15,7 +15,8 @@ export const MAX_CHANGE_CHARS = 50_000;
 
 const KNOWLEDGE_NAME = /^[A-Za-z0-9._-]+$/;
 
-export type ProposalCheck = { ok: true; harness: Harness; changed: string[] } | { ok: false; refusal: string; outside: string[] };
+export type ProposalCheck =
+  { ok: true; harness: Harness; changed: string[] } | { ok: false; refusal: string; outside: string[] };
 
 /**
  * Checks a proposal against the improvable surface before anything is evaluated, and applies it.
@@ -28,25 +29,43 @@ export function checkProposal(proposal: Proposal, current: Harness, tools: strin
   const paths = proposal.changes.map((c) => c.path);
   const outside = paths.filter((p) => !onSurface(p));
   if (outside.length > 0) {
-    return refuse(`the proposal changes ${outside.join(', ')}, which ${outside.length === 1 ? 'is' : 'are'} outside the improvable surface (${IMPROVABLE_PATHS.join(', ')}): refused before evaluation`, outside);
+    return refuse(
+      `the proposal changes ${outside.join(', ')}, which ${outside.length === 1 ? 'is' : 'are'} outside the improvable surface (${IMPROVABLE_PATHS.join(', ')}): refused before evaluation`,
+      outside,
+    );
   }
   const known = new Set([...Object.keys(current.toolDescriptions), ...tools]);
-  const strangers = paths.filter((p) => p.startsWith('toolDescriptions.') && !known.has(p.slice('toolDescriptions.'.length)));
+  const strangers = paths.filter(
+    (p) => p.startsWith('toolDescriptions.') && !known.has(p.slice('toolDescriptions.'.length)),
+  );
   if (strangers.length > 0) {
     const names = strangers.map((p) => p.slice('toolDescriptions.'.length));
-    return refuse(`the proposal describes ${names.join(', ')}, which the loop does not have (its tools: ${[...known].join(', ') || 'none'}): refused before evaluation`, strangers);
+    return refuse(
+      `the proposal describes ${names.join(', ')}, which the loop does not have (its tools: ${[...known].join(', ') || 'none'}): refused before evaluation`,
+      strangers,
+    );
   }
   const duplicates = [...new Set(paths.filter((p, i) => paths.indexOf(p) !== i))];
-  if (duplicates.length > 0) return refuse(`the proposal changes ${duplicates.join(', ')} more than once: refused before evaluation`, []);
+  if (duplicates.length > 0)
+    return refuse(`the proposal changes ${duplicates.join(', ')} more than once: refused before evaluation`, []);
   for (const change of proposal.changes) {
     if (change.value !== null && change.value.length > MAX_CHANGE_CHARS) {
-      return refuse(`the proposal's ${change.path} has ${change.value.length} characters, over the limit of ${MAX_CHANGE_CHARS}: refused before evaluation`, []);
+      return refuse(
+        `the proposal's ${change.path} has ${change.value.length} characters, over the limit of ${MAX_CHANGE_CHARS}: refused before evaluation`,
+        [],
+      );
     }
     if (change.path === 'systemPrompt' && !change.value?.trim()) {
-      return refuse('the proposal empties or removes systemPrompt, which must stay a non-empty text: refused before evaluation', []);
+      return refuse(
+        'the proposal empties or removes systemPrompt, which must stay a non-empty text: refused before evaluation',
+        [],
+      );
     }
     if (change.path.startsWith('toolDescriptions.') && change.value !== null && !change.value.trim()) {
-      return refuse(`the proposal sets ${change.path} to an empty text (use null to restore the built-in description): refused before evaluation`, []);
+      return refuse(
+        `the proposal sets ${change.path} to an empty text (use null to restore the built-in description): refused before evaluation`,
+        [],
+      );
     }
   }
   const harness = applyChanges(proposal, current);
@@ -78,14 +97,19 @@ function applyChanges(proposal: Proposal, current: Harness): Harness {
     if (value === null) target.delete(rest.join('.'));
     else target.set(rest.join('.'), value);
   }
-  return { systemPrompt, knowledge: Object.fromEntries(knowledge), toolDescriptions: Object.fromEntries(toolDescriptions) };
+  return {
+    systemPrompt,
+    knowledge: Object.fromEntries(knowledge),
+    toolDescriptions: Object.fromEntries(toolDescriptions),
+  };
 }
 
 /** The text at a path of a harness, or undefined when there is none. */
 function valueAt(h: Harness, path: string): string | undefined {
   if (path === 'systemPrompt') return h.systemPrompt;
   const [field, ...rest] = path.split('.');
-  const record: Record<string, string> | undefined = field === 'knowledge' ? h.knowledge : field === 'toolDescriptions' ? h.toolDescriptions : undefined;
+  const record: Record<string, string> | undefined =
+    field === 'knowledge' ? h.knowledge : field === 'toolDescriptions' ? h.toolDescriptions : undefined;
   const key = rest.join('.');
   return record && Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
 }
@@ -97,7 +121,12 @@ function sortedKeys(record: Record<string, string>): string[] {
 
 /** The system prompt a run gets: the harness's, then each knowledge document in name order. */
 export function harnessPrompt(h: Harness): string {
-  return h.systemPrompt + sortedKeys(h.knowledge).map((name) => `\n\n## Knowledge: ${name}\n\n${h.knowledge[name]}`).join('');
+  return (
+    h.systemPrompt +
+    sortedKeys(h.knowledge)
+      .map((name) => `\n\n## Knowledge: ${name}\n\n${h.knowledge[name]}`)
+      .join('')
+  );
 }
 
 /**
@@ -116,7 +145,10 @@ export function diffHarness(a: Harness, b: Harness): string[] {
     const before = valueAt(a, path);
     const after = valueAt(b, path);
     if (before === after) continue;
-    out.push(`@@ ${path} @@`, ...lineDiff(before === undefined ? [] : before.split('\n'), after === undefined ? [] : after.split('\n')));
+    out.push(
+      `@@ ${path} @@`,
+      ...lineDiff(before === undefined ? [] : before.split('\n'), after === undefined ? [] : after.split('\n')),
+    );
   }
   return out;
 }

@@ -13,7 +13,8 @@ export const BENCH_ANSWER = 'The notes describe 31 incidents; all were resolved.
 /** The ~2 KB text file the agent reads each turn: numbered incident lines, then the marker. */
 export function benchFileText(): string {
   const lines: string[] = [];
-  for (let i = 1; i <= 31; i++) lines.push(`incident ${String(i).padStart(2, '0')}: worker restarted, state replayed from history, ok`);
+  for (let i = 1; i <= 31; i++)
+    lines.push(`incident ${String(i).padStart(2, '0')}: worker restarted, state replayed from history, ok`);
   lines.push(BENCH_MARKER);
   return `${lines.join('\n')}\n`;
 }
@@ -54,7 +55,13 @@ export function benchScript(turns: number): ModelScript {
       name: 'judge passes',
       match: { role: 'checker' },
       reply: {
-        content: [{ type: 'tool_use', name: 'submit_verdict', input: { passed: true, reason: 'meets the rubric', failed_items: [], required_correction: '' } }],
+        content: [
+          {
+            type: 'tool_use',
+            name: 'submit_verdict',
+            input: { passed: true, reason: 'meets the rubric', failed_items: [], required_correction: '' },
+          },
+        ],
         usage: { input_tokens: 50, output_tokens: 10 },
       },
     },

@@ -37,23 +37,49 @@ async function measure(runs: number, workers: number): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'lw-bench-cluster-'));
   chmodSync(dir, 0o711); // PostgreSQL may run as another user (see server/cluster/postgres.ts).
   const model = await startModelServer({ script: throughputScript([0]), port: 0 });
-  const env = { ...process.env, ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench', LOOPWRIGHT_KEYS: '', LOOPWRIGHT_ALLOWED_SIGNERS: '', LOOPWRIGHT_TASK_QUEUE: uniqueName('bench') };
+  const env = {
+    ...process.env,
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: 'bench',
+    LOOPWRIGHT_KEYS: '',
+    LOOPWRIGHT_ALLOWED_SIGNERS: '',
+    LOOPWRIGHT_TASK_QUEUE: uniqueName('bench'),
+  };
   try {
-    const state = await startCluster({ dir: path.join(dir, 'cluster'), port: await freePort(), workers, env, log: (line) => console.error(line) });
+    const state = await startCluster({
+      dir: path.join(dir, 'cluster'),
+      port: await freePort(),
+      workers,
+      env,
+      log: (line) => console.error(line),
+    });
     const client = await LoopwrightClient.connect({ env: { ...env, TEMPORAL_ADDRESS: state.addresses[0] } });
-    const cpu = () => Object.fromEntries([...state.processes.map((p) => [p.name, treeCpuSeconds(p.pid!)]), ['client+model', selfCpuSeconds()]]) as Record<string, number>;
+    const cpu = () =>
+      Object.fromEntries([
+        ...state.processes.map((p) => [p.name, treeCpuSeconds(p.pid!)]),
+        ['client+model', selfCpuSeconds()],
+      ]) as Record<string, number>;
     // One run first, so every process has loaded what it needs before the clock starts.
-    await client.temporal.workflow.getHandle((await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: uniqueName(`${latencyTag(0)}-warm`) })).workflowId).result();
+    await client.temporal.workflow
+      .getHandle(
+        (await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: uniqueName(`${latencyTag(0)}-warm`) }))
+          .workflowId,
+      )
+      .result();
     const prefix = uniqueName(latencyTag(0));
     const [load0, cpu0, t0] = [loadavg()[0], cpu(), performance.now()];
-    const records = await Promise.all(Array.from({ length: runs }, async (_, i) => {
-      const { workflowId } = await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: `${prefix}-${i}` });
-      return (await client.temporal.workflow.getHandle(workflowId).result()) as RunRecord;
-    }));
+    const records = await Promise.all(
+      Array.from({ length: runs }, async (_, i) => {
+        const { workflowId } = await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: `${prefix}-${i}` });
+        return (await client.temporal.workflow.getHandle(workflowId).result()) as RunRecord;
+      }),
+    );
     const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0]];
     await client.close();
     const failed = records.filter((r) => r.state !== 'completed' || r.attempts.length !== 2).length;
-    console.log(`\n${workers} worker${workers > 1 ? 's' : ''}: ${runs} runs in ${wall.toFixed(1)} s = ${(runs / wall).toFixed(2)} runs/s, ${failed} not as expected, load ${load0.toFixed(1)} -> ${load1.toFixed(1)}`);
+    console.log(
+      `\n${workers} worker${workers > 1 ? 's' : ''}: ${runs} runs in ${wall.toFixed(1)} s = ${(runs / wall).toFixed(2)} runs/s, ${failed} not as expected, load ${load0.toFixed(1)} -> ${load1.toFixed(1)}`,
+    );
     console.log('| process | CPU s | CPU ms/run |\n| --- | --- | --- |');
     let total = 0;
     for (const name of Object.keys(cpu0)) {

@@ -39,9 +39,23 @@ export interface CodecSide {
 }
 
 /** One side's worker and client, warmed up by one run; `block(n)` runs n more and adds up their cost. */
-async function side(o: { name: string; address: string; modelUrl: string; keys: string; code: string; turns: number; workspace: string }) {
+async function side(o: {
+  name: string;
+  address: string;
+  modelUrl: string;
+  keys: string;
+  code: string;
+  turns: number;
+  workspace: string;
+}) {
   const taskQueue = uniqueName(`bench-codec-${o.name}`);
-  const env = { ANTHROPIC_BASE_URL: o.modelUrl, ANTHROPIC_API_KEY: 'bench', TEMPORAL_ADDRESS: o.address, LOOPWRIGHT_TASK_QUEUE: taskQueue, LOOPWRIGHT_KEYS: o.keys };
+  const env = {
+    ANTHROPIC_BASE_URL: o.modelUrl,
+    ANTHROPIC_API_KEY: 'bench',
+    TEMPORAL_ADDRESS: o.address,
+    LOOPWRIGHT_TASK_QUEUE: taskQueue,
+    LOOPWRIGHT_KEYS: o.keys,
+  };
   const ring = keyRingFromEnv(env);
   const connection = await NativeConnection.connect({ address: o.address });
   const worker = await Worker.create({
@@ -82,7 +96,14 @@ async function side(o: { name: string; address: string; modelUrl: string; keys: 
         bytes += (history.events ?? []).reduce((sum, e) => sum + eventBytes(e), 0);
       }
       const n = ids.length;
-      return { name: o.name, runs: n, cpuMs: total.cpuUs / 1000 / n, wallMs: total.wallMs / n, historyBytes: bytes / n, events: events / n };
+      return {
+        name: o.name,
+        runs: n,
+        cpuMs: total.cpuUs / 1000 / n,
+        wallMs: total.wallMs / n,
+        historyBytes: bytes / n,
+        events: events / n,
+      };
     },
     async close(): Promise<void> {
       worker.shutdown();
@@ -95,7 +116,8 @@ async function side(o: { name: string; address: string; modelUrl: string; keys: 
 
 /** The report: one row per side, then the ratios encrypted / plain. */
 export function formatCodecReport(plain: CodecSide, encrypted: CodecSide): string[] {
-  const row = (s: CodecSide) => `${s.name.padEnd(10)} ${s.cpuMs.toFixed(1).padStart(12)} ${s.wallMs.toFixed(0).padStart(12)} ${s.historyBytes.toFixed(0).padStart(16)} ${s.events.toFixed(1).padStart(10)}`;
+  const row = (s: CodecSide) =>
+    `${s.name.padEnd(10)} ${s.cpuMs.toFixed(1).padStart(12)} ${s.wallMs.toFixed(0).padStart(12)} ${s.historyBytes.toFixed(0).padStart(16)} ${s.events.toFixed(1).padStart(10)}`;
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
   return [
     `${'codec'.padEnd(10)} ${'CPU ms/run'.padStart(12)} ${'wall ms/run'.padStart(12)} ${'history B/run'.padStart(16)} ${'events/run'.padStart(10)}`,
@@ -117,17 +139,25 @@ async function main(runs: number, turns: number): Promise<void> {
     installRuntime();
     const cli = await findTemporalCli({ log: (line) => console.error(line) });
     const [started, plainCode, encryptedCode] = await Promise.all([
-      startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true }).then((s) => (server = s)),
+      startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true }).then(
+        (s) => (server = s),
+      ),
       workflowBundleCode({ encrypted: false }),
       workflowBundleCode({ encrypted: true }),
     ]);
     model = await startModelServer({ script: benchScript(turns), port: 0 });
-    console.log(`Temporal dev server ${started.address} (pid ${started.pid}); ${runs} runs of ${turns} model turns each side, after one warm-up run`);
+    console.log(
+      `Temporal dev server ${started.address} (pid ${started.pid}); ${runs} runs of ${turns} model turns each side, after one warm-up run`,
+    );
     const common = { address: started.address, modelUrl: model.url, turns, workspace };
     // Blocks alternate (none, AES-GCM, none, ...) so warm-up and server load fall on both sides alike.
-    const sides = [await side({ ...common, name: 'none', keys: '', code: plainCode }), await side({ ...common, name: 'AES-GCM', keys, code: encryptedCode })];
+    const sides = [
+      await side({ ...common, name: 'none', keys: '', code: plainCode }),
+      await side({ ...common, name: 'AES-GCM', keys, code: encryptedCode }),
+    ];
     const BLOCKS = 4;
-    for (let b = 0; b < BLOCKS; b++) for (const s of sides) await s.block(Math.floor(runs / BLOCKS) + (b < runs % BLOCKS ? 1 : 0));
+    for (let b = 0; b < BLOCKS; b++)
+      for (const s of sides) await s.block(Math.floor(runs / BLOCKS) + (b < runs % BLOCKS ? 1 : 0));
     const [plain, encrypted] = [await sides[0].result(), await sides[1].result()];
     for (const s of sides) await s.close();
     console.log('');
@@ -141,6 +171,10 @@ async function main(runs: number, turns: number): Promise<void> {
 }
 
 if (require.main === module) {
-  const [runs, turns] = wholeArgs([20, 5], 'runs (a whole number, at least 1) and turns (2 to 50)', ([r, t]) => r >= 1 && t >= 2 && t <= 50);
+  const [runs, turns] = wholeArgs(
+    [20, 5],
+    'runs (a whole number, at least 1) and turns (2 to 50)',
+    ([r, t]) => r >= 1 && t >= 2 && t <= 50,
+  );
   runScript(() => main(runs, turns));
 }

@@ -23,7 +23,13 @@ if (dir) {
   const mib = (bytes: number) => Math.round(bytes / 1048576);
   setInterval(() => {
     const m = process.memoryUsage();
-    const sample: HeapSample = { main: isMainThread, heapTotalMiB: mib(m.heapTotal), heapUsedMiB: mib(m.heapUsed), externalMiB: mib(m.external), at: Date.now() };
+    const sample: HeapSample = {
+      main: isMainThread,
+      heapTotalMiB: mib(m.heapTotal),
+      heapUsedMiB: mib(m.heapUsed),
+      externalMiB: mib(m.external),
+      at: Date.now(),
+    };
     writeFileSync(path.join(dir, `${threadId}.json`), JSON.stringify(sample));
   }, 1000).unref();
 }

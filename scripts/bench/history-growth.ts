@@ -43,9 +43,15 @@ async function main(turns: number): Promise<void> {
       bundleNaiveWorkflow(),
     ]);
     model = await startModelServer({ script: benchScript(turns), port: 0 });
-    console.log(`Temporal dev server ${started.address} (pid ${started.pid}), scripted model ${model.url}, ${turns}-turn session`);
+    console.log(
+      `Temporal dev server ${started.address} (pid ${started.pid}), scripted model ${model.url}, ${turns}-turn session`,
+    );
     const common = { address: started.address, modelUrl: model.url, turns, workspace };
-    const lw = await runLoopwrightSession({ ...common, workflowCode: lwCode, transcripts: process.env.LOOPWRIGHT_TRANSCRIPTS });
+    const lw = await runLoopwrightSession({
+      ...common,
+      workflowCode: lwCode,
+      transcripts: process.env.LOOPWRIGHT_TRANSCRIPTS,
+    });
     console.log(`loopwright run ${lw.workflowId}: ${(lw.ms / 1000).toFixed(1)} s`);
     const naive = await runNaiveSession({ ...common, workflowCode: naiveCode });
     console.log(`naive run ${naive.workflowId}: ${(naive.ms / 1000).toFixed(1)} s`);
@@ -57,7 +63,9 @@ async function main(turns: number): Promise<void> {
     for (const side of sides) {
       if (side.measure.turns.length !== turns) {
         // fetchHistory returns the latest run only: a run that continued as new is cut short here.
-        throw new Error(`the ${side.name} history has ${side.measure.turns.length} model turns, not ${turns}: did the run continue as new?`);
+        throw new Error(
+          `the ${side.name} history has ${side.measure.turns.length} model turns, not ${turns}: did the run continue as new?`,
+        );
       }
     }
     const report = formatReport(...sides);

@@ -22,11 +22,25 @@ export interface LoopwrightSessionOptions extends SessionOptions {
 export async function runLoopwrightSession(opts: LoopwrightSessionOptions): Promise<SessionRun> {
   installRuntime();
   const taskQueue = opts.taskQueue ?? uniqueName('bench-loopwright');
-  const env = { ANTHROPIC_BASE_URL: opts.modelUrl, ANTHROPIC_API_KEY: 'bench', TEMPORAL_ADDRESS: opts.address, LOOPWRIGHT_TASK_QUEUE: taskQueue };
+  const env = {
+    ANTHROPIC_BASE_URL: opts.modelUrl,
+    ANTHROPIC_API_KEY: 'bench',
+    TEMPORAL_ADDRESS: opts.address,
+    LOOPWRIGHT_TASK_QUEUE: taskQueue,
+  };
   const connection = await NativeConnection.connect({ address: opts.address });
   try {
-    const activities = createActivities({ model: createModelClient(env), ...(opts.transcripts ? { store: createFileBlobStore(opts.transcripts) } : {}) });
-    const worker = await Worker.create({ connection, taskQueue, workflowBundle: opts.workflowCode, activities, ...WORKER_TUNING });
+    const activities = createActivities({
+      model: createModelClient(env),
+      ...(opts.transcripts ? { store: createFileBlobStore(opts.transcripts) } : {}),
+    });
+    const worker = await Worker.create({
+      connection,
+      taskQueue,
+      workflowBundle: opts.workflowCode,
+      activities,
+      ...WORKER_TUNING,
+    });
     const client = await LoopwrightClient.connect({ env });
     try {
       const started = Date.now();
@@ -39,7 +53,9 @@ export async function runLoopwrightSession(opts: LoopwrightSessionOptions): Prom
       const attempt = record.attempts[0];
       if (record.state !== 'completed' || attempt?.turns !== opts.turns) {
         const why = record.error ?? attempt?.reasons.join('; ') ?? 'no attempt';
-        throw new Error(`loopwright session ${workflowId} ended ${record.state} after ${attempt?.turns ?? 0} of ${opts.turns} turns: ${why}`);
+        throw new Error(
+          `loopwright session ${workflowId} ended ${record.state} after ${attempt?.turns ?? 0} of ${opts.turns} turns: ${why}`,
+        );
       }
       const newContent = Array.from({ length: opts.turns - 1 }, (_, i) =>
         (attempt.toolCalls ?? []).filter((c) => c.turn === i + 1).reduce((sum, c) => sum + (c.bytes ?? 0), 0),

@@ -52,15 +52,25 @@ function segment(events: HistoryEvent[]): Segment {
  */
 export function measureTurns(history: History, turnActivityType: string): HistoryMeasure {
   const events = history.events ?? [];
-  const starts = events.flatMap((e, i) => (e.activityTaskScheduledEventAttributes?.activityType?.name === turnActivityType ? [i] : []));
+  const starts = events.flatMap((e, i) =>
+    e.activityTaskScheduledEventAttributes?.activityType?.name === turnActivityType ? [i] : [],
+  );
   if (starts.length === 0) {
-    throw new Error(`no ${turnActivityType} activity in this history of ${events.length} events: is it the right workflow and activity type?`);
+    throw new Error(
+      `no ${turnActivityType} activity in this history of ${events.length} events: is it the right workflow and activity type?`,
+    );
   }
   const lastId = Number(events[starts[starts.length - 1]].eventId);
-  const completed = events.findIndex((e) => Number(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? -1) === lastId);
-  const closing = completed < 0 ? -1 : events.findIndex((e, i) => i > completed && e.workflowTaskCompletedEventAttributes);
+  const completed = events.findIndex(
+    (e) => Number(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? -1) === lastId,
+  );
+  const closing =
+    completed < 0 ? -1 : events.findIndex((e, i) => i > completed && e.workflowTaskCompletedEventAttributes);
   const end = closing < 0 ? events.length : closing + 1;
-  const turns = starts.map((from, k) => ({ turn: k + 1, ...segment(events.slice(from, k + 1 < starts.length ? starts[k + 1] : end)) }));
+  const turns = starts.map((from, k) => ({
+    turn: k + 1,
+    ...segment(events.slice(from, k + 1 < starts.length ? starts[k + 1] : end)),
+  }));
   return { ...segment(events), setup: segment(events.slice(0, starts[0])), turns, tail: segment(events.slice(end)) };
 }
 

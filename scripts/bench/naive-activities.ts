@@ -50,7 +50,12 @@ export function createNaiveActivities(deps: { model: ModelClient }) {
 
     /** Runs one tool call in `root` and returns its full output (read_file: the whole file). */
     async naiveTool(input: NaiveToolInput): Promise<{ content: string; isError: boolean }> {
-      return executeTool(registry, input.name, input.input, { root: input.root, allowedCommands: [], commandTimeoutMs: 60_000, outputCapChars: 100_000 });
+      return executeTool(registry, input.name, input.input, {
+        root: input.root,
+        allowedCommands: [],
+        commandTimeoutMs: 60_000,
+        outputCapChars: 100_000,
+      });
     },
   };
 }

@@ -26,12 +26,23 @@ export async function runNaiveSession(opts: SessionOptions): Promise<SessionRun>
   const taskQueue = opts.taskQueue ?? uniqueName('bench-naive');
   const loop = getLoop('evaluate-optimize');
   const input = benchInput(opts.turns, opts.workspace);
-  const { task, spec } = loop.plan(loop.inputSchema.parse(input), { models: { worker: DEFAULT_WORKER_MODEL, checker: DEFAULT_CHECKER_MODEL }, harness: loop.harness });
+  const { task, spec } = loop.plan(loop.inputSchema.parse(input), {
+    models: { worker: DEFAULT_WORKER_MODEL, checker: DEFAULT_CHECKER_MODEL },
+    harness: loop.harness,
+  });
   const native = await NativeConnection.connect({ address: opts.address });
   const connection = await Connection.connect({ address: opts.address });
   try {
-    const activities = createNaiveActivities({ model: createModelClient({ ANTHROPIC_BASE_URL: opts.modelUrl, ANTHROPIC_API_KEY: 'bench' }) });
-    const worker = await Worker.create({ connection: native, taskQueue, workflowBundle: opts.workflowCode, activities, ...WORKER_TUNING });
+    const activities = createNaiveActivities({
+      model: createModelClient({ ANTHROPIC_BASE_URL: opts.modelUrl, ANTHROPIC_API_KEY: 'bench' }),
+    });
+    const worker = await Worker.create({
+      connection: native,
+      taskQueue,
+      workflowBundle: opts.workflowCode,
+      activities,
+      ...WORKER_TUNING,
+    });
     const client = new Client({ connection });
     const workflowId = uniqueName(`bench-naive-${opts.turns}t`);
     const started = Date.now();
@@ -39,12 +50,23 @@ export async function runNaiveSession(opts: SessionOptions): Promise<SessionRun>
       client.workflow.execute(naiveSessionWorkflow, {
         taskQueue,
         workflowId,
-        args: [{ task: renderWorkerPrompt(task, []), systemPrompt: spec.agent.systemPrompt, model: spec.models.worker, toolNames: input.tools, root: opts.workspace, maxTurns: input.maxTurns }],
+        args: [
+          {
+            task: renderWorkerPrompt(task, []),
+            systemPrompt: spec.agent.systemPrompt,
+            model: spec.models.worker,
+            toolNames: input.tools,
+            root: opts.workspace,
+            maxTurns: input.maxTurns,
+          },
+        ],
       }),
     );
     const ms = Date.now() - started;
     if (result.turns !== opts.turns || result.text === '') {
-      throw new Error(`naive session ${workflowId} took ${result.turns} of ${opts.turns} turns and ${result.text ? 'answered' : 'never answered'}`);
+      throw new Error(
+        `naive session ${workflowId} took ${result.turns} of ${opts.turns} turns and ${result.text ? 'answered' : 'never answered'}`,
+      );
     }
     const history = await client.workflow.getHandle(workflowId).fetchHistory();
     return { workflowId, history, newContent: result.newContent, ms };

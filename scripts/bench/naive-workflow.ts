@@ -21,7 +21,10 @@ export interface NaiveSessionResult {
   newContent: number[];
 }
 
-const { naiveTurn, naiveTool } = proxyActivities<NaiveActivities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 1 } });
+const { naiveTurn, naiveTool } = proxyActivities<NaiveActivities>({
+  startToCloseTimeout: '1m',
+  retry: { maximumAttempts: 1 },
+});
 
 /**
  * The baseline Loopwright avoids: the workflow keeps the whole message array and passes it
@@ -34,9 +37,18 @@ export async function naiveSessionWorkflow(input: NaiveSessionInput): Promise<Na
   const messages: TranscriptMessage[] = [{ role: 'user', content: input.task }];
   const newContent: number[] = [];
   for (let turn = 1; turn <= input.maxTurns; turn++) {
-    const reply = await naiveTurn({ workflowId, turn, model: input.model, systemPrompt: input.systemPrompt, toolNames: input.toolNames, messages });
+    const reply = await naiveTurn({
+      workflowId,
+      turn,
+      model: input.model,
+      systemPrompt: input.systemPrompt,
+      toolNames: input.toolNames,
+      messages,
+    });
     messages.push(reply);
-    const blocks: ContentBlock[] = Array.isArray(reply.content) ? reply.content : [{ type: 'text', text: reply.content }];
+    const blocks: ContentBlock[] = Array.isArray(reply.content)
+      ? reply.content
+      : [{ type: 'text', text: reply.content }];
     const calls = blocks.filter((b): b is ToolUseBlock => b.type === 'tool_use');
     if (calls.length === 0) {
       const text = blocks.map((b) => (b.type === 'text' ? b.text : '')).join('');
@@ -45,7 +57,12 @@ export async function naiveSessionWorkflow(input: NaiveSessionInput): Promise<Na
     const results: ToolResultBlock[] = [];
     for (const call of calls) {
       const out = await naiveTool({ root: input.root, name: call.name, input: call.input });
-      results.push({ type: 'tool_result', tool_use_id: call.id, content: out.content, ...(out.isError ? { is_error: true } : {}) });
+      results.push({
+        type: 'tool_result',
+        tool_use_id: call.id,
+        content: out.content,
+        ...(out.isError ? { is_error: true } : {}),
+      });
     }
     newContent.push(results.reduce((sum, r) => sum + r.content.length, 0));
     messages.push({ role: 'user', content: results });

@@ -14,7 +14,8 @@ import { allOf, clause } from '../../common/visibility-query';
 import { load1, startBenchStack } from './worker-stack';
 
 /** The `p`th percentile (nearest rank) of ascending `sorted`. */
-export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+export const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 
 /** What {@link measureParked} measured. Times in seconds, memory in MiB. */
 export interface ParkedFigures {
@@ -48,27 +49,56 @@ export interface ParkedFigures {
  * reads the worker's RSS, approves them all at once and returns the figures; `log` gets progress.
  * Stops every server it started.
  */
-export async function measureParked(runs: number, workerArgs: string[] = [], log: (line: string) => void = console.log): Promise<ParkedFigures> {
-  const script = parseModelScript({ rules: [{ name: 'draft', match: { role: 'worker' }, reply: { content: [{ type: 'text', text: 'a draft' }], usage: { input_tokens: 100, output_tokens: 20 } } }] }, 'parked bench');
+export async function measureParked(
+  runs: number,
+  workerArgs: string[] = [],
+  log: (line: string) => void = console.log,
+): Promise<ParkedFigures> {
+  const script = parseModelScript(
+    {
+      rules: [
+        {
+          name: 'draft',
+          match: { role: 'worker' },
+          reply: { content: [{ type: 'text', text: 'a draft' }], usage: { input_tokens: 100, output_tokens: 20 } },
+        },
+      ],
+    },
+    'parked bench',
+  );
   const stack = await startBenchStack(script, workerArgs);
   const { client } = stack;
   try {
     const input = { task: 'Write a draft.', checks: [{ kind: 'human', name: 'editor' }] };
     const rssBefore = stack.rss();
-    log(`worker pid ${stack.worker.pid} on ${stack.server.address}; ${runs} runs parked for a human, then all approved at once`);
+    log(
+      `worker pid ${stack.worker.pid} on ${stack.server.address}; ${runs} runs parked for a human, then all approved at once`,
+    );
     const ids: string[] = [];
     const parkStart = Date.now();
     for (let i = 0; i < runs; i += 50) {
-      ids.push(...(await Promise.all(Array.from({ length: Math.min(50, runs - i) }, () => client.run('evaluate-optimize', input, { id: uniqueName('parked') }).then((r) => r.workflowId)))));
+      ids.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(50, runs - i) }, () =>
+            client.run('evaluate-optimize', input, { id: uniqueName('parked') }).then((r) => r.workflowId),
+          ),
+        )),
+      );
     }
-    const parked = allOf(clause('TaskQueue', stack.env.LOOPWRIGHT_TASK_QUEUE!), clause('LoopState', 'awaiting_human'), clause('ExecutionStatus', 'Running'));
+    const parked = allOf(
+      clause('TaskQueue', stack.env.LOOPWRIGHT_TASK_QUEUE!),
+      clause('LoopState', 'awaiting_human'),
+      clause('ExecutionStatus', 'Running'),
+    );
     while ((await client.temporal.workflow.count(parked)).count < runs) await new Promise((r) => setTimeout(r, 500));
     const parkSeconds = (Date.now() - parkStart) / 1000;
     // Let the worker settle (its caches and GC) before the reading that counts.
     await new Promise((r) => setTimeout(r, 5000));
     const rssParked = stack.rss();
     const loadParked = load1();
-    log(`parked ${runs} in ${parkSeconds.toFixed(1)} s (load ${loadParked}); worker RSS ${rssBefore.toFixed(0)} MiB before, ${rssParked.toFixed(0)} MiB parked: +${(rssParked - rssBefore).toFixed(0)} MiB`);
+    log(
+      `parked ${runs} in ${parkSeconds.toFixed(1)} s (load ${loadParked}); worker RSS ${rssBefore.toFixed(0)} MiB before, ${rssParked.toFixed(0)} MiB parked: +${(rssParked - rssBefore).toFixed(0)} MiB`,
+    );
 
     const approveStart = Date.now();
     const outcomes = await Promise.all(
@@ -81,7 +111,8 @@ export async function measureParked(runs: number, workerArgs: string[] = [], log
           error = err instanceof Error ? err.message : String(err);
         }
         const record = await client.temporal.workflow.getHandle<typeof loopWorkflow>(id).result();
-        const applied = record.decisions.filter((d) => d.status === 'applied').length === 1 && record.state === 'completed';
+        const applied =
+          record.decisions.filter((d) => d.status === 'applied').length === 1 && record.state === 'completed';
         return { ms: Date.now() - t0, error, applied };
       }),
     );
@@ -113,8 +144,12 @@ export async function measureParked(runs: number, workerArgs: string[] = [], log
 
 async function main(runs: number, workerArgs: string[]): Promise<void> {
   const f = await measureParked(runs, workerArgs);
-  console.log(`approved ${runs} at once in ${f.approveSeconds.toFixed(1)} s (load ${f.loadApproved}): decision -> closed p50 ${f.p50.toFixed(2)} s, p95 ${f.p95.toFixed(2)} s, max ${f.max.toFixed(2)} s`);
-  console.log(`approvals that reported an error: ${f.errors} (of which the run had applied it: ${f.falseErrors}); runs not completed with one applied approval: ${f.notApplied}`);
+  console.log(
+    `approved ${runs} at once in ${f.approveSeconds.toFixed(1)} s (load ${f.loadApproved}): decision -> closed p50 ${f.p50.toFixed(2)} s, p95 ${f.p95.toFixed(2)} s, max ${f.max.toFixed(2)} s`,
+  );
+  console.log(
+    `approvals that reported an error: ${f.errors} (of which the run had applied it: ${f.falseErrors}); runs not completed with one applied approval: ${f.notApplied}`,
+  );
   if (f.firstError) console.log(`first error: ${f.firstError}`);
   console.log(`worker RSS after: ${f.rssAfter.toFixed(0)} MiB`);
 }

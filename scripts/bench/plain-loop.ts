@@ -1,6 +1,12 @@
 import { createModelCaller } from '../../activities/model';
 import { createModelClient } from '../../activities/providers';
-import { JUDGE_SYSTEM_PROMPT, parseVerdict, renderJudgePrompt, VERDICT_TOOL, VERDICT_TOOL_NAME } from '../../common/judge';
+import {
+  JUDGE_SYSTEM_PROMPT,
+  parseVerdict,
+  renderJudgePrompt,
+  VERDICT_TOOL,
+  VERDICT_TOOL_NAME,
+} from '../../common/judge';
 import { renderWorkerPrompt, type FeedbackEntry } from '../../common/prompts';
 import { DEFAULT_CHECKER_MODEL, DEFAULT_WORKER_MODEL } from '../../common/config';
 import { evaluateOptimize } from '../../loops/evaluate-optimize';
@@ -20,7 +26,13 @@ export interface PlainRun {
  * model caller and real SDK, streamed, with the same `x-loopwright-*` headers), and nothing else:
  * no history, no timers, no budget, no record.
  */
-export async function runPlainLoop(callModel: ReturnType<typeof createModelCaller>, workflowId: string, task: string, rubric: string[], maxAttempts: number): Promise<PlainRun> {
+export async function runPlainLoop(
+  callModel: ReturnType<typeof createModelCaller>,
+  workflowId: string,
+  task: string,
+  rubric: string[],
+  maxAttempts: number,
+): Promise<PlainRun> {
   const feedback: FeedbackEntry[] = [];
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     const answer = await callModel({
@@ -47,7 +59,19 @@ export async function runPlainLoop(callModel: ReturnType<typeof createModelCalle
     });
     const verdict = parseVerdict(review.content);
     if (verdict.passed) return { passed: true, attempts: attempt };
-    feedback.push({ kind: 'attempt', attempt, candidate: answer.text, failures: [{ check: 'judge', reason: verdict.reason, failedItems: verdict.failedItems, requiredCorrection: verdict.requiredCorrection }] });
+    feedback.push({
+      kind: 'attempt',
+      attempt,
+      candidate: answer.text,
+      failures: [
+        {
+          check: 'judge',
+          reason: verdict.reason,
+          failedItems: verdict.failedItems,
+          requiredCorrection: verdict.requiredCorrection,
+        },
+      ],
+    });
   }
   return { passed: false, attempts: maxAttempts };
 }

@@ -1,4 +1,11 @@
-import { fitLine, HISTORY_LIMIT_BYTES, HISTORY_LIMIT_EVENTS, turnsToReach, type HistoryMeasure, type TurnMeasure } from './measure-history';
+import {
+  fitLine,
+  HISTORY_LIMIT_BYTES,
+  HISTORY_LIMIT_EVENTS,
+  turnsToReach,
+  type HistoryMeasure,
+  type TurnMeasure,
+} from './measure-history';
 
 /** One side of the comparison: a measured history and the new content of each tool turn. */
 export interface BenchSide {
@@ -32,9 +39,15 @@ function limits(side: BenchSide): { bytes: number; events: number } {
   const tools = steady(side);
   const line = fitLine(tools);
   const tailPerTurn = side.measure.tail.bytes / Math.max(1, side.measure.turns.length - 1);
-  const bytes = turnsToReach(HISTORY_LIMIT_BYTES, side.measure.setup.bytes, { ...line, intercept: line.intercept + tailPerTurn });
+  const bytes = turnsToReach(HISTORY_LIMIT_BYTES, side.measure.setup.bytes, {
+    ...line,
+    intercept: line.intercept + tailPerTurn,
+  });
   const events = fitLine(tools.map((t) => ({ turn: t.turn, bytes: t.events, events: t.events })));
-  return { bytes, events: turnsToReach(HISTORY_LIMIT_EVENTS, side.measure.setup.events + side.measure.tail.events, events) };
+  return {
+    bytes,
+    events: turnsToReach(HISTORY_LIMIT_EVENTS, side.measure.setup.events + side.measure.tail.events, events),
+  };
 }
 
 /**
@@ -51,25 +64,40 @@ export function formatReport(lw: BenchSide, naive: BenchSide): string[] {
     const b = naive.newContent[t - 1];
     return a === b ? n(a) : `${n(a)} / ${n(b)}`;
   };
-  out.push(`${pad('turn', 5)} | ${pad(`${lw.name} bytes`, 16)} | ${pad('events', 6)} | ${pad(`${naive.name} bytes`, 12)} | ${pad('events', 6)} | ${pad('new content (bytes)', 19)}`);
+  out.push(
+    `${pad('turn', 5)} | ${pad(`${lw.name} bytes`, 16)} | ${pad('events', 6)} | ${pad(`${naive.name} bytes`, 12)} | ${pad('events', 6)} | ${pad('new content (bytes)', 19)}`,
+  );
   out.push('-'.repeat(80));
   for (const t of SHOWN_TURNS.filter((x) => x <= turns)) {
     const a = lw.measure.turns[t - 1];
     const b = naive.measure.turns[t - 1];
-    out.push(`${pad(String(t), 5)} | ${pad(n(a.bytes), 16)} | ${pad(String(a.events), 6)} | ${pad(n(b.bytes), 12)} | ${pad(String(b.events), 6)} | ${pad(content(t), 19)}`);
+    out.push(
+      `${pad(String(t), 5)} | ${pad(n(a.bytes), 16)} | ${pad(String(a.events), 6)} | ${pad(n(b.bytes), 12)} | ${pad(String(b.events), 6)} | ${pad(content(t), 19)}`,
+    );
   }
   out.push('-'.repeat(80));
-  for (const [label, key] of [['before turn 1', 'setup'], [`after turn ${turns}`, 'tail']] as const) {
-    out.push(`${pad(label, 13)} | ${pad(n(lw.measure[key].bytes), 8)} | ${pad(String(lw.measure[key].events), 6)} | ${pad(n(naive.measure[key].bytes), 12)} | ${pad(String(naive.measure[key].events), 6)} |`);
+  for (const [label, key] of [
+    ['before turn 1', 'setup'],
+    [`after turn ${turns}`, 'tail'],
+  ] as const) {
+    out.push(
+      `${pad(label, 13)} | ${pad(n(lw.measure[key].bytes), 8)} | ${pad(String(lw.measure[key].events), 6)} | ${pad(n(naive.measure[key].bytes), 12)} | ${pad(String(naive.measure[key].events), 6)} |`,
+    );
   }
   out.push('');
   for (const side of [lw, naive]) {
     const big = largest(side.measure.turns);
-    out.push(`${side.name}: history ${n(side.measure.bytes)} bytes (${kb(side.measure.bytes)}), ${n(side.measure.events)} events; largest turn: turn ${big.turn}, ${n(big.bytes)} bytes`);
+    out.push(
+      `${side.name}: history ${n(side.measure.bytes)} bytes (${kb(side.measure.bytes)}), ${n(side.measure.events)} events; largest turn: turn ${big.turn}, ${n(big.bytes)} bytes`,
+    );
   }
   const last = (s: BenchSide) => s.measure.turns[turns - 1].bytes;
-  out.push(`naive/${lw.name}: total bytes ×${(naive.measure.bytes / lw.measure.bytes).toFixed(1)}, turn ${turns} bytes ×${(last(naive) / last(lw)).toFixed(1)}`);
-  out.push(`new content over the session: ${n(sum(lw.newContent))} bytes in ${lw.newContent.length} tool turns (~${n(sum(lw.newContent) / Math.max(1, lw.newContent.length))} per turn)`);
+  out.push(
+    `naive/${lw.name}: total bytes ×${(naive.measure.bytes / lw.measure.bytes).toFixed(1)}, turn ${turns} bytes ×${(last(naive) / last(lw)).toFixed(1)}`,
+  );
+  out.push(
+    `new content over the session: ${n(sum(lw.newContent))} bytes in ${lw.newContent.length} tool turns (~${n(sum(lw.newContent) / Math.max(1, lw.newContent.length))} per turn)`,
+  );
   out.push('');
   out.push(...conclusion(lw, naive));
   return out;
@@ -88,7 +116,8 @@ function conclusion(lw: BenchSide, naive: BenchSide): string[] {
   const lwEvents = sum(lwTools.map((t) => t.events)) / Math.max(1, lwTools.length);
   const lwLimits = limits(lw);
   const naiveLimits = limits(naive);
-  const which = (l: { bytes: number; events: number }) => (l.bytes <= l.events ? `the 50 MB size limit` : `the ${n(HISTORY_LIMIT_EVENTS)}-event limit`);
+  const which = (l: { bytes: number; events: number }) =>
+    l.bytes <= l.events ? `the 50 MB size limit` : `the ${n(HISTORY_LIMIT_EVENTS)}-event limit`;
   return [
     `Loopwright: history per tool turn stays at ~${n(perTurn)} bytes (${n(lo)}–${n(hi)}, slope ${lwFit.slope >= 0 ? '+' : ''}${lwFit.slope.toFixed(1)} B/turn over ${fitted}) ` +
       `whatever the turn; the ~${n(content)} bytes of new content per turn stay in the transcript store (history gets a ref and a 200-char preview).`,

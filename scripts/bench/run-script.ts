@@ -10,7 +10,11 @@ export function runScript(main: () => Promise<void>): void {
 }
 
 /** The whole numbers of argv[2…] (defaults for those not given), or exit 2 with `usage` when one is not whole or fails `ok`. */
-export function wholeArgs(defaults: number[], usage: string, ok: (values: number[]) => boolean = (v) => v.every((n) => n > 0)): number[] {
+export function wholeArgs(
+  defaults: number[],
+  usage: string,
+  ok: (values: number[]) => boolean = (v) => v.every((n) => n > 0),
+): number[] {
   const values = defaults.map((d, i) => Number(process.argv[2 + i] ?? d));
   if (!values.every((n) => Number.isInteger(n)) || !ok(values)) {
     console.error(`error: give ${usage}, not ${process.argv.slice(2).join(' ')}`);

@@ -7,7 +7,7 @@
  *   npm run bench:soak -- [runs=2000] [concurrency=50] [block=200]
  */
 import { rmSync } from 'node:fs';
-import { LoopwrightClient } from '../../client/loopwright-client';
+import { type LoopwrightClient } from '../../client/loopwright-client';
 import { benchScript, makeBenchWorkspace } from './bench-model';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
@@ -35,8 +35,12 @@ async function main(runs: number, concurrency: number, block: number): Promise<v
   const stack = await startBenchStack(benchScript(2));
   try {
     const input = benchInput(2, workspace);
-    console.log(`worker pid ${stack.worker.pid} on ${stack.server.address}; ${runs} runs, ${concurrency} at a time; RSS after each block of ${block}`);
-    console.log(`${'runs'.padStart(6)} ${'RSS MiB'.padStart(8)} ${'main heap'.padStart(10)} ${'wf heap'.padStart(8)} ${'runs/s'.padStart(7)} ${'failed'.padStart(7)} ${'load'.padStart(6)}`);
+    console.log(
+      `worker pid ${stack.worker.pid} on ${stack.server.address}; ${runs} runs, ${concurrency} at a time; RSS after each block of ${block}`,
+    );
+    console.log(
+      `${'runs'.padStart(6)} ${'RSS MiB'.padStart(8)} ${'main heap'.padStart(10)} ${'wf heap'.padStart(8)} ${'runs/s'.padStart(7)} ${'failed'.padStart(7)} ${'load'.padStart(6)}`,
+    );
     const memory = () => {
       const heaps = stack.heaps();
       return `${stack.rss().toFixed(0).padStart(8)} ${heaps.main.toFixed(0).padStart(10)} ${heaps.threads.toFixed(0).padStart(8)}`;
@@ -50,7 +54,9 @@ async function main(runs: number, concurrency: number, block: number): Promise<v
       const failed = await runMany(stack.client, n, concurrency, input);
       done += n;
       const rate = n / ((Date.now() - started) / 1000);
-      console.log(`${String(done).padStart(6)} ${memory()} ${rate.toFixed(1).padStart(7)} ${String(failed).padStart(7)} ${load1().padStart(6)}`);
+      console.log(
+        `${String(done).padStart(6)} ${memory()} ${rate.toFixed(1).padStart(7)} ${String(failed).padStart(7)} ${load1().padStart(6)}`,
+      );
     }
   } finally {
     await stack.close();
@@ -59,6 +65,9 @@ async function main(runs: number, concurrency: number, block: number): Promise<v
 }
 
 if (require.main === module) {
-  const [runs, concurrency, block] = wholeArgs([2000, 50, 200], 'runs, concurrency and block size as whole numbers above 0');
+  const [runs, concurrency, block] = wholeArgs(
+    [2000, 50, 200],
+    'runs, concurrency and block size as whole numbers above 0',
+  );
   runScript(() => main(runs, concurrency, block));
 }

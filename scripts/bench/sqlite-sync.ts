@@ -43,8 +43,12 @@ async function measure(sync: SqliteSync, runs: number, concurrency: number, work
 
 async function main(runs: number, concurrency: number): Promise<void> {
   const workspace = makeBenchWorkspace();
-  console.log(`${runs} evaluate-optimize runs (2 model turns, a read_file, a judge), ${concurrency} at a time, per setting`);
-  console.log(`${'setting'.padEnd(7)} ${'runs/s'.padStart(7)} ${'server CPU/run'.padStart(14)} ${'failed'.padStart(7)} ${'load'.padStart(6)}`);
+  console.log(
+    `${runs} evaluate-optimize runs (2 model turns, a read_file, a judge), ${concurrency} at a time, per setting`,
+  );
+  console.log(
+    `${'setting'.padEnd(7)} ${'runs/s'.padStart(7)} ${'server CPU/run'.padStart(14)} ${'failed'.padStart(7)} ${'load'.padStart(6)}`,
+  );
   for (const sync of ['OFF', 'NORMAL', 'FULL'] as const) console.log(await measure(sync, runs, concurrency, workspace));
 }
 

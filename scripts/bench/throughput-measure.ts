@@ -8,7 +8,11 @@ import { uniqueName } from './session';
 import type { BenchStack } from './worker-stack';
 
 /** The task every measured run does: attempt 1 fails the judge, attempt 2 passes. */
-export const THROUGHPUT_INPUT = { task: 'Write a haiku about durable execution.', rubric: ['has three lines', 'mentions a crash'], maxAttempts: 3 };
+export const THROUGHPUT_INPUT = {
+  task: 'Write a haiku about durable execution.',
+  rubric: ['has three lines', 'mentions a crash'],
+  maxAttempts: 3,
+};
 /** Model calls each run makes: worker, judge (fail), worker, judge (pass). */
 export const CALLS_PER_RUN = 4;
 
@@ -24,17 +28,40 @@ export function throughputScript(latencies: number[]): ModelScript {
   const rules = latencies.flatMap((latencyMs): ModelRule[] => {
     const tag = latencyTag(latencyMs);
     const delay = latencyMs > 0 ? { delayMs: latencyMs } : {};
-    const worker = (attempt: number, text: string): ModelRule => ({ name: `${tag} worker ${attempt}`, match: { role: 'worker', attempt, workflowId: `${tag}-` }, ...delay, reply: { content: [{ type: 'text', text }], usage: { input_tokens: 100, output_tokens: 20 } } });
+    const worker = (attempt: number, text: string): ModelRule => ({
+      name: `${tag} worker ${attempt}`,
+      match: { role: 'worker', attempt, workflowId: `${tag}-` },
+      ...delay,
+      reply: { content: [{ type: 'text', text }], usage: { input_tokens: 100, output_tokens: 20 } },
+    });
     const judge = (attempt: number, passed: boolean): ModelRule => ({
       name: `${tag} judge ${attempt} ${passed ? 'passes' : 'fails'}`,
       match: { role: 'checker', attempt, workflowId: `${tag}-` },
       ...delay,
       reply: {
-        content: [{ type: 'tool_use', name: 'submit_verdict', input: passed ? { passed, reason: 'meets the rubric', failed_items: [], required_correction: '' } : { passed, reason: 'no crash in it', failed_items: ['mentions a crash'], required_correction: 'mention a crash' } }],
+        content: [
+          {
+            type: 'tool_use',
+            name: 'submit_verdict',
+            input: passed
+              ? { passed, reason: 'meets the rubric', failed_items: [], required_correction: '' }
+              : {
+                  passed,
+                  reason: 'no crash in it',
+                  failed_items: ['mentions a crash'],
+                  required_correction: 'mention a crash',
+                },
+          },
+        ],
         usage: { input_tokens: 50, output_tokens: 10 },
       },
     });
-    return [worker(1, 'Events in order\nreplayed from the history\nstate comes back whole'), judge(1, false), worker(2, 'The worker crashes\nhistory replays each event\nthe loop carries on'), judge(2, true)];
+    return [
+      worker(1, 'Events in order\nreplayed from the history\nstate comes back whole'),
+      judge(1, false),
+      worker(2, 'The worker crashes\nhistory replays each event\nthe loop carries on'),
+      judge(2, true),
+    ];
   });
   return parseModelScript({ rules }, 'throughput bench');
 }
@@ -61,14 +88,25 @@ export interface Measurement {
   loadEnd: number;
 }
 
-const callsOf = (stack: BenchStack, prefix: string): number => stack.model.requests.filter((r) => r.workflowId?.startsWith(prefix)).length;
+const callsOf = (stack: BenchStack, prefix: string): number =>
+  stack.model.requests.filter((r) => r.workflowId?.startsWith(prefix)).length;
 
 /** `runs` plain loops at once (see plain-loop.ts) against the stack's scripted model. */
 export async function measurePlain(stack: BenchStack, runs: number, latencyMs: number): Promise<Measurement> {
   const callModel = plainModelCaller(stack.model.url);
   const prefix = uniqueName(`${latencyTag(latencyMs)}-plain`);
   const [load0, cpu0, t0] = [loadavg()[0], selfCpuSeconds(), performance.now()];
-  const results = await Promise.all(Array.from({ length: runs }, (_, i) => runPlainLoop(callModel, `${prefix}-${i}`, THROUGHPUT_INPUT.task, THROUGHPUT_INPUT.rubric, THROUGHPUT_INPUT.maxAttempts)));
+  const results = await Promise.all(
+    Array.from({ length: runs }, (_, i) =>
+      runPlainLoop(
+        callModel,
+        `${prefix}-${i}`,
+        THROUGHPUT_INPUT.task,
+        THROUGHPUT_INPUT.rubric,
+        THROUGHPUT_INPUT.maxAttempts,
+      ),
+    ),
+  );
   const [wall, cpu] = [(performance.now() - t0) / 1000, selfCpuSeconds() - cpu0];
   return {
     path: 'plain',
@@ -92,10 +130,19 @@ export async function measurePlain(stack: BenchStack, runs: number, latencyMs: n
  * result; then the histories of `historySample` of them are fetched and measured (after the clock
  * and the CPU readings stop).
  */
-export async function measureLoopwright(stack: BenchStack, runs: number, latencyMs: number, historySample = 5): Promise<Measurement> {
+export async function measureLoopwright(
+  stack: BenchStack,
+  runs: number,
+  latencyMs: number,
+  historySample = 5,
+): Promise<Measurement> {
   const { client } = stack;
   const prefix = uniqueName(latencyTag(latencyMs));
-  const cpu = () => ({ server: procCpuSeconds(stack.server.pid), worker: procCpuSeconds(stack.worker.pid!), client: selfCpuSeconds() });
+  const cpu = () => ({
+    server: procCpuSeconds(stack.server.pid),
+    worker: procCpuSeconds(stack.worker.pid!),
+    client: selfCpuSeconds(),
+  });
   const [load0, cpu0, t0] = [loadavg()[0], cpu(), performance.now()];
   const results = await Promise.all(
     Array.from({ length: runs }, async (_, i) => {
@@ -105,7 +152,9 @@ export async function measureLoopwright(stack: BenchStack, runs: number, latency
     }),
   );
   const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0]];
-  const histories = await Promise.all(results.slice(0, historySample).map((r) => client.temporal.workflow.getHandle(r.workflowId).fetchHistory()));
+  const histories = await Promise.all(
+    results.slice(0, historySample).map((r) => client.temporal.workflow.getHandle(r.workflowId).fetchHistory()),
+  );
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return {
     path: 'loopwright',
@@ -125,7 +174,10 @@ export async function measureLoopwright(stack: BenchStack, runs: number, latency
 }
 
 /** CPU ms per second the dev server and the worker use with nothing to do (polls, timers), over `seconds`. */
-export async function measureIdle(stack: BenchStack, seconds: number): Promise<{ serverMsPerSecond: number; workerMsPerSecond: number }> {
+export async function measureIdle(
+  stack: BenchStack,
+  seconds: number,
+): Promise<{ serverMsPerSecond: number; workerMsPerSecond: number }> {
   const [s0, w0] = [procCpuSeconds(stack.server.pid), procCpuSeconds(stack.worker.pid!)];
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const [s1, w1] = [procCpuSeconds(stack.server.pid), procCpuSeconds(stack.worker.pid!)];

@@ -4,12 +4,22 @@ import type { Measurement } from './throughput-measure';
 /** Issue 17's baseline, measured by the filer before the work: runs/s at N=200 and CPU per run. */
 export const BASELINE = { runsPerSecond: '17–18', runsPerSecondHigh: 18, cpuMsPerRun: '~97–100' };
 /** Issue 17's targets. */
-export const TARGETS = { cpuMsPerRun: 50, speedup: 2, atRuns: 200, historyBytes: 8 * 1024, parkedRuns: 1000, parkedRssMB: 300, p50: 1, p95: 3 };
+export const TARGETS = {
+  cpuMsPerRun: 50,
+  speedup: 2,
+  atRuns: 200,
+  historyBytes: 8 * 1024,
+  parkedRuns: 1000,
+  parkedRssMB: 300,
+  p50: 1,
+  p95: 3,
+};
 
 const f = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : '-');
 const mark = (met: boolean): string => (met ? 'met' : 'NOT MET');
 /** Server + worker CPU per run for Loopwright; this process's per run for the plain loop (it has nothing else). */
-export const cpuMsPerRun = (m: Measurement): number => (1000 * (m.path === 'plain' ? m.clientCpu : m.serverCpu + m.workerCpu)) / m.runs;
+export const cpuMsPerRun = (m: Measurement): number =>
+  (1000 * (m.path === 'plain' ? m.clientCpu : m.serverCpu + m.workerCpu)) / m.runs;
 
 /** The side-by-side table, one line per measurement. */
 export function formatMeasurements(ms: Measurement[]): string[] {
@@ -29,7 +39,8 @@ export function formatMeasurements(ms: Measurement[]): string[] {
     ['hist KB/run', 11, (m) => f(m.historyBytes / 1024, 2)],
     ['load 1m start→end', 17, (m) => `${m.loadStart.toFixed(2)}→${m.loadEnd.toFixed(2)}`],
   ];
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(cols[i][1]) : c.padStart(cols[i][1]))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(cols[i][1]) : c.padStart(cols[i][1]))).join('  ');
   return [line(cols.map(([h]) => h)), ...ms.map((m) => line(cols.map(([, , get]) => get(m))))];
 }
 
@@ -45,22 +56,59 @@ export function formatParked(p: ParkedFigures): string[] {
 /** Each target beside its figure, marked met or not met from the measurement. */
 export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefined): string[] {
   const out: string[] = [];
-  const target = (what: string, figure: string, met: boolean, note = '') => out.push(`${what.padEnd(58)} ${figure.padEnd(26)} ${mark(met).padEnd(8)}${note ? ` ${note}` : ''}`);
+  const target = (what: string, figure: string, met: boolean, note = '') =>
+    out.push(`${what.padEnd(58)} ${figure.padEnd(26)} ${mark(met).padEnd(8)}${note ? ` ${note}` : ''}`);
   const runsFloor = TARGETS.speedup * BASELINE.runsPerSecondHigh;
   for (const m of ms.filter((x) => x.path === 'loopwright')) {
     const at = `, ${m.latencyMs} ms model latency`;
-    target(`CPU per run (server+worker) ≤ ${TARGETS.cpuMsPerRun} ms${at}`, `${f(cpuMsPerRun(m))} ms (today ${BASELINE.cpuMsPerRun})`, cpuMsPerRun(m) <= TARGETS.cpuMsPerRun);
+    target(
+      `CPU per run (server+worker) ≤ ${TARGETS.cpuMsPerRun} ms${at}`,
+      `${f(cpuMsPerRun(m))} ms (today ${BASELINE.cpuMsPerRun})`,
+      cpuMsPerRun(m) <= TARGETS.cpuMsPerRun,
+    );
     const note = m.runs === TARGETS.atRuns ? '' : `(measured at N=${m.runs}; the target is at N=${TARGETS.atRuns})`;
-    target(`runs/s ≥ ${TARGETS.speedup}× today (${BASELINE.runsPerSecond}) = ${runsFloor}${at}`, `${f(m.runs / m.wallSeconds)} runs/s`, m.runs / m.wallSeconds >= runsFloor, note);
-    target(`history per run ≤ ${TARGETS.historyBytes / 1024} KB${at}`, `${f(m.historyBytes / 1024, 2)} KB, ${f(m.historyEvents, 0)} events`, m.historyBytes <= TARGETS.historyBytes);
+    target(
+      `runs/s ≥ ${TARGETS.speedup}× today (${BASELINE.runsPerSecond}) = ${runsFloor}${at}`,
+      `${f(m.runs / m.wallSeconds)} runs/s`,
+      m.runs / m.wallSeconds >= runsFloor,
+      note,
+    );
+    target(
+      `history per run ≤ ${TARGETS.historyBytes / 1024} KB${at}`,
+      `${f(m.historyBytes / 1024, 2)} KB, ${f(m.historyEvents, 0)} events`,
+      m.historyBytes <= TARGETS.historyBytes,
+    );
   }
   if (parked) {
-    const note = parked.runs === TARGETS.parkedRuns ? '' : `(measured with ${parked.runs} parked; the targets are for ${TARGETS.parkedRuns})`;
+    const note =
+      parked.runs === TARGETS.parkedRuns
+        ? ''
+        : `(measured with ${parked.runs} parked; the targets are for ${TARGETS.parkedRuns})`;
     const addedMB = ((parked.rssParked - parked.rssBefore) * 1024 * 1024) / 1e6;
-    target(`${TARGETS.parkedRuns} parked runs add ≤ ${TARGETS.parkedRssMB} MB to worker RSS`, `+${f(addedMB, 0)} MB`, addedMB <= TARGETS.parkedRssMB, note);
-    target(`approving them: decision → closed p50 ≤ ${TARGETS.p50} s`, `${f(parked.p50, 2)} s`, parked.p50 <= TARGETS.p50, note);
-    target(`approving them: decision → closed p95 ≤ ${TARGETS.p95} s`, `${f(parked.p95, 2)} s`, parked.p95 <= TARGETS.p95, note);
-    target('approving them: no false errors', `${parked.falseErrors} false, ${parked.errors} in all`, parked.falseErrors === 0, note);
+    target(
+      `${TARGETS.parkedRuns} parked runs add ≤ ${TARGETS.parkedRssMB} MB to worker RSS`,
+      `+${f(addedMB, 0)} MB`,
+      addedMB <= TARGETS.parkedRssMB,
+      note,
+    );
+    target(
+      `approving them: decision → closed p50 ≤ ${TARGETS.p50} s`,
+      `${f(parked.p50, 2)} s`,
+      parked.p50 <= TARGETS.p50,
+      note,
+    );
+    target(
+      `approving them: decision → closed p95 ≤ ${TARGETS.p95} s`,
+      `${f(parked.p95, 2)} s`,
+      parked.p95 <= TARGETS.p95,
+      note,
+    );
+    target(
+      'approving them: no false errors',
+      `${parked.falseErrors} false, ${parked.errors} in all`,
+      parked.falseErrors === 0,
+      note,
+    );
   }
   return out;
 }

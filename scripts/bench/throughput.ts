@@ -24,7 +24,9 @@ function parseArgs(argv: string[]): { runs: number; parked: number } {
   const rest = argv.filter((a) => a !== '--quick');
   const [runs, parked] = [Number(rest[0] ?? (quick ? 20 : 200)), Number(rest[1] ?? (quick ? 50 : 1000))];
   if (rest.length > 2 || !Number.isInteger(runs) || runs <= 0 || !Number.isInteger(parked) || parked < 0) {
-    console.error(`error: usage: npm run bench -- [N runs at once, above 0] [M parked runs, 0 to skip] [--quick], not ${argv.join(' ')}`);
+    console.error(
+      `error: usage: npm run bench -- [N runs at once, above 0] [M parked runs, 0 to skip] [--quick], not ${argv.join(' ')}`,
+    );
     process.exit(2);
   }
   return { runs, parked };
@@ -32,12 +34,18 @@ function parseArgs(argv: string[]): { runs: number; parked: number } {
 
 async function main(): Promise<void> {
   const { runs, parked } = parseArgs(process.argv.slice(2));
-  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}; node ${process.version}`);
+  console.log(
+    `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}; node ${process.version}`,
+  );
   const stack = await startBenchStack(throughputScript(LATENCIES));
   const measured: Measurement[] = [];
   let idleLine = '';
   try {
-    console.log(`dev server pid ${stack.server.pid}, worker pid ${stack.worker.pid}; warming up with ${WARM_UP} runs each way (not counted)`);
+    console.log(
+      `dev server pid ${stack.server.pid}, worker pid ${stack.worker.pid}; warming up with ${WARM_UP} runs each way (not counted)`,
+    );
     await measurePlain(stack, WARM_UP, 0);
     await measureLoopwright(stack, WARM_UP, 0, 0);
     const idle = await measureIdle(stack, 5);
@@ -55,9 +63,13 @@ async function main(): Promise<void> {
   let parkedFigures: ParkedFigures | undefined;
   if (parked > 0) parkedFigures = await measureParked(parked, [], (line) => console.log(`  ${line}`));
 
-  console.log(`\nN=${runs} runs at once, 4 model calls each (worker, judge fails, worker, judge passes), per model latency:`);
+  console.log(
+    `\nN=${runs} runs at once, 4 model calls each (worker, judge fails, worker, judge passes), per model latency:`,
+  );
   for (const line of formatMeasurements(measured)) console.log(line);
-  console.log('CPU ms/run: dev server + worker for loopwright; this process (loop + scripted model) for plain. client CPU s: this process, which also serves the scripted model.');
+  console.log(
+    'CPU ms/run: dev server + worker for loopwright; this process (loop + scripted model) for plain. client CPU s: this process, which also serves the scripted model.',
+  );
   console.log(idleLine);
   if (parkedFigures) {
     console.log(`\nParked (fresh stack, default worker flags):`);

@@ -43,22 +43,52 @@ export interface BenchStack {
  * Starts a bench stack in a fresh folder: no key ring and no allowed signers (the figures are the
  * loop's, not the codec's: see bench:codec), `workerArgs` passed to `loopwright worker`.
  */
-export async function startBenchStack(script: ModelScript, workerArgs: string[] = [], sqliteSync?: SqliteSync): Promise<BenchStack> {
+export async function startBenchStack(
+  script: ModelScript,
+  workerArgs: string[] = [],
+  sqliteSync?: SqliteSync,
+): Promise<BenchStack> {
   const dir = mkdtempSync(path.join(tmpdir(), 'lw-bench-'));
   const probeDir = path.join(dir, 'heap-probe');
   mkdirSync(probeDir);
   const cli = await findTemporalCli({ log: (line) => console.error(line) });
-  const server = await startDevServer({ cli, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true, sqliteSync });
+  const server = await startDevServer({
+    cli,
+    dbFile: path.join(dir, 'temporal.db'),
+    port: await freePort(),
+    headless: true,
+    sqliteSync,
+  });
   const model = await startModelServer({ script, port: 0 });
   const env = {
-    PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: server.address, LOOPWRIGHT_TASK_QUEUE: uniqueName('bench'), ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench',
-    LOOPWRIGHT_HOME: dir, LOOPWRIGHT_KEYS: '', LOOPWRIGHT_ALLOWED_SIGNERS: '',
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: server.address,
+    LOOPWRIGHT_TASK_QUEUE: uniqueName('bench'),
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: 'bench',
+    LOOPWRIGHT_HOME: dir,
+    LOOPWRIGHT_KEYS: '',
+    LOOPWRIGHT_ALLOWED_SIGNERS: '',
     // Passed through: the sandbox mode, and the worker's Node options (to profile it: --cpu-prof, --heapsnapshot-signal).
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k === 'LOOPWRIGHT_SANDBOX' || k === 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS')),
-    NODE_OPTIONS: [`--require ${path.join(__dirname, 'heap-probe.js')}`, process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS].filter(Boolean).join(' '),
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => k === 'LOOPWRIGHT_SANDBOX' || k === 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS',
+      ),
+    ),
+    NODE_OPTIONS: [
+      `--require ${path.join(__dirname, 'heap-probe.js')}`,
+      process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS,
+    ]
+      .filter(Boolean)
+      .join(' '),
     LOOPWRIGHT_BENCH_HEAP_PROBE: probeDir,
   };
-  const worker = spawn(process.execPath, [path.join(__dirname, '..', '..', 'client', 'cli.js'), 'worker', ...workerArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const worker = spawn(
+    process.execPath,
+    [path.join(__dirname, '..', '..', 'client', 'cli.js'), 'worker', ...workerArgs],
+    { env, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let log = '';
   worker.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   const client = await LoopwrightClient.connect({ env });
@@ -83,7 +113,16 @@ export async function startBenchStack(script: ModelScript, workerArgs: string[] 
   }
   const tuning = /^tuning: .*$/m.exec(log)?.[0];
   if (tuning) console.log(`worker ${tuning}`);
-  return { server, model, worker, client, env, rss: () => rssMiB(worker.pid!), heaps: () => readHeaps(probeDir), close };
+  return {
+    server,
+    model,
+    worker,
+    client,
+    env,
+    rss: () => rssMiB(worker.pid!),
+    heaps: () => readHeaps(probeDir),
+    close,
+  };
 }
 
 /** The heap samples the worker's threads wrote in the last 3 s (a thread that ended stops writing). */

@@ -13,8 +13,26 @@ import { packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 import { findTemporalCli } from '../temporal-binary';
 import { isServing } from '../temporal-operator';
-import { DB_USER, findPostgresBin, initDataDir, isPostgresReady, postgresArgs, postgresUser, queryNumber, RunAs } from './postgres';
-import { ClusterProcess, ClusterState, isRunning, launch, readState, removeState, stopProcess, writeState } from './processes';
+import {
+  DB_USER,
+  findPostgresBin,
+  initDataDir,
+  isPostgresReady,
+  postgresArgs,
+  postgresUser,
+  queryNumber,
+  type RunAs,
+} from './postgres';
+import {
+  type ClusterProcess,
+  type ClusterState,
+  isRunning,
+  launch,
+  readState,
+  removeState,
+  stopProcess,
+  writeState,
+} from './processes';
 import { findSchemaDir, findSqlTool, findTemporalServer, findUiServer } from './temporal-server-binary';
 
 /** Options of {@link startCluster}. */
@@ -46,10 +64,16 @@ export function dynamicConfigFile(): string {
   return join(DEPLOY(), 'temporal', 'dynamicconfig', 'development-sql.yaml');
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, logFile: string | undefined, timeoutMs = 120_000): Promise<void> {
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  logFile: string | undefined,
+  timeoutMs = 120_000,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${logFile ? `: see ${logFile}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${logFile ? `: see ${logFile}` : ''}`);
     await sleep(500);
   }
 }
@@ -62,12 +86,16 @@ async function waitFor(what: string, check: () => Promise<boolean>, logFile: str
 async function lowFreePorts(count: number, from = 6933): Promise<number[]> {
   const ports: number[] = [];
   for (let port = from; ports.length < count && port < 32768; port++) if (await isPortFree(port)) ports.push(port);
-  if (ports.length < count) throw new Error(`no ${count} free ports between ${from} and 32767 for Temporal's membership`);
+  if (ports.length < count)
+    throw new Error(`no ${count} free ports between ${from} and 32767 for Temporal's membership`);
   return ports;
 }
 
 /** The ports every Temporal process is told about (one config for all), from the first frontend's port and free ones. */
-async function temporalPorts(port: number, frontends: number): Promise<{ shared: Record<string, string>; frontendPorts: Array<Record<string, string>> }> {
+async function temporalPorts(
+  port: number,
+  frontends: number,
+): Promise<{ shared: Record<string, string>; frontendPorts: Array<Record<string, string>> }> {
   const membership = await lowFreePorts(3 + frontends);
   const shared: Record<string, string> = {
     TEMPORAL_HISTORY_PORT: String(await freePort()),
@@ -90,7 +118,10 @@ async function temporalPorts(port: number, frontends: number): Promise<{ shared:
 
 /** Why a Temporal process stopped: the error of the last fatal line of its log. */
 function exitReason(p: ClusterProcess): string {
-  const fatal = readFileSync(p.logFile, 'utf8').split('\n').reverse().find((line) => /"level":"fatal"|Unable to/.test(line));
+  const fatal = readFileSync(p.logFile, 'utf8')
+    .split('\n')
+    .reverse()
+    .find((line) => /"level":"fatal"|Unable to/.test(line));
   return fatal ? (/"error":"([^"]*)"/.exec(fatal)?.[1] ?? fatal.slice(0, 300)) : 'no fatal line';
 }
 
@@ -115,7 +146,8 @@ function checkAlive(processes: ClusterProcess[], log: (line: string) => void): v
 
 function checkOptions(o: ClusterOptions): void {
   const whole = (name: string, v: number | undefined, min: number, max: number) => {
-    if (v !== undefined && (!Number.isInteger(v) || v < min || v > max)) throw new UsageError(`${name} must be a whole number from ${min} to ${max}, not ${v}`);
+    if (v !== undefined && (!Number.isInteger(v) || v < min || v > max))
+      throw new UsageError(`${name} must be a whole number from ${min} to ${max}, not ${v}`);
   };
   whole('--port', o.port, 1, 65535);
   whole('--frontends', o.frontends, 1, 4);
@@ -136,59 +168,122 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
   const port = o.port ?? 7233;
   const namespace = o.namespace ?? 'default';
   const previous = readState(o.dir);
-  if (previous?.processes.some(isRunning)) throw new UsageError(`a cluster is already running from ${o.dir} (frontend ${previous.addresses[0]}): stop it first with \`npm run cluster -- stop\``);
+  if (previous?.processes.some(isRunning))
+    throw new UsageError(
+      `a cluster is already running from ${o.dir} (frontend ${previous.addresses[0]}): stop it first with \`npm run cluster -- stop\``,
+    );
   if (!(await isPortFree(port))) throw new UsageError(`port ${port} is in use: give another with --port`);
-  if (o.uiPort !== undefined && !(await isPortFree(o.uiPort))) throw new UsageError(`port ${o.uiPort} is in use: give another with --ui-port`);
+  if (o.uiPort !== undefined && !(await isPortFree(o.uiPort)))
+    throw new UsageError(`port ${o.uiPort} is in use: give another with --ui-port`);
   const pgBin = findPostgresBin(env);
   const runAs = await postgresUser(env);
-  const [server, sqlTool, cli] = [await findTemporalServer({ env, log }), await findSqlTool({ env, log }), await findTemporalCli({ env, log })];
+  const [server, sqlTool, cli] = [
+    await findTemporalServer({ env, log }),
+    await findSqlTool({ env, log }),
+    await findTemporalCli({ env, log }),
+  ];
   const schemaDir = await findSchemaDir(env);
   const ui = o.uiPort === undefined ? undefined : await findUiServer({ env, log });
 
   mkdirSync(join(o.dir, 'logs'), { recursive: true });
-  const state: ClusterState = { addresses: [], namespace, pgPort: await freePort(), startedAt: new Date().toISOString(), processes: [] };
+  const state: ClusterState = {
+    addresses: [],
+    namespace,
+    pgPort: await freePort(),
+    startedAt: new Date().toISOString(),
+    processes: [],
+  };
   const add = (p: ClusterProcess) => {
     state.processes.push(launch(p));
     writeState(o.dir, state);
     return p;
   };
   try {
-    const dbEnv = { TEMPORAL_DB_HOST: '127.0.0.1', TEMPORAL_DB_PORT: String(state.pgPort), TEMPORAL_DB_USER: DB_USER, TEMPORAL_DB_PASSWORD: DB_PASSWORD };
+    const dbEnv = {
+      TEMPORAL_DB_HOST: '127.0.0.1',
+      TEMPORAL_DB_PORT: String(state.pgPort),
+      TEMPORAL_DB_USER: DB_USER,
+      TEMPORAL_DB_PASSWORD: DB_PASSWORD,
+    };
     await startPostgres(o.dir, pgBin, runAs, state.pgPort, add, log);
     log('creating and migrating the Temporal databases (deploy/temporal-schema.sh)');
-    await runStep('deploy/temporal-schema.sh', join(DEPLOY(), 'temporal-schema.sh'), { PATH: env.PATH ?? '', TEMPORAL_SQL_TOOL: sqlTool, TEMPORAL_SCHEMA_DIR: schemaDir, ...dbEnv });
+    await runStep('deploy/temporal-schema.sh', join(DEPLOY(), 'temporal-schema.sh'), {
+      PATH: env.PATH ?? '',
+      TEMPORAL_SQL_TOOL: sqlTool,
+      TEMPORAL_SCHEMA_DIR: schemaDir,
+      ...dbEnv,
+    });
 
     const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2);
-    const base = { PATH: env.PATH ?? '', HOME: env.HOME ?? '', TEMPORAL_DYNAMIC_CONFIG: dynamicConfigFile(), ...dbEnv, ...shared };
+    const base = {
+      PATH: env.PATH ?? '',
+      HOME: env.HOME ?? '',
+      TEMPORAL_DYNAMIC_CONFIG: dynamicConfigFile(),
+      ...dbEnv,
+      ...shared,
+    };
     const services: Array<[string, string, Record<string, string>]> = [
       ['history', 'history', frontendPorts[0]],
       ['matching', 'matching', frontendPorts[0]],
-      ...frontendPorts.map((ports, i): [string, string, Record<string, string>] => [i === 0 ? 'frontend' : `frontend-${i + 1}`, 'frontend', ports]),
+      ...frontendPorts.map((ports, i): [string, string, Record<string, string>] => [
+        i === 0 ? 'frontend' : `frontend-${i + 1}`,
+        'frontend',
+        ports,
+      ]),
       ['internal-worker', 'worker', frontendPorts[0]],
     ];
     for (const [name, service, ports] of services) {
       const metrics = String(await freePort());
-      const p = add(temporalProcess(o.dir, server, name, service, { ...base, ...ports, TEMPORAL_METRICS_PORT: metrics }));
+      const p = add(
+        temporalProcess(o.dir, server, name, service, { ...base, ...ports, TEMPORAL_METRICS_PORT: metrics }),
+      );
       // The first process writes the cluster's metadata into a fresh database; the others, started
       // at the same moment, would race it and exit ("failed to initialize current cluster metadata").
       if (name === 'history') {
-        await waitFor('the cluster metadata', async () => {
-          checkAlive([p], log);
-          writeState(o.dir, state);
-          return ((await queryNumber(pgBin, state.pgPort, DB_PASSWORD, 'temporal', 'select count(*) from cluster_metadata_info')) ?? 0) > 0;
-        }, p.logFile);
+        await waitFor(
+          'the cluster metadata',
+          async () => {
+            checkAlive([p], log);
+            writeState(o.dir, state);
+            return (
+              ((await queryNumber(
+                pgBin,
+                state.pgPort,
+                DB_PASSWORD,
+                'temporal',
+                'select count(*) from cluster_metadata_info',
+              )) ?? 0) > 0
+            );
+          },
+          p.logFile,
+        );
       }
     }
     state.addresses = frontendPorts.map((p) => `127.0.0.1:${p.TEMPORAL_FRONTEND_PORT}`);
     writeState(o.dir, state);
     for (const address of state.addresses) {
       log(`waiting for the frontend at ${address}`);
-      await waitFor(`the frontend at ${address}`, () => (checkAlive(state.processes.filter((p) => p.command === server), log), writeState(o.dir, state), isServing({ cli, address, namespace })), join(o.dir, 'logs', 'frontend.log'));
+      await waitFor(
+        `the frontend at ${address}`,
+        () => (
+          checkAlive(
+            state.processes.filter((p) => p.command === server),
+            log,
+          ),
+          writeState(o.dir, state),
+          isServing({ cli, address, namespace })
+        ),
+        join(o.dir, 'logs', 'frontend.log'),
+      );
     }
     log('namespace, retention and search attributes (deploy/temporal-setup.sh)');
     await runStep('deploy/temporal-setup.sh', join(DEPLOY(), 'temporal-setup.sh'), {
-      PATH: `${dirname(cli)}:${env.PATH ?? ''}`, HOME: env.HOME ?? '', TEMPORAL_ADDRESS: state.addresses[0], TEMPORAL_NAMESPACE: namespace,
-      LOOPWRIGHT_RETENTION: o.retention ?? '720h', TEMPORAL_SETUP_RETRY_DELAY: '1',
+      PATH: `${dirname(cli)}:${env.PATH ?? ''}`,
+      HOME: env.HOME ?? '',
+      TEMPORAL_ADDRESS: state.addresses[0],
+      TEMPORAL_NAMESPACE: namespace,
+      LOOPWRIGHT_RETENTION: o.retention ?? '720h',
+      TEMPORAL_SETUP_RETRY_DELAY: '1',
     });
     if (ui && o.uiPort !== undefined) state.uiUrl = await startUi(o.dir, ui, o.uiPort, state, add);
     writeState(o.dir, state);
@@ -205,66 +300,153 @@ async function runStep(title: string, script: string, env: Record<string, string
   if (result.code !== 0 || result.error) throw new Error(`${title} failed: ${failureReason(result)}`);
 }
 
-function temporalProcess(dir: string, server: string, name: string, service: string, env: Record<string, string>): ClusterProcess {
+function temporalProcess(
+  dir: string,
+  server: string,
+  name: string,
+  service: string,
+  env: Record<string, string>,
+): ClusterProcess {
   return {
     name,
     command: server,
-    args: ['--root', join(DEPLOY(), 'temporal'), '--config', 'config', '--env', 'loopwright', '--allow-no-auth', 'start', '--service', service],
+    args: [
+      '--root',
+      join(DEPLOY(), 'temporal'),
+      '--config',
+      'config',
+      '--env',
+      'loopwright',
+      '--allow-no-auth',
+      'start',
+      '--service',
+      service,
+    ],
     env,
     logFile: join(dir, 'logs', `${name}.log`),
     stopSignal: 'SIGTERM',
   };
 }
 
-async function startPostgres(dir: string, bin: string, runAs: RunAs | undefined, port: number, add: (p: ClusterProcess) => ClusterProcess, log: (line: string) => void): Promise<void> {
+async function startPostgres(
+  dir: string,
+  bin: string,
+  runAs: RunAs | undefined,
+  port: number,
+  add: (p: ClusterProcess) => ClusterProcess,
+  log: (line: string) => void,
+): Promise<void> {
   const dataDir = join(dir, 'pgdata');
   // The unprivileged user must get through the cluster folder to its data folder (nothing else is readable).
   if (runAs) {
     chmodSync(dir, 0o711);
     for (let up = dirname(resolve(dir)); up !== dirname(up); up = dirname(up)) {
-      if ((statSync(up).mode & 0o001) === 0) throw new UsageError(`PostgreSQL runs as ${runAs.name}, who cannot get through ${up} to ${dir}: choose another --dir, or let others through it (chmod o+x)`);
+      if ((statSync(up).mode & 0o001) === 0)
+        throw new UsageError(
+          `PostgreSQL runs as ${runAs.name}, who cannot get through ${up} to ${dir}: choose another --dir, or let others through it (chmod o+x)`,
+        );
     }
   }
   await initDataDir(bin, dataDir, DB_PASSWORD, runAs, log);
   log(`PostgreSQL on 127.0.0.1:${port}${runAs ? ` as ${runAs.name}` : ''}`);
   const p = add({
-    name: 'postgres', command: join(bin, 'postgres'), args: postgresArgs(dataDir, port), env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8' },
-    uid: runAs?.uid, gid: runAs?.gid, logFile: join(dir, 'logs', 'postgres.log'), stopSignal: 'SIGINT',
+    name: 'postgres',
+    command: join(bin, 'postgres'),
+    args: postgresArgs(dataDir, port),
+    env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8' },
+    uid: runAs?.uid,
+    gid: runAs?.gid,
+    logFile: join(dir, 'logs', 'postgres.log'),
+    stopSignal: 'SIGINT',
   });
-  await waitFor('PostgreSQL', async () => {
-    if (!isRunning(p)) throw new Error(`PostgreSQL exited at start: see ${p.logFile}`);
-    return isPostgresReady(bin, port);
-  }, p.logFile, 60_000);
+  await waitFor(
+    'PostgreSQL',
+    async () => {
+      if (!isRunning(p)) throw new Error(`PostgreSQL exited at start: see ${p.logFile}`);
+      return isPostgresReady(bin, port);
+    },
+    p.logFile,
+    60_000,
+  );
 }
 
 /** The Web UI server on 127.0.0.1:`port` for the first frontend, from a config file written into `<dir>/ui/`. */
-async function startUi(dir: string, server: string, port: number, state: ClusterState, add: (p: ClusterProcess) => ClusterProcess): Promise<string> {
+async function startUi(
+  dir: string,
+  server: string,
+  port: number,
+  state: ClusterState,
+  add: (p: ClusterProcess) => ClusterProcess,
+): Promise<string> {
   const url = `http://127.0.0.1:${port}`;
   mkdirSync(join(dir, 'ui'), { recursive: true });
   const config = [
-    `temporalGrpcAddress: ${state.addresses[0]}`, 'host: 127.0.0.1', `port: ${port}`, 'enableUi: true', `defaultNamespace: ${state.namespace}`,
+    `temporalGrpcAddress: ${state.addresses[0]}`,
+    'host: 127.0.0.1',
+    `port: ${port}`,
+    'enableUi: true',
+    `defaultNamespace: ${state.namespace}`,
     // Only the UI's own origin (see docker-compose.yml's temporal-ui), and no calls out of the machine.
-    'cors:', '  cookieInsecure: true', '  allowOrigins:', `    - ${url}`, 'disableNewsFetch: true', 'hideLogs: true', '',
+    'cors:',
+    '  cookieInsecure: true',
+    '  allowOrigins:',
+    `    - ${url}`,
+    'disableNewsFetch: true',
+    'hideLogs: true',
+    '',
   ].join('\n');
   writeFileSync(join(dir, 'ui', 'loopwright.yaml'), config);
-  const p = add({ name: 'ui', command: server, args: ['--root', dir, '--config', 'ui', '--env', 'loopwright', 'start'], env: { PATH: process.env.PATH ?? '' }, logFile: join(dir, 'logs', 'ui.log'), stopSignal: 'SIGTERM' });
-  await waitFor(`the Web UI at ${url}`, async () => {
-    if (!isRunning(p)) throw new Error(`the Web UI server exited at start: see ${p.logFile}`);
-    return fetch(url).then((res) => res.ok, () => false);
-  }, p.logFile, 60_000);
+  const p = add({
+    name: 'ui',
+    command: server,
+    args: ['--root', dir, '--config', 'ui', '--env', 'loopwright', 'start'],
+    env: { PATH: process.env.PATH ?? '' },
+    logFile: join(dir, 'logs', 'ui.log'),
+    stopSignal: 'SIGTERM',
+  });
+  await waitFor(
+    `the Web UI at ${url}`,
+    async () => {
+      if (!isRunning(p)) throw new Error(`the Web UI server exited at start: see ${p.logFile}`);
+      return fetch(url).then(
+        (res) => res.ok,
+        () => false,
+      );
+    },
+    p.logFile,
+    60_000,
+  );
   return url;
 }
 
-async function startWorker(dir: string, state: ClusterState, add: (p: ClusterProcess) => ClusterProcess, i: number, env: NodeJS.ProcessEnv): Promise<void> {
+async function startWorker(
+  dir: string,
+  state: ClusterState,
+  add: (p: ClusterProcess) => ClusterProcess,
+  i: number,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
   const p = add({
-    name: `worker-${i}`, command: process.execPath, args: [join(packageRoot(), 'dist', 'workers', 'main.js')],
-    env: { ...(env as Record<string, string>), TEMPORAL_ADDRESS: state.addresses[(i - 1) % state.addresses.length], TEMPORAL_NAMESPACE: state.namespace },
-    logFile: join(dir, 'logs', `worker-${i}.log`), stopSignal: 'SIGTERM',
+    name: `worker-${i}`,
+    command: process.execPath,
+    args: [join(packageRoot(), 'dist', 'workers', 'main.js')],
+    env: {
+      ...(env as Record<string, string>),
+      TEMPORAL_ADDRESS: state.addresses[(i - 1) % state.addresses.length],
+      TEMPORAL_NAMESPACE: state.namespace,
+    },
+    logFile: join(dir, 'logs', `worker-${i}.log`),
+    stopSignal: 'SIGTERM',
   });
-  await waitFor(`worker-${i} to poll`, async () => {
-    if (!isRunning(p)) throw new Error(`worker-${i} exited at start: see ${p.logFile}`);
-    return readFileSync(p.logFile, 'utf8').includes('worker polling task queue');
-  }, p.logFile, 60_000);
+  await waitFor(
+    `worker-${i} to poll`,
+    async () => {
+      if (!isRunning(p)) throw new Error(`worker-${i} exited at start: see ${p.logFile}`);
+      return readFileSync(p.logFile, 'utf8').includes('worker polling task queue');
+    },
+    p.logFile,
+    60_000,
+  );
 }
 
 /** Stops every process of the cluster in `dir` (workers first, PostgreSQL last) by its recorded pid; returns their names. */
@@ -272,10 +454,12 @@ export async function stopCluster(dir: string): Promise<string[]> {
   const state = readState(dir);
   if (!state) return [];
   const running = state.processes.filter(isRunning);
-  const order = (p: ClusterProcess) => (p.name.startsWith('worker-') || p.name === 'ui' ? 0 : p.name === 'postgres' ? 2 : 1);
+  const order = (p: ClusterProcess) =>
+    p.name.startsWith('worker-') || p.name === 'ui' ? 0 : p.name === 'postgres' ? 2 : 1;
   for (const rank of [0, 1, 2]) await Promise.all(running.filter((p) => order(p) === rank).map((p) => stopProcess(p)));
   const left = state.processes.filter(isRunning);
-  if (left.length > 0) throw new Error(`still running after stop: ${left.map((p) => `${p.name} (pid ${String(p.pid)})`).join(', ')}`);
+  if (left.length > 0)
+    throw new Error(`still running after stop: ${left.map((p) => `${p.name} (pid ${String(p.pid)})`).join(', ')}`);
   removeState(dir);
   return running.map((p) => p.name);
 }

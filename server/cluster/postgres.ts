@@ -27,16 +27,28 @@ export interface RunAs {
 export function findPostgresBin(env: NodeJS.ProcessEnv = process.env): string {
   const explicit = env.LOOPWRIGHT_PG_BIN?.trim();
   if (explicit) {
-    if (!isExecutableFile(join(explicit, 'postgres'))) throw new ConfigError(`LOOPWRIGHT_PG_BIN is set to ${explicit}, which has no postgres binary: point it at PostgreSQL's bin folder or unset it`);
+    if (!isExecutableFile(join(explicit, 'postgres')))
+      throw new ConfigError(
+        `LOOPWRIGHT_PG_BIN is set to ${explicit}, which has no postgres binary: point it at PostgreSQL's bin folder or unset it`,
+      );
     return explicit;
   }
   // The real folder of initdb on PATH (a symlink in /usr/local/bin, say), where pg_isready is too.
-  const onPath = whichAll('initdb', env.PATH).map((file) => join(realpathSync(file), '..')).find(complete);
+  const onPath = whichAll('initdb', env.PATH)
+    .map((file) => join(realpathSync(file), '..'))
+    .find(complete);
   if (onPath) return onPath;
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   const found = versions.map((v) => join(root, v, 'bin')).find(complete);
-  if (!found) throw new ConfigError('PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql/*/bin): install it (apt-get install postgresql) or set LOOPWRIGHT_PG_BIN to its bin folder');
+  if (!found)
+    throw new ConfigError(
+      'PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql/*/bin): install it (apt-get install postgresql) or set LOOPWRIGHT_PG_BIN to its bin folder',
+    );
   return found;
 }
 
@@ -50,7 +62,9 @@ export async function postgresUser(env: NodeJS.ProcessEnv = process.env): Promis
   const name = env.LOOPWRIGHT_PG_USER?.trim() || 'postgres';
   const [uid, gid] = await Promise.all([runCommand('id', ['-u', name]), runCommand('id', ['-g', name])]);
   if (uid.code !== 0 || gid.code !== 0) {
-    throw new ConfigError(`running as root, PostgreSQL needs an unprivileged user and there is no user ${name}: create it, or set LOOPWRIGHT_PG_USER to another one`);
+    throw new ConfigError(
+      `running as root, PostgreSQL needs an unprivileged user and there is no user ${name}: create it, or set LOOPWRIGHT_PG_USER to another one`,
+    );
   }
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()), name };
 }
@@ -59,7 +73,13 @@ export async function postgresUser(env: NodeJS.ProcessEnv = process.env): Promis
  * Creates the data folder with `initdb` when it has none yet: user {@link DB_USER} with
  * `password`, scram-sha-256 over TCP. The folder is made and handed to `runAs` first.
  */
-export async function initDataDir(bin: string, dataDir: string, password: string, runAs: RunAs | undefined, log: (line: string) => void): Promise<void> {
+export async function initDataDir(
+  bin: string,
+  dataDir: string,
+  password: string,
+  runAs: RunAs | undefined,
+  log: (line: string) => void,
+): Promise<void> {
   if (existsSync(join(dataDir, 'PG_VERSION'))) return;
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const pwfile = join(dataDir, '..', 'pg-password');
@@ -69,7 +89,16 @@ export async function initDataDir(bin: string, dataDir: string, password: string
     chownSync(pwfile, runAs.uid, runAs.gid);
   }
   log(`initdb ${dataDir}${runAs ? ` (as ${runAs.name})` : ''}`);
-  const args = ['-D', dataDir, '-U', DB_USER, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--no-instructions'];
+  const args = [
+    '-D',
+    dataDir,
+    '-U',
+    DB_USER,
+    `--pwfile=${pwfile}`,
+    '--auth=scram-sha-256',
+    '--encoding=UTF8',
+    '--no-instructions',
+  ];
   const result = await runCommand(join(bin, 'initdb'), args, { timeoutMs: 120_000, ...spawnAs(runAs) });
   if (result.code !== 0 || result.error) throw new Error(`initdb failed: ${failureReason(result)}`);
 }
@@ -85,21 +114,48 @@ export function spawnAs(runAs: RunAs | undefined): { uid?: number; gid?: number 
  * each plus the schema tool (PostgreSQL's default of 100 is too few).
  */
 export function postgresArgs(dataDir: string, port: number): string[] {
-  return ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', '-c', 'shared_buffers=128MB'];
+  return [
+    '-D',
+    dataDir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'max_connections=300',
+    '-c',
+    'shared_buffers=128MB',
+  ];
 }
 
 /** True when `pg_isready` says the server on 127.0.0.1:`port` accepts connections. */
 export async function isPostgresReady(bin: string, port: number): Promise<boolean> {
-  const result = await runCommand(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port), '-U', DB_USER, '-d', 'postgres'], { timeoutMs: 10_000 });
+  const result = await runCommand(
+    join(bin, 'pg_isready'),
+    ['-h', '127.0.0.1', '-p', String(port), '-U', DB_USER, '-d', 'postgres'],
+    { timeoutMs: 10_000 },
+  );
   return result.code === 0;
 }
 
 /** The number `sql` (one value) yields in database `db`, or undefined when the query fails (no table yet, say). */
-export async function queryNumber(bin: string, port: number, password: string, db: string, sql: string): Promise<number | undefined> {
-  const result = await runCommand(join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', DB_USER, '-d', db, '-tAc', sql], {
-    env: { ...process.env, PGPASSWORD: password, PGCONNECT_TIMEOUT: '5' },
-    timeoutMs: 15_000,
-  });
+export async function queryNumber(
+  bin: string,
+  port: number,
+  password: string,
+  db: string,
+  sql: string,
+): Promise<number | undefined> {
+  const result = await runCommand(
+    join(bin, 'psql'),
+    ['-h', '127.0.0.1', '-p', String(port), '-U', DB_USER, '-d', db, '-tAc', sql],
+    {
+      env: { ...process.env, PGPASSWORD: password, PGCONNECT_TIMEOUT: '5' },
+      timeoutMs: 15_000,
+    },
+  );
   const value = Number(result.stdout.trim());
   return result.code === 0 && result.stdout.trim() !== '' && Number.isFinite(value) ? value : undefined;
 }

@@ -63,7 +63,13 @@ export function removeState(dir: string): void {
 export function launch(p: ClusterProcess): ClusterProcess {
   const fd = openSync(p.logFile, 'a', 0o600);
   try {
-    const child = spawn(p.command, p.args, { env: p.env, uid: p.uid, gid: p.gid, detached: true, stdio: ['ignore', fd, fd] });
+    const child = spawn(p.command, p.args, {
+      env: p.env,
+      uid: p.uid,
+      gid: p.gid,
+      detached: true,
+      stdio: ['ignore', fd, fd],
+    });
     child.unref();
     if (child.pid === undefined) throw new Error(`could not start ${p.name} (${p.command})`);
     p.pid = child.pid;
@@ -91,7 +97,11 @@ function isZombie(pid: number): boolean {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Sends `signal` to `p` (only if it is still the process recorded) and waits for it to end; SIGKILL after `graceMs`. */
-export async function stopProcess(p: ClusterProcess, signal: NodeJS.Signals = p.stopSignal, graceMs = 20_000): Promise<void> {
+export async function stopProcess(
+  p: ClusterProcess,
+  signal: NodeJS.Signals = p.stopSignal,
+  graceMs = 20_000,
+): Promise<void> {
   if (!isRunning(p) || p.pid === undefined) return;
   process.kill(p.pid, signal);
   const end = Date.now() + graceMs;

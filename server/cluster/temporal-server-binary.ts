@@ -5,7 +5,7 @@
  */
 import { join } from 'path';
 import { ConfigError } from '../../common/errors';
-import { BinarySpec, CheckResult, Installer, locateBinary } from '../binary-locator';
+import { type BinarySpec, type CheckResult, type Installer, locateBinary } from '../binary-locator';
 import { loopwrightHome } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 
@@ -18,7 +18,8 @@ const MODULE = 'go.temporal.io/server';
 
 function versionCheck(path: string, env: NodeJS.ProcessEnv): Promise<CheckResult> {
   return runCommand(path, ['--version'], { env, timeoutMs: 20_000 }).then((result): CheckResult => {
-    if (result.code !== 0 || result.error) return { ok: false, reason: `\`${path} --version\` ${failureReason(result)}` };
+    if (result.code !== 0 || result.error)
+      return { ok: false, reason: `\`${path} --version\` ${failureReason(result)}` };
     if (!/version \S+/.test(result.stdout)) return { ok: false, reason: `\`${path} --version\` printed no version` };
     return { ok: true, output: result.stdout };
   });
@@ -33,7 +34,10 @@ function goInstall(target: string, built: string): Installer {
     label: `go install ${target}`,
     async install({ dir, env, log }) {
       log(`  building ${target} with go install: minutes the first time`);
-      const result = await runCommand('go', ['install', target], { env: { ...env, GOBIN: dir, GOFLAGS: '-mod=mod' }, timeoutMs: 30 * 60_000 });
+      const result = await runCommand('go', ['install', target], {
+        env: { ...env, GOBIN: dir, GOFLAGS: '-mod=mod' },
+        timeoutMs: 30 * 60_000,
+      });
       if (result.code !== 0 || result.error) throw new Error(`go install failed: ${failureReason(result)}`);
       return join(dir, built);
     },
@@ -86,7 +90,9 @@ async function find(spec: BinarySpec, installer: Installer, opts: FindServerOpti
     if (err instanceof ConfigError) throw err;
   }
   if (!(await hasGo(env))) {
-    throw new ConfigError(`the ${spec.title} ${spec.version} is not installed and Go is not on PATH to build it: install Go, or set ${spec.envVar} to a ${spec.command} binary`);
+    throw new ConfigError(
+      `the ${spec.title} ${spec.version} is not installed and Go is not on PATH to build it: install Go, or set ${spec.envVar} to a ${spec.command} binary`,
+    );
   }
   return locateBinary(spec, { env, home, log: opts.log, installers: [installer] });
 }
@@ -114,7 +120,11 @@ export const UI_SERVER_SPEC: BinarySpec = {
 
 /** Path of a working Web UI server (github.com/temporalio/ui-server, its assets built in), found or built like {@link findTemporalServer}. */
 export function findUiServer(opts: FindServerOptions = {}): Promise<string> {
-  return find(UI_SERVER_SPEC, goInstall(`github.com/temporalio/ui-server/v2/cmd/server@v${UI_SERVER_VERSION}`, 'server'), opts);
+  return find(
+    UI_SERVER_SPEC,
+    goInstall(`github.com/temporalio/ui-server/v2/cmd/server@v${UI_SERVER_VERSION}`, 'server'),
+    opts,
+  );
 }
 
 /**
@@ -125,9 +135,14 @@ export function findUiServer(opts: FindServerOptions = {}): Promise<string> {
 export async function findSchemaDir(env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const explicit = env.TEMPORAL_SCHEMA_DIR?.trim();
   if (explicit) return explicit;
-  const result = await runCommand('go', ['mod', 'download', '-json', `${MODULE}@v${TEMPORAL_SERVER_VERSION}`], { env, timeoutMs: 10 * 60_000 });
+  const result = await runCommand('go', ['mod', 'download', '-json', `${MODULE}@v${TEMPORAL_SERVER_VERSION}`], {
+    env,
+    timeoutMs: 10 * 60_000,
+  });
   if (result.code !== 0 || result.error) {
-    throw new ConfigError(`cannot find the Temporal ${TEMPORAL_SERVER_VERSION} schema files (go mod download ${failureReason(result)}): install Go, or set TEMPORAL_SCHEMA_DIR to the server's schema/ folder`);
+    throw new ConfigError(
+      `cannot find the Temporal ${TEMPORAL_SERVER_VERSION} schema files (go mod download ${failureReason(result)}): install Go, or set TEMPORAL_SCHEMA_DIR to the server's schema/ folder`,
+    );
   }
   return join((JSON.parse(result.stdout) as { Dir: string }).Dir, 'schema');
 }

@@ -19,7 +19,7 @@ afterAll(async () => {
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
 
-test('Loopwright history per turn stays flat over 8 turns while the naive baseline grows by each turn\'s tool result', async () => {
+test("Loopwright history per turn stays flat over 8 turns while the naive baseline grows by each turn's tool result", async () => {
   model = await startModelServer({ script: benchScript(TURNS), port: 0 });
   workspace = makeBenchWorkspace();
   const common = { address: testAddress(), modelUrl: model.url, turns: TURNS, workspace };

@@ -29,7 +29,8 @@ const write = (file: string, text: string) => {
   mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
   writeFileSync(path.join(root, file), text);
 };
-const fixBug = () => write('src/math.js', MATH.replace('exports.sub = (a, b) => a + b', 'exports.sub = (a, b) => a - b'));
+const fixBug = () =>
+  write('src/math.js', MATH.replace('exports.sub = (a, b) => a + b', 'exports.sub = (a, b) => a - b'));
 const addSubTest = () => write('test/math.test.js', MATH_TEST + SUB_TEST);
 
 const policy = (over: Partial<DiffPolicyCheck> = {}): DiffPolicyCheck => ({
@@ -38,7 +39,8 @@ const policy = (over: Partial<DiffPolicyCheck> = {}): DiffPolicyCheck => ({
   allowedPaths: ['src/', 'test/'],
   ...over,
 });
-const check = (over: Partial<DiffPolicyCheck> = {}, at = root) => runDiffPolicyCheck({ check: policy(over), root: at, baseRef: base });
+const check = (over: Partial<DiffPolicyCheck> = {}, at = root) =>
+  runDiffPolicyCheck({ check: policy(over), root: at, baseRef: base });
 
 beforeEach(() => {
   root = mkdtempSync(path.join(tmpdir(), 'loopwright-diff-policy-'));
@@ -60,7 +62,13 @@ describe('runDiffPolicyCheck', () => {
     fixBug();
     addSubTest();
     const verdict = await check();
-    expect(verdict).toMatchObject({ check: 'change policy', kind: 'diff', passed: true, failedItems: [], requiredCorrection: '' });
+    expect(verdict).toMatchObject({
+      check: 'change policy',
+      kind: 'diff',
+      passed: true,
+      failedItems: [],
+      requiredCorrection: '',
+    });
     expect(verdict.reason).toContain('2 files changed');
     expect(verdict.evidence).toContain('M src/math.js');
     expect(verdict.evidence).toContain('M test/math.test.js  (test infrastructure)');
@@ -97,10 +105,19 @@ describe('runDiffPolicyCheck', () => {
     const edits: Array<[string, string]> = [
       [MATH_TEST.slice(0, MATH_TEST.indexOf("test('adds negatives'")), 'test/math.test.js:9'],
       [MATH_TEST.replace(/^(test\('adds negatives'[\s\S]*?\n\}\);)$/m, '/* $1 */'), 'test/math.test.js:9'],
-      [MATH_TEST.replace("test('adds negatives'", "test.skip('adds negatives'"), 'test/math.test.js:9 `test(\'adds negatives\''],
-      [MATH_TEST.replace("test('adds negatives', () =>", "test('adds negatives', { 'skip': true }, () =>"), 'test/math.test.js:9'],
+      [
+        MATH_TEST.replace("test('adds negatives'", "test.skip('adds negatives'"),
+        "test/math.test.js:9 `test('adds negatives'",
+      ],
+      [
+        MATH_TEST.replace("test('adds negatives', () =>", "test('adds negatives', { 'skip': true }, () =>"),
+        'test/math.test.js:9',
+      ],
       [MATH_TEST.replace('assert.strictEqual(add(-1, -2), -3)', 'assert.ok(true)'), 'test/math.test.js:10'],
-      [MATH_TEST.replace('assert.strictEqual(add(1, 2), 3);', 'try { assert.strictEqual(add(1, 2), 3); } catch {}'), 'test/math.test.js:6'],
+      [
+        MATH_TEST.replace('assert.strictEqual(add(1, 2), 3);', 'try { assert.strictEqual(add(1, 2), 3); } catch {}'),
+        'test/math.test.js:6',
+      ],
     ];
     fixBug();
     for (const [text, where] of edits) {
@@ -135,7 +152,11 @@ describe('runDiffPolicyCheck', () => {
 
   test('with testChanges: human, a change to an existing test passes the check and asks for a person instead', async () => {
     fixBug();
-    write('test/math.test.js', MATH_TEST.replace('assert.strictEqual(add(-1, -2), -3)', 'assert.strictEqual(add(-1, -2), -3, "negatives")') + SUB_TEST);
+    write(
+      'test/math.test.js',
+      MATH_TEST.replace('assert.strictEqual(add(-1, -2), -3)', 'assert.strictEqual(add(-1, -2), -3, "negatives")') +
+        SUB_TEST,
+    );
     const verdict = await check({ testChanges: 'human' });
     expect(verdict).toMatchObject({ passed: true, failedItems: [] });
     expect(verdict.humanReview).toContain('test/math.test.js:10');
@@ -215,10 +236,15 @@ describe('runDiffPolicyCheck', () => {
   });
 
   test('an unknown base or a folder that is not a repository is a non-retryable WorkspaceError', async () => {
-    await expect(runDiffPolicyCheck({ check: policy(), root, baseRef: 'no-such-ref' })).rejects.toMatchObject({ type: 'WorkspaceError', nonRetryable: true });
+    await expect(runDiffPolicyCheck({ check: policy(), root, baseRef: 'no-such-ref' })).rejects.toMatchObject({
+      type: 'WorkspaceError',
+      nonRetryable: true,
+    });
     const plain = mkdtempSync(path.join(tmpdir(), 'loopwright-diff-policy-plain-'));
     try {
-      await expect(runDiffPolicyCheck({ check: policy(), root: plain, baseRef: 'HEAD' })).rejects.toMatchObject({ type: 'WorkspaceError' });
+      await expect(runDiffPolicyCheck({ check: policy(), root: plain, baseRef: 'HEAD' })).rejects.toMatchObject({
+        type: 'WorkspaceError',
+      });
     } finally {
       rmSync(plain, { recursive: true, force: true });
     }
@@ -236,7 +262,15 @@ describe('runDiffPolicyCheck', () => {
       chmodSync(file, 0o755);
       return file;
     };
-    for (const [key, role] of [['core.fsmonitor', 'fsmonitor'], ['filter.x.clean', 'clean'], ['filter.x.smudge', 'smudge'], ['filter.x.process', 'process'], ['diff.x.textconv', 'textconv'], ['diff.x.command', 'diff-command'], ['diff.external', 'external-diff']]) {
+    for (const [key, role] of [
+      ['core.fsmonitor', 'fsmonitor'],
+      ['filter.x.clean', 'clean'],
+      ['filter.x.smudge', 'smudge'],
+      ['filter.x.process', 'process'],
+      ['diff.x.textconv', 'textconv'],
+      ['diff.x.command', 'diff-command'],
+      ['diff.external', 'external-diff'],
+    ]) {
       git('config', key, program(role));
     }
     git('config', 'filter.x.required', 'true');
@@ -253,7 +287,22 @@ describe('runDiffPolicyCheck', () => {
       expect((await check()).reason).toContain('test/math.test.js:9');
       expect(existsSync(marker)).toBe(false);
     } finally {
-      for (const file of [marker, ...['fsmonitor', 'clean', 'smudge', 'process', 'textconv', 'diff-command', 'external-diff', 'hook-post-index-change', 'hook-reference-transaction', 'hook-pre-commit'].map((r) => `${root}.${r}`)]) rmSync(file, { force: true });
+      for (const file of [
+        marker,
+        ...[
+          'fsmonitor',
+          'clean',
+          'smudge',
+          'process',
+          'textconv',
+          'diff-command',
+          'external-diff',
+          'hook-post-index-change',
+          'hook-reference-transaction',
+          'hook-pre-commit',
+        ].map((r) => `${root}.${r}`),
+      ])
+        rmSync(file, { force: true });
     }
   });
 
@@ -265,7 +314,9 @@ describe('runDiffPolicyCheck', () => {
 describe('allowed paths', () => {
   test('prefixes, exact files and globs allow what they name and nothing else', () => {
     const allowed = compileAllowedPaths(['src/', 'lib/**', 'test/math.test.js', 'docs/*.md']);
-    for (const file of ['src/a.js', 'src/deep/b.ts', 'lib/x/y.js', 'test/math.test.js', 'docs/intro.md']) expect(allowed(file)).toBe(true);
-    for (const file of ['srcx/a.js', 'test/other.test.js', 'docs/deep/intro.md', 'package.json', '../src/a.js']) expect(allowed(file)).toBe(false);
+    for (const file of ['src/a.js', 'src/deep/b.ts', 'lib/x/y.js', 'test/math.test.js', 'docs/intro.md'])
+      expect(allowed(file)).toBe(true);
+    for (const file of ['srcx/a.js', 'test/other.test.js', 'docs/deep/intro.md', 'package.json', '../src/a.js'])
+      expect(allowed(file)).toBe(false);
   });
 });

@@ -12,12 +12,16 @@ import { readState } from '../../server/cluster/processes';
  * auto-setup's 4 history shards (a different count would make the server refuse the database).
  */
 const ROOT = path.join(__dirname, '..', '..');
-const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as { services: Record<string, { environment: Record<string, string> }> };
+const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as {
+  services: Record<string, { environment: Record<string, string> }>;
+};
 const composeDefault = (value: string) => value.replace(/\$\{\w+:-([^}]*)\}/g, '$1');
 
-type SqlStore = { sql: { pluginName: string; databaseName: string; connectAddr: string; user: string; password: string } };
+type SqlStore = {
+  sql: { pluginName: string; databaseName: string; connectAddr: string; user: string; password: string };
+};
 
-test('rendered as compose would, the template has the persistence of docker-compose.yml\'s temporal service', () => {
+test("rendered as compose would, the template has the persistence of docker-compose.yml's temporal service", () => {
   const state = readState(process.env.LOOPWRIGHT_CLUSTER_DIR ?? '');
   const server = state?.processes.find((p) => p.name === 'history')?.command;
   expect(server).toBeDefined();
@@ -29,24 +33,44 @@ test('rendered as compose would, the template has the persistence of docker-comp
     TEMPORAL_DB_USER: temporalEnv.POSTGRES_USER,
     TEMPORAL_DB_PASSWORD: composeDefault(temporalEnv.POSTGRES_PWD),
   };
-  const rendered = spawnSync(server!, ['--config', path.join(ROOT, 'deploy', 'temporal', 'config'), '--env', 'loopwright', 'render-config'], { env, encoding: 'utf8' });
+  const rendered = spawnSync(
+    server!,
+    ['--config', path.join(ROOT, 'deploy', 'temporal', 'config'), '--env', 'loopwright', 'render-config'],
+    { env, encoding: 'utf8' },
+  );
   expect(rendered.status).toBe(0);
-  const config = parse(rendered.stdout) as { persistence: { numHistoryShards: number; defaultStore: string; visibilityStore: string; datastores: Record<string, SqlStore> } };
+  const config = parse(rendered.stdout) as {
+    persistence: {
+      numHistoryShards: number;
+      defaultStore: string;
+      visibilityStore: string;
+      datastores: Record<string, SqlStore>;
+    };
+  };
   const { persistence } = config;
   expect(persistence.numHistoryShards).toBe(4);
-  const stores = [persistence.datastores[persistence.defaultStore].sql, persistence.datastores[persistence.visibilityStore].sql];
+  const stores = [
+    persistence.datastores[persistence.defaultStore].sql,
+    persistence.datastores[persistence.visibilityStore].sql,
+  ];
   expect(stores.map((s) => s.databaseName)).toEqual(['temporal', 'temporal_visibility']);
   for (const store of stores) {
     // render-config masks the password; the user and address are what compose gives auto-setup.
-    expect(store).toMatchObject({ pluginName: temporalEnv.DB, connectAddr: `postgresql:${temporalEnv.DB_PORT}`, user: temporalEnv.POSTGRES_USER });
+    expect(store).toMatchObject({
+      pluginName: temporalEnv.DB,
+      connectAddr: `postgresql:${temporalEnv.DB_PORT}`,
+      user: temporalEnv.POSTGRES_USER,
+    });
   }
 });
 
-test('the cluster\'s Web UI server answers and reads the cluster\'s namespaces through its frontend', async () => {
+test("the cluster's Web UI server answers and reads the cluster's namespaces through its frontend", async () => {
   const url = process.env.LOOPWRIGHT_CLUSTER_UI_URL;
   expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   const page = await fetch(`${url}/`);
   expect(page.status).toBe(200);
-  const namespaces = (await (await fetch(`${url}/api/v1/namespaces`)).json()) as { namespaces: Array<{ namespaceInfo: { name: string } }> };
+  const namespaces = (await (await fetch(`${url}/api/v1/namespaces`)).json()) as {
+    namespaces: Array<{ namespaceInfo: { name: string } }>;
+  };
   expect(namespaces.namespaces.map((n) => n.namespaceInfo.name)).toContain('default');
 });

@@ -44,14 +44,18 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
 }
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo }).toString();
-const effectCommits = (repo: string) => git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').trim().split('\n').filter(Boolean);
+const effectCommits = (repo: string) =>
+  git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').trim().split('\n').filter(Boolean);
 
 /** Runs the two runs, calls `disrupt` while the slow model call is in flight, and checks that both end as undisturbed. */
 async function survives(tag: string, disrupt: () => Promise<void>): Promise<void> {
   const id = `${tag}-${randomBytes(3).toString('hex')}`;
   const slowId = `${id}/slow`;
   const slowModel = await startModelServer({
-    script: script(workerSays(1, 'slow answer', { times: undefined, delayMs: 4000 } as never), judgeSays(1, true, [], '', { times: undefined } as never)),
+    script: script(
+      workerSays(1, 'slow answer', { times: undefined, delayMs: 4000 } as never),
+      judgeSays(1, true, [], '', { times: undefined } as never),
+    ),
     port: 0,
   });
   const fixModel = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
@@ -63,7 +67,11 @@ async function survives(tag: string, disrupt: () => Promise<void>): Promise<void
   let fixClient = await LoopwrightClient.connect({ env: fixEnv });
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-cluster-fix-')), 'repo'));
   try {
-    const { workflowId: fixId } = await fixClient.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] }, { id: `${id}/fix` });
+    const { workflowId: fixId } = await fixClient.run(
+      'fix-test',
+      { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] },
+      { id: `${id}/fix` },
+    );
     await until('the fix to wait for approval', async () => (await fixClient.status(fixId)).state === 'awaiting_human');
     await slowClient.run('evaluate-optimize', { task: 'Answer slowly.', rubric: ['answers'] }, { id: slowId });
     await until('the slow model call', () => slowModel.requests.some((r) => r.workflowId === slowId));
@@ -73,11 +81,20 @@ async function survives(tag: string, disrupt: () => Promise<void>): Promise<void
     expect(await slowClient.wait(slowId)).toMatchObject({ state: 'completed', output: 'slow answer' });
     await fixClient.close();
     fixClient = await LoopwrightClient.connect({ env: fixEnv });
-    const both = await Promise.allSettled([fixClient.decide(fixId, { kind: 'approve', by: 'ada' }), fixClient.decide(fixId, { kind: 'approve', by: 'bob' })]);
+    const both = await Promise.allSettled([
+      fixClient.decide(fixId, { kind: 'approve', by: 'ada' }),
+      fixClient.decide(fixId, { kind: 'approve', by: 'bob' }),
+    ]);
     expect(both.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     let record: RunRecord;
-    await until('the fix to land', async () => ['completed', 'blocked', 'failed'].includes((record = await fixClient.status(fixId)).state));
-    expect(record!).toMatchObject({ state: 'completed', stopReason: 'passed', decision: expect.objectContaining({ kind: 'approve' }) });
+    await until('the fix to land', async () =>
+      ['completed', 'blocked', 'failed'].includes((record = await fixClient.status(fixId)).state),
+    );
+    expect(record!).toMatchObject({
+      state: 'completed',
+      stopReason: 'passed',
+      decision: expect.objectContaining({ kind: 'approve' }),
+    });
     expect(record!.effects).toHaveLength(1);
     expect(effectCommits(repo)).toEqual([record!.effects[0].commit]);
   } finally {
@@ -87,16 +104,34 @@ async function survives(tag: string, disrupt: () => Promise<void>): Promise<void
 }
 
 /** Kills one process of the cluster with `signal`, waits 2 s, and starts it again as it was. */
-const bounce = (name: string, signal: NodeJS.Signals = 'SIGKILL') => async () => {
-  await killService(clusterDir(), name, signal);
-  await sleep(2000);
-  await restartService(clusterDir(), name);
-};
+const bounce =
+  (name: string, signal: NodeJS.Signals = 'SIGKILL') =>
+  async () => {
+    await killService(clusterDir(), name, signal);
+    await sleep(2000);
+    await restartService(clusterDir(), name);
+  };
 
-test('kill -9 the history service mid-run and start it again: the slow run completes, the approval after it lands one commit', () => survives('history-kill', bounce('history')), 600_000);
+test(
+  'kill -9 the history service mid-run and start it again: the slow run completes, the approval after it lands one commit',
+  () => survives('history-kill', bounce('history')),
+  600_000,
+);
 
-test('kill -9 the matching service mid-run and start it again: both runs end as undisturbed', () => survives('matching-kill', bounce('matching')), 600_000);
+test(
+  'kill -9 the matching service mid-run and start it again: both runs end as undisturbed',
+  () => survives('matching-kill', bounce('matching')),
+  600_000,
+);
 
-test('kill -9 the second frontend (the clients use the first): both runs end as undisturbed', () => survives('frontend-kill', bounce('frontend-2')), 600_000);
+test(
+  'kill -9 the second frontend (the clients use the first): both runs end as undisturbed',
+  () => survives('frontend-kill', bounce('frontend-2')),
+  600_000,
+);
 
-test('restart PostgreSQL mid-run (fast shutdown, start on the same data): both runs end as undisturbed', () => survives('postgres-restart', bounce('postgres', 'SIGINT')), 600_000);
+test(
+  'restart PostgreSQL mid-run (fast shutdown, start on the same data): both runs end as undisturbed',
+  () => survives('postgres-restart', bounce('postgres', 'SIGINT')),
+  600_000,
+);

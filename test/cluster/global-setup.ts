@@ -17,8 +17,17 @@ export default async function clusterSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-cluster-'));
   process.env.LOOPWRIGHT_CLUSTER_DIR = dir;
   const started = Date.now();
-  const state = await startCluster({ dir, port: await freePort(), workers: 0, frontends: 2, uiPort: await freePort(), log: (line) => process.stderr.write(`[cluster] ${line}\n`) });
-  process.stderr.write(`[cluster] running at ${state.addresses.join(', ')} after ${Math.round((Date.now() - started) / 1000)} s\n`);
+  const state = await startCluster({
+    dir,
+    port: await freePort(),
+    workers: 0,
+    frontends: 2,
+    uiPort: await freePort(),
+    log: (line) => process.stderr.write(`[cluster] ${line}\n`),
+  });
+  process.stderr.write(
+    `[cluster] running at ${state.addresses.join(', ')} after ${Math.round((Date.now() - started) / 1000)} s\n`,
+  );
   process.env.LOOPWRIGHT_TEST_EXTERNAL_ADDRESS = state.addresses[0];
   process.env.LOOPWRIGHT_CLUSTER_ADDRESSES = state.addresses.join(',');
   process.env.LOOPWRIGHT_CLUSTER_UI_URL = state.uiUrl;

@@ -32,7 +32,12 @@ let stack: KeyedStack | undefined;
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'lw-at-rest-'));
   keys = initKeyFile(path.join(dir, 'keys')).file;
-  server = await startDevServer({ cli: process.env.LOOPWRIGHT_TEMPORAL_CLI, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), headless: true });
+  server = await startDevServer({
+    cli: process.env.LOOPWRIGHT_TEMPORAL_CLI,
+    dbFile: path.join(dir, 'temporal.db'),
+    port: await freePort(),
+    headless: true,
+  });
 });
 
 afterEach(async () => {
@@ -53,12 +58,17 @@ test('the SQLite file holds the clear text of an unencrypted run (so the search 
   model = await startModelServer({ script: script(workerSays(1, `Answer ${clear}`), judgeSays(1, true)), port: 0 });
   stack = await keyedStack({ address: server.address, taskQueue: uniqueQueue('clear'), keys: '', modelUrl: model.url });
   const s = stack;
-  const record = await s.run(async () => s.client.wait((await s.client.run('evaluate-optimize', { task: `Say ${clear}.`, rubric: ['says it'], maxAttempts: 1 })).workflowId));
+  const record = await s.run(async () =>
+    s.client.wait(
+      (await s.client.run('evaluate-optimize', { task: `Say ${clear}.`, rubric: ['says it'], maxAttempts: 1 }))
+        .workflowId,
+    ),
+  );
   expect(record.state).toBe('completed');
   expect(await until(() => databaseHolds(dbFile(), clear))).toBe(true);
 });
 
-test('an encrypted run\'s task, tool output and candidate are nowhere in the SQLite file; status and trace show them', async () => {
+test("an encrypted run's task, tool output and candidate are nowhere in the SQLite file; status and trace show them", async () => {
   const [inTask, inFile, inAnswer] = [mark('task'), mark('file'), mark('answer')];
   const [taskToken, fileToken] = [token(), token()];
   const workspace = notesRepo('lw-at-rest-repo-');
@@ -66,14 +76,24 @@ test('an encrypted run\'s task, tool output and candidate are nowhere in the SQL
   execFileSync('git', ['add', '.'], { cwd: workspace });
   execFileSync('git', ['commit', '-qm', 'config'], { cwd: workspace });
   model = await startModelServer({
-    script: script(turnCalls(1, [['read_file', { path: 'config.txt' }]]), turnAnswers(2, `The file says ${inFile}; ${inAnswer}.`), judgeSays(1, true)),
+    script: script(
+      turnCalls(1, [['read_file', { path: 'config.txt' }]]),
+      turnAnswers(2, `The file says ${inFile}; ${inAnswer}.`),
+      judgeSays(1, true),
+    ),
     port: 0,
   });
   stack = await keyedStack({ address: server.address, taskQueue: uniqueQueue('at-rest'), keys, modelUrl: model.url });
   const s = stack;
   const task = `Read config.txt and report what it says (${inTask}, token ${taskToken}).`;
   const { workflowId, record } = await s.run(async () => {
-    const started = await s.client.run('evaluate-optimize', { task, rubric: ['quotes the file'], tools: ['read_file'], workspace, autonomy: 'L1' });
+    const started = await s.client.run('evaluate-optimize', {
+      task,
+      rubric: ['quotes the file'],
+      tools: ['read_file'],
+      workspace,
+      autonomy: 'L1',
+    });
     return { workflowId: started.workflowId, record: await s.client.wait(started.workflowId) };
   });
   expect(record.state).toBe('completed');
@@ -88,13 +108,16 @@ test('an encrypted run\'s task, tool output and candidate are nowhere in the SQL
 
   // The history in the database is ciphertext (the marker of the clear run above is still found).
   await new Promise((r) => setTimeout(r, 1000));
-  for (const secret of [inTask, inFile, inAnswer, taskToken, fileToken]) expect({ secret, inDatabase: databaseHolds(dbFile(), secret) }).toEqual({ secret, inDatabase: false });
+  for (const secret of [inTask, inFile, inAnswer, taskToken, fileToken])
+    expect({ secret, inDatabase: databaseHolds(dbFile(), secret) }).toEqual({ secret, inDatabase: false });
   const raw = await s.client.temporal.workflow.getHandle(workflowId).fetchHistory();
   const encodings = new Set(JSON.stringify(raw).match(/"encoding":"[^"]*"/g));
-  expect([...encodings].map((e) => Buffer.from(JSON.parse(`{${e}}`).encoding, 'base64').toString())).toContain('binary/encrypted');
+  expect([...encodings].map((e) => Buffer.from(JSON.parse(`{${e}}`).encoding, 'base64').toString())).toContain(
+    'binary/encrypted',
+  );
 });
 
-test('an activity failure\'s message and stack are encrypted too, and the trace shows the message', async () => {
+test("an activity failure's message and stack are encrypted too, and the trace shows the message", async () => {
   const secret = mark('failure');
   model = await startModelServer({ script: script(workerSays(1, 'A draft.')), port: 0 });
   stack = await keyedStack({
@@ -105,18 +128,27 @@ test('an activity failure\'s message and stack are encrypted too, and the trace 
     wrap: (a) => ({
       ...a,
       judgeCandidate: async () => {
-        throw ApplicationFailure.create({ message: `judge unreachable: ${secret}`, type: 'JudgeDown', nonRetryable: true });
+        throw ApplicationFailure.create({
+          message: `judge unreachable: ${secret}`,
+          type: 'JudgeDown',
+          nonRetryable: true,
+        });
       },
     }),
   });
   const s = stack;
   const workflowId = await s.run(async () => {
-    const { workflowId: id } = await s.client.run('evaluate-optimize', { task: 'Write a draft.', rubric: ['is a draft'], maxAttempts: 1 });
+    const { workflowId: id } = await s.client.run('evaluate-optimize', {
+      task: 'Write a draft.',
+      rubric: ['is a draft'],
+      maxAttempts: 1,
+    });
     await s.client.wait(id);
     return id;
   });
   const history = await s.client.temporal.workflow.getHandle(workflowId).fetchHistory();
-  const failed = history.events!.find((e) => e.activityTaskFailedEventAttributes)!.activityTaskFailedEventAttributes!.failure!;
+  const failed = history.events!.find((e) => e.activityTaskFailedEventAttributes)!.activityTaskFailedEventAttributes!
+    .failure!;
   // On the wire and at rest the failure says only "Encoded failure"; its attributes are a ciphertext payload.
   expect(failed.message).toBe('Encoded failure');
   expect(Buffer.from(failed.encodedAttributes!.metadata!.encoding!).toString()).toBe('binary/encrypted');
@@ -124,5 +156,8 @@ test('an activity failure\'s message and stack are encrypted too, and the trace 
   expect(trace).toContain(secret);
   await new Promise((r) => setTimeout(r, 1000));
   expect(databaseHolds(dbFile(), secret)).toBe(false);
-  await s.client.temporal.workflow.getHandle(workflowId).terminate('test done').catch(() => undefined);
+  await s.client.temporal.workflow
+    .getHandle(workflowId)
+    .terminate('test done')
+    .catch(() => undefined);
 });

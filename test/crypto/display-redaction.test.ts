@@ -26,7 +26,7 @@ import { scriptedStacks } from '../helpers/temporal';
  */
 const setup = scriptedStacks();
 
-test('the worker\'s own secret values never reach the Web UI\'s summaries or current details, while the tools get their real input', async () => {
+test("the worker's own secret values never reach the Web UI's summaries or current details, while the tools get their real input", async () => {
   const plain = `sunshine${randomBytes(6).toString('hex')}`;
   const named = `zq8X${randomBytes(6).toString('hex')}`;
   const workspace = notesRepo('lw-display-');
@@ -36,12 +36,23 @@ test('the worker\'s own secret values never reach the Web UI\'s summaries or cur
   execFileSync('git', ['commit', '-qm', 'notes'], { cwd: workspace });
   const { model, stack } = await setup.with(
     'display',
-    [turnCalls(1, [['read_file', { path: file }]]), turnAnswers(2, `It holds ${named}.`), judgeSays(1, false, [`mentions ${plain} and ${named}`], 'do not')],
+    [
+      turnCalls(1, [['read_file', { path: file }]]),
+      turnAnswers(2, `It holds ${named}.`),
+      judgeSays(1, false, [`mentions ${plain} and ${named}`], 'do not'),
+    ],
     { env: { MY_SETTING: plain, OTHER_VALUE: named, LOOPWRIGHT_REDACT: 'OTHER_VALUE' } },
   );
   const s = stack;
   await s.run(async () => {
-    const { workflowId } = await s.client.run('evaluate-optimize', { task: 'Read the notes file and say what it holds.', rubric: ['is short'], tools: ['read_file'], workspace, autonomy: 'L1', maxAttempts: 1 });
+    const { workflowId } = await s.client.run('evaluate-optimize', {
+      task: 'Read the notes file and say what it holds.',
+      rubric: ['is short'],
+      tools: ['read_file'],
+      workspace,
+      autonomy: 'L1',
+      maxAttempts: 1,
+    });
     let record: RunRecord;
     for (;;) {
       record = await s.client.status(workflowId);
@@ -63,14 +74,18 @@ test('the worker\'s own secret values never reach the Web UI\'s summaries or cur
     expect(toolSummary).toBe('tool read_file notes-[redacted].txt');
     const waitSummary = summaries.find((x) => x.startsWith('wait for a human'));
     expect(waitSummary).toBeDefined();
-    for (const x of summaries) expect({ x, leaks: x.includes(plain) || x.includes(named) }).toEqual({ x, leaks: false });
+    for (const x of summaries)
+      expect({ x, leaks: x.includes(plain) || x.includes(named) }).toEqual({ x, leaks: false });
     const meta = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };
     expect(meta.currentDetails).toContain('awaiting_human');
     expect(meta.currentDetails).toContain('[redacted]');
     expect(meta.currentDetails).not.toContain(plain);
     expect(meta.currentDetails).not.toContain(named);
     // The mark that asked for the worker's redaction is gone from what the history holds.
-    const marked = history.events!.filter((e) => e.userMetadata?.summary?.data && Buffer.from(e.userMetadata.summary.data).includes(Buffer.from(DISPLAY_MARK)));
+    const marked = history.events!.filter(
+      (e) =>
+        e.userMetadata?.summary?.data && Buffer.from(e.userMetadata.summary.data).includes(Buffer.from(DISPLAY_MARK)),
+    );
     expect(marked).toEqual([]);
     expect(buildTrace(await fetchHistories(s.client.temporal, workflowId)).workflowId).toBe(workflowId);
     await handle.cancel();

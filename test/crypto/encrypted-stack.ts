@@ -25,16 +25,30 @@ export interface KeyedStack {
  * so a second worker (after a key rotation) can take over the runs of the first. The worker is
  * built as createLoopwrightWorker builds it: the ring's data converter and the matching bundle.
  */
-export async function keyedStack(o: { address: string; taskQueue: string; keys: string; modelUrl: string; wrap?: (a: Activities) => Activities }): Promise<KeyedStack> {
+export async function keyedStack(o: {
+  address: string;
+  taskQueue: string;
+  keys: string;
+  modelUrl: string;
+  wrap?: (a: Activities) => Activities;
+}): Promise<KeyedStack> {
   installRuntime();
-  const env = { ANTHROPIC_BASE_URL: o.modelUrl, ANTHROPIC_API_KEY: 'test-key', TEMPORAL_ADDRESS: o.address, LOOPWRIGHT_TASK_QUEUE: o.taskQueue, LOOPWRIGHT_KEYS: o.keys };
+  const env = {
+    ANTHROPIC_BASE_URL: o.modelUrl,
+    ANTHROPIC_API_KEY: 'test-key',
+    TEMPORAL_ADDRESS: o.address,
+    LOOPWRIGHT_TASK_QUEUE: o.taskQueue,
+    LOOPWRIGHT_KEYS: o.keys,
+  };
   const ring = keyRingFromEnv(env);
   const connection = await NativeConnection.connect({ address: o.address });
   const wrap = o.wrap ?? ((a) => a);
   const worker = await Worker.create({
     connection,
     taskQueue: o.taskQueue,
-    activities: wrap(createActivities({ model: createModelClient(env), trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
+    activities: wrap(
+      createActivities({ model: createModelClient(env), trust: () => trustPathsFromEnv({ ...process.env, ...env }) }),
+    ),
     dataConverter: workerDataConverter(ring, redactionFromEnv(env)),
     ...workflowSource(process.env, ring !== undefined),
     ...WORKER_TUNING,
@@ -53,7 +67,11 @@ export async function keyedStack(o: { address: string; taskQueue: string; keys: 
 
 /** The dev server's SQLite files as they are on disk now: the database, its WAL and shared memory. */
 export function rawDatabase(dbFile: string): Buffer {
-  return Buffer.concat([dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`].filter((f) => existsSync(f)).map((f) => readFileSync(f)));
+  return Buffer.concat(
+    [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]
+      .filter((f) => existsSync(f))
+      .map((f) => readFileSync(f)),
+  );
 }
 
 /** Waits until `check` holds (the server writes the file a little after it answers), up to `ms`. */
@@ -74,12 +92,19 @@ export async function until(check: () => boolean, ms = 10_000): Promise<boolean>
 export function databaseHolds(dbFile: string, marker: string): boolean {
   if (rawDatabase(dbFile).includes(Buffer.from(marker))) return true;
   const dump = sqliteDump(dbFile);
-  return dump !== undefined && (dump.includes(marker) || dump.toUpperCase().includes(Buffer.from(marker).toString('hex').toUpperCase()));
+  return (
+    dump !== undefined &&
+    (dump.includes(marker) || dump.toUpperCase().includes(Buffer.from(marker).toString('hex').toUpperCase()))
+  );
 }
 
 function sqliteDump(dbFile: string): string | undefined {
   try {
-    return execFileSync('sqlite3', [dbFile, '.dump'], { maxBuffer: 1 << 30, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return execFileSync('sqlite3', [dbFile, '.dump'], {
+      maxBuffer: 1 << 30,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
   } catch {
     return undefined;
   }

@@ -12,12 +12,16 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(home, { recursive: true, force: true }));
 
-async function cli(env: Record<string, string | undefined>, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+async function cli(
+  env: Record<string, string | undefined>,
+  ...args: string[]
+): Promise<{ code: number; out: string; err: string }> {
   const r = await runCli(args, { PATH: process.env.PATH, LOOPWRIGHT_KEYS: undefined, ...env });
   return { code: r.code ?? -1, out: r.stdout.trimEnd(), err: r.stderr.trimEnd() };
 }
 
-const materialOf = (file: string) => [...keyRingFromEnv({ LOOPWRIGHT_KEYS: file })!.keys.values()].map((k) => k.toString('base64'));
+const materialOf = (file: string) =>
+  [...keyRingFromEnv({ LOOPWRIGHT_KEYS: file })!.keys.values()].map((k) => k.toString('base64'));
 
 test('init makes <LOOPWRIGHT_HOME>/keys with one current key, mode 0600, and refuses to overwrite it', async () => {
   const env = { LOOPWRIGHT_HOME: home };

@@ -31,17 +31,28 @@ afterAll(async () => {
 });
 
 const keyIdsOf = (history: unknown) =>
-  new Set([...JSON.stringify(history).matchAll(/"encryption-key-id":"([^"]*)"/g)].map((m) => Buffer.from(m[1], 'base64').toString()));
+  new Set(
+    [...JSON.stringify(history).matchAll(/"encryption-key-id":"([^"]*)"/g)].map((m) =>
+      Buffer.from(m[1], 'base64').toString(),
+    ),
+  );
 
 test('a run started under one key completes after a rotation, and its whole history decodes; without the old key it names the key', async () => {
   const keys = path.join(dir, 'keys');
   const first = initKeyFile(keys, new Date('2026-01-01T00:00:00Z')).keyId;
   const taskQueue = uniqueQueue('rotation');
-  model = await startModelServer({ script: script(workerSays(1, 'The first and only draft.'), judgeSays(1, false, ['mentions a crash'])), port: 0 });
+  model = await startModelServer({
+    script: script(workerSays(1, 'The first and only draft.'), judgeSays(1, false, ['mentions a crash'])),
+    port: 0,
+  });
   const before = await keyedStack({ address: testAddress(), taskQueue, keys, modelUrl: model.url });
   stacks.push(before);
   const workflowId = await before.run(async () => {
-    const { workflowId: id } = await before.client.run('evaluate-optimize', { task: 'Write a haiku about a power cut.', rubric: ['mentions a crash'], maxAttempts: 1 });
+    const { workflowId: id } = await before.client.run('evaluate-optimize', {
+      task: 'Write a haiku about a power cut.',
+      rubric: ['mentions a crash'],
+      maxAttempts: 1,
+    });
     expect((await before.client.wait(id)).state).toBe('awaiting_human');
     return id;
   });
@@ -67,10 +78,17 @@ test('a run started under one key completes after a rotation, and its whole hist
   const onlyNew = path.join(dir, 'only-new');
   const ring = keyRingFromEnv({ LOOPWRIGHT_KEYS: keys })!;
   writeFileSync(onlyNew, `${rotated.keyId}=${ring.keys.get(rotated.keyId)!.toString('base64')}\n`, { mode: 0o600 });
-  const lost = await LoopwrightClient.connect({ env: { TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue, LOOPWRIGHT_KEYS: onlyNew } });
+  const lost = await LoopwrightClient.connect({
+    env: { TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue, LOOPWRIGHT_KEYS: onlyNew },
+  });
   try {
-    await expect(fetchHistories(lost.temporal, workflowId)).rejects.toThrow(`key ${first} is not in the key ring ${onlyNew}`);
-    await expect(fetchHistories(lost.temporal, workflowId)).rejects.toMatchObject({ name: 'KeyMissingError', keyId: first });
+    await expect(fetchHistories(lost.temporal, workflowId)).rejects.toThrow(
+      `key ${first} is not in the key ring ${onlyNew}`,
+    );
+    await expect(fetchHistories(lost.temporal, workflowId)).rejects.toMatchObject({
+      name: 'KeyMissingError',
+      keyId: first,
+    });
   } finally {
     await lost.close();
   }

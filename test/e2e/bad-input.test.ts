@@ -15,7 +15,13 @@ import { clientEnv, scriptedStacks, testAddress, uniqueQueue } from '../helpers/
  */
 const home = mkdtempSync(path.join(tmpdir(), 'lw-bad-input-'));
 const queue = uniqueQueue('bad-input');
-const env = () => ({ PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: home, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: queue });
+const env = () => ({
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  LOOPWRIGHT_HOME: home,
+  TEMPORAL_ADDRESS: testAddress(),
+  LOOPWRIGHT_TASK_QUEUE: queue,
+});
 
 const files = path.join(home, 'files');
 mkdirSync(files);
@@ -56,8 +62,14 @@ const cases: Case[] = [
   ['excess arguments', ['status', 'a', 'b']],
   ['event without --key', ['event', 'evaluate-optimize', '--input', INPUT]],
   ['grant without --level', ['grant', 'fix-test', '--by', 'bob']],
-  ['bad --overlap choice', ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--overlap', 'sometimes']],
-  ['bad --expect choice', ['regression', 'add', 'evaluate-optimize', '--from-run', 'x', '--by', 'bob', '--expect', 'maybe']],
+  [
+    'bad --overlap choice',
+    ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--overlap', 'sometimes'],
+  ],
+  [
+    'bad --expect choice',
+    ['regression', 'add', 'evaluate-optimize', '--from-run', 'x', '--by', 'bob', '--expect', 'maybe'],
+  ],
   // Loops.
   ['run of an unknown loop', ['run', 'no-such-loop', '--input', INPUT]],
   ['run of a loop with a newline', ['run', 'evaluate-optimize\nx', '--input', INPUT]],
@@ -79,17 +91,33 @@ const cases: Case[] = [
   ['input objects nested 65 deep', [...RUN, '--input', deepObject(65)]],
   ['input array nested 65 deep in a string-heavy value', [...RUN, '--input', `{"task":"[[[[","rubric":${deep(65)}}`]],
   ['input of 100 KB inline that fails the schema', [...RUN, '--input', JSON.stringify({ task: long(100_000) })]],
-  ['input @file of 3 MB', [...RUN, '--input', `@${file('big.json', JSON.stringify({ task: long(3_000_000), rubric: ['x'] }))}`]],
-  ['input @file of 600 KB', [...RUN, '--input', `@${file('600k.json', JSON.stringify({ task: long(600_000), rubric: ['x'] }))}`]],
+  [
+    'input @file of 3 MB',
+    [...RUN, '--input', `@${file('big.json', JSON.stringify({ task: long(3_000_000), rubric: ['x'] }))}`],
+  ],
+  [
+    'input @file of 600 KB',
+    [...RUN, '--input', `@${file('600k.json', JSON.stringify({ task: long(600_000), rubric: ['x'] }))}`],
+  ],
   ['input @file nested 5,000 deep', [...RUN, '--input', `@${file('deep.json', deep(5000))}`]],
-  ['input @file not UTF-8', [...RUN, '--input', `@${file('latin1.json', Buffer.from([0x7b, 0x22, 0x74, 0x22, 0x3a, 0x22, 0xe9, 0xff, 0x22, 0x7d]))}`]],
+  [
+    'input @file not UTF-8',
+    [
+      ...RUN,
+      '--input',
+      `@${file('latin1.json', Buffer.from([0x7b, 0x22, 0x74, 0x22, 0x3a, 0x22, 0xe9, 0xff, 0x22, 0x7d]))}`,
+    ],
+  ],
   ['input @file missing', [...RUN, '--input', `@${path.join(files, 'missing.json')}`]],
   ['input @file a directory', [...RUN, '--input', `@${files}`]],
   ['input @ with no file', [...RUN, '--input', '@']],
   ['input @/dev/zero', [...RUN, '--input', '@/dev/zero']],
   ['input @file empty', [...RUN, '--input', `@${file('empty.json', '')}`]],
   ['event input nested 5,000 deep', ['event', 'evaluate-optimize', '--key', 'deep-1', '--input', deep(5000)]],
-  ['event input of 3 MB file', ['event', 'evaluate-optimize', '--key', 'big-1', '--input', `@${path.join(files, 'big.json')}`]],
+  [
+    'event input of 3 MB file',
+    ['event', 'evaluate-optimize', '--key', 'big-1', '--input', `@${path.join(files, 'big.json')}`],
+  ],
   ['event input failing the schema', ['event', 'evaluate-optimize', '--key', 'schema-1', '--input', '{"rubric":1}']],
   ['schedule input failing the schema', ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', '{}']],
   ['schedule input nested deep', ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', deep(1000)]],
@@ -121,8 +149,14 @@ const cases: Case[] = [
   ['cancel of a huge id', ['cancel', long(100_000)]],
   ['reject of an id with a CR', ['reject', 'a\rb', '--by', 'bob']],
   ['schedule describe of an empty id', ['schedule', 'describe', '']],
-  ['schedule create with an id with a newline', ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--id', 'n\n1']],
-  ['schedule create with a 300-character id', ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--id', long(300)]],
+  [
+    'schedule create with an id with a newline',
+    ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--id', 'n\n1'],
+  ],
+  [
+    'schedule create with a 300-character id',
+    ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--id', long(300)],
+  ],
   ['schedule pause of a missing schedule', ['schedule', 'pause', 'no-such-schedule']],
   ['regression add from a bad run id', ['regression', 'add', 'evaluate-optimize', '--from-run', 'a\nb', '--by', 'bob']],
   // Event keys.
@@ -161,11 +195,20 @@ const cases: Case[] = [
   ['budget --time not a duration', ['budget', 'x', '--by', 'bob', '--time', 'forever']],
   ['budget --time huge', ['budget', 'x', '--by', 'bob', '--time', '99999999999999d']],
   ['audit --verdict bad value', ['audit', 'x', '--by', 'bob', '--verdict', 'meh']],
-  ['schedule --every not a duration', ['schedule', 'create', 'evaluate-optimize', '--every', 'often', '--input', INPUT]],
+  [
+    'schedule --every not a duration',
+    ['schedule', 'create', 'evaluate-optimize', '--every', 'often', '--input', INPUT],
+  ],
   ['schedule --every under a second', ['schedule', 'create', 'evaluate-optimize', '--every', '10ms', '--input', INPUT]],
-  ['schedule with --every and --cron', ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--cron', '* * * * *', '--input', INPUT]],
+  [
+    'schedule with --every and --cron',
+    ['schedule', 'create', 'evaluate-optimize', '--every', '1h', '--cron', '* * * * *', '--input', INPUT],
+  ],
   ['schedule with neither --every nor --cron', ['schedule', 'create', 'evaluate-optimize', '--input', INPUT]],
-  ['schedule --cron with a newline', ['schedule', 'create', 'evaluate-optimize', '--cron', '0 9 * * *\n0 10 * * *', '--input', INPUT]],
+  [
+    'schedule --cron with a newline',
+    ['schedule', 'create', 'evaluate-optimize', '--cron', '0 9 * * *\n0 10 * * *', '--input', INPUT],
+  ],
   ['improve --since huge', ['improve', 'evaluate-optimize', '--since', '9999999999999999d']],
   ['improve --repeats 0', ['improve', 'evaluate-optimize', '--repeats', '0']],
   ['improve --held-out 1', ['improve', 'evaluate-optimize', '--held-out', '1']],
@@ -200,16 +243,32 @@ const cases: Case[] = [
   ['TEMPORAL_ADDRESS nobody answers', ['list'], { TEMPORAL_ADDRESS: '127.0.0.1:1' }],
   ['TEMPORAL_NAMESPACE unknown (list)', ['list'], { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' }],
   ['TEMPORAL_NAMESPACE unknown (status)', ['status', 'x'], { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' }],
-  ['TEMPORAL_NAMESPACE unknown (run)', [...RUN, '--input', INPUT], { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' }],
-  ['TEMPORAL_NAMESPACE unknown (schedule list)', ['schedule', 'list'], { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' }],
-  ['TEMPORAL_NAMESPACE unknown (autonomy)', ['autonomy', 'fix-test'], { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' }],
+  [
+    'TEMPORAL_NAMESPACE unknown (run)',
+    [...RUN, '--input', INPUT],
+    { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' },
+  ],
+  [
+    'TEMPORAL_NAMESPACE unknown (schedule list)',
+    ['schedule', 'list'],
+    { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' },
+  ],
+  [
+    'TEMPORAL_NAMESPACE unknown (autonomy)',
+    ['autonomy', 'fix-test'],
+    { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' },
+  ],
   ['TEMPORAL_NAMESPACE with a space', ['list'], { TEMPORAL_NAMESPACE: 'my namespace' }],
   ['TEMPORAL_NAMESPACE huge', ['list'], { TEMPORAL_NAMESPACE: long(5000) }],
   ['LOOPWRIGHT_TASK_QUEUE with a newline', [...RUN, '--input', INPUT], { LOOPWRIGHT_TASK_QUEUE: 'q\nx' }],
   ['LOOPWRIGHT_TASK_QUEUE huge', [...RUN, '--input', INPUT], { LOOPWRIGHT_TASK_QUEUE: long(2000) }],
   ['LOOPWRIGHT_KEYS missing file', ['list'], { LOOPWRIGHT_KEYS: path.join(files, 'no-keys') }],
   ['LOOPWRIGHT_KEYS not a key file', ['list'], { LOOPWRIGHT_KEYS: file('not-keys', 'hello\n') }],
-  ['LOOPWRIGHT_KEYS binary garbage', ['list'], { LOOPWRIGHT_KEYS: file('garbage-keys', Buffer.from([0, 1, 2, 0xff, 0xfe])) }],
+  [
+    'LOOPWRIGHT_KEYS binary garbage',
+    ['list'],
+    { LOOPWRIGHT_KEYS: file('garbage-keys', Buffer.from([0, 1, 2, 0xff, 0xfe])) },
+  ],
   ['LOOPWRIGHT_METRICS not host:port', ['worker'], { LOOPWRIGHT_METRICS: 'everywhere' }],
   ['LOOPWRIGHT_WORKER_MODEL with a newline', [...RUN, '--input', INPUT], { LOOPWRIGHT_WORKER_MODEL: 'claude\nx' }],
   ['webhooks without a secret', ['webhooks']],
@@ -219,12 +278,14 @@ const cases: Case[] = [
 async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await fn(items[i]);
+      }
+    }),
+  );
   return results;
 }
 
@@ -246,7 +307,10 @@ const setup = scriptedStacks();
 describe('bad input: one `error:` line, exit 2, nothing started', () => {
   test(`${cases.length} malformed inputs across every command each print one error line and exit 2, and start no workflow`, async () => {
     expect(cases.length).toBeGreaterThan(100);
-    const results = await pool(cases, 4, async ([title, args, extra]) => ({ title, r: await runCli(args, { ...env(), ...extra }, 60_000) }));
+    const results = await pool(cases, 4, async ([title, args, extra]) => ({
+      title,
+      r: await runCli(args, { ...env(), ...extra }, 60_000),
+    }));
     const failures = results.flatMap(({ title, r }) => {
       const p = problems(r);
       return p.length ? [`${title}: ${p.join('; ')}\n    stderr: ${JSON.stringify(r.stderr.slice(0, 300))}`] : [];
@@ -265,20 +329,40 @@ describe('bad input: one `error:` line, exit 2, nothing started', () => {
   }, 240_000);
 
   test('the messages say what is wrong in words a user can act on', async () => {
-    const said = async (args: string[], extra: Record<string, string> = {}) => (await runCli(args, { ...env(), ...extra })).stderr.trim();
-    expect(await said([...RUN, '--input', deep(5000)])).toBe('error: --input nests arrays and objects more than 64 deep: at most 64 levels are accepted');
-    expect(await said([...RUN, '--input', `@${path.join(files, 'big.json')}`])).toMatch(/^error: --input \(the file .*big\.json\) is larger than 524288 bytes \(512 KiB\), the most accepted$/);
-    expect(await said([...RUN, '--input', INPUT, '--id', long(1001)])).toBe('error: run id is 1001 characters long: at most 200 are allowed');
-    expect(await said([...RUN, '--input', INPUT, '--id', 'a\nb'])).toMatch(/^error: run id "a\\nb" has a control or invisible character/);
-    expect(await said(['list'], { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' })).toMatch(/^error: namespace "no-such-namespace-bad-input" does not exist on the Temporal server at .*: set TEMPORAL_NAMESPACE/);
-    expect(await said([...RUN, '--input', INPUT, '--jsn'])).toBe("error: unknown option '--jsn' (Did you mean --json?)");
-    expect(await said(['status', 'no-such-run/at-all'])).toBe('error: no run with id no-such-run/at-all: check the id with `loopwright list`');
+    const said = async (args: string[], extra: Record<string, string> = {}) =>
+      (await runCli(args, { ...env(), ...extra })).stderr.trim();
+    expect(await said([...RUN, '--input', deep(5000)])).toBe(
+      'error: --input nests arrays and objects more than 64 deep: at most 64 levels are accepted',
+    );
+    expect(await said([...RUN, '--input', `@${path.join(files, 'big.json')}`])).toMatch(
+      /^error: --input \(the file .*big\.json\) is larger than 524288 bytes \(512 KiB\), the most accepted$/,
+    );
+    expect(await said([...RUN, '--input', INPUT, '--id', long(1001)])).toBe(
+      'error: run id is 1001 characters long: at most 200 are allowed',
+    );
+    expect(await said([...RUN, '--input', INPUT, '--id', 'a\nb'])).toMatch(
+      /^error: run id "a\\nb" has a control or invisible character/,
+    );
+    expect(await said(['list'], { TEMPORAL_NAMESPACE: 'no-such-namespace-bad-input' })).toMatch(
+      /^error: namespace "no-such-namespace-bad-input" does not exist on the Temporal server at .*: set TEMPORAL_NAMESPACE/,
+    );
+    expect(await said([...RUN, '--input', INPUT, '--jsn'])).toBe(
+      "error: unknown option '--jsn' (Did you mean --json?)",
+    );
+    expect(await said(['status', 'no-such-run/at-all'])).toBe(
+      'error: no run with id no-such-run/at-all: check the id with `loopwright list`',
+    );
   });
 
   test('a list filter with a backslash or a quote is a filter like any other: it matches no run, and exits 0', async () => {
-    for (const loop of ['x\\', "x' OR LoopName != '", 'x\\\' OR 1=1']) {
+    for (const loop of ['x\\', "x' OR LoopName != '", "x\\' OR 1=1"]) {
       const r = await runCli(['list', '--loop', loop], env());
-      expect({ loop, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ loop, code: 0, stdout: 'no runs match\n', stderr: '' });
+      expect({ loop, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({
+        loop,
+        code: 0,
+        stdout: 'no runs match\n',
+        stderr: '',
+      });
     }
   });
 
@@ -290,17 +374,30 @@ describe('bad input: one `error:` line, exit 2, nothing started', () => {
   });
 
   test('approve and cancel on a run that has ended name how it ended: canceled, terminated', async () => {
-    const { stack: s } = await setup.with('bad-input-ended', script(workerSays(1, 'long answer'), judgeSays(1, false, ['short'], 'Be short.')));
+    const { stack: s } = await setup.with(
+      'bad-input-ended',
+      script(workerSays(1, 'long answer'), judgeSays(1, false, ['short'], 'Be short.')),
+    );
     const canceled = await s.run(async () => {
-      const { workflowId } = await s.client.run('evaluate-optimize', { task: 'Say hi.', rubric: ['short'], maxAttempts: 1 });
+      const { workflowId } = await s.client.run('evaluate-optimize', {
+        task: 'Say hi.',
+        rubric: ['short'],
+        maxAttempts: 1,
+      });
       await s.client.wait(workflowId);
       expect((await s.client.cancel(workflowId)).state).toBe('canceled');
       return workflowId;
     });
-    const client = await LoopwrightClient.connect({ env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: uniqueQueue('bad-input-term') }) });
+    const client = await LoopwrightClient.connect({
+      env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: uniqueQueue('bad-input-term') }),
+    });
     let terminated: string;
     try {
-      ({ workflowId: terminated } = await client.run('evaluate-optimize', { task: 'Say hi.', rubric: ['short'], maxAttempts: 1 }));
+      ({ workflowId: terminated } = await client.run('evaluate-optimize', {
+        task: 'Say hi.',
+        rubric: ['short'],
+        maxAttempts: 1,
+      }));
       await client.temporal.workflow.getHandle(terminated).terminate('test');
     } finally {
       await client.close();

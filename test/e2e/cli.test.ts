@@ -17,18 +17,51 @@ let dev: Background;
 const verdict = (passed: boolean) => ({
   type: 'tool_use',
   name: 'submit_verdict',
-  input: { passed, reason: passed ? 'ok' : 'too long', failed_items: passed ? [] : ['short'], required_correction: passed ? '' : 'Be short.' },
+  input: {
+    passed,
+    reason: passed ? 'ok' : 'too long',
+    failed_items: passed ? [] : ['short'],
+    required_correction: passed ? '' : 'Be short.',
+  },
 });
 const rules = [
-  { name: 'pass-w1', match: { workflowId: 'e2e-pass', role: 'worker', attempt: 1 }, reply: { content: [{ type: 'text', text: 'a long answer' }] } },
-  { name: 'pass-c1', match: { workflowId: 'e2e-pass', role: 'checker', attempt: 1 }, reply: { content: [verdict(false)] } },
-  { name: 'pass-w2', match: { workflowId: 'e2e-pass', role: 'worker', attempt: 2, lastUser: 'Be short.' }, reply: { content: [{ type: 'text', text: 'short' }] } },
-  { name: 'pass-c2', match: { workflowId: 'e2e-pass', role: 'checker', attempt: 2 }, reply: { content: [verdict(true)] } },
-  { name: 'esc-w', match: { workflowId: 'e2e-esc', role: 'worker' }, reply: { content: [{ type: 'text', text: 'never short enough' }] } },
+  {
+    name: 'pass-w1',
+    match: { workflowId: 'e2e-pass', role: 'worker', attempt: 1 },
+    reply: { content: [{ type: 'text', text: 'a long answer' }] },
+  },
+  {
+    name: 'pass-c1',
+    match: { workflowId: 'e2e-pass', role: 'checker', attempt: 1 },
+    reply: { content: [verdict(false)] },
+  },
+  {
+    name: 'pass-w2',
+    match: { workflowId: 'e2e-pass', role: 'worker', attempt: 2, lastUser: 'Be short.' },
+    reply: { content: [{ type: 'text', text: 'short' }] },
+  },
+  {
+    name: 'pass-c2',
+    match: { workflowId: 'e2e-pass', role: 'checker', attempt: 2 },
+    reply: { content: [verdict(true)] },
+  },
+  {
+    name: 'esc-w',
+    match: { workflowId: 'e2e-esc', role: 'worker' },
+    reply: { content: [{ type: 'text', text: 'never short enough' }] },
+  },
   { name: 'esc-c', match: { workflowId: 'e2e-esc', role: 'checker' }, reply: { content: [verdict(false)] } },
-  { name: 'budget-w', match: { workflowId: 'e2e-budget', role: 'worker' }, reply: { content: [{ type: 'text', text: 'short' }] } },
+  {
+    name: 'budget-w',
+    match: { workflowId: 'e2e-budget', role: 'worker' },
+    reply: { content: [{ type: 'text', text: 'short' }] },
+  },
   { name: 'budget-c', match: { workflowId: 'e2e-budget', role: 'checker' }, reply: { content: [verdict(true)] } },
-  { name: 'cancel-w', match: { workflowId: 'e2e-cancel', role: 'worker' }, reply: { content: [{ type: 'text', text: 'long' }] } },
+  {
+    name: 'cancel-w',
+    match: { workflowId: 'e2e-cancel', role: 'worker' },
+    reply: { content: [{ type: 'text', text: 'long' }] },
+  },
   { name: 'cancel-c', match: { workflowId: 'e2e-cancel', role: 'checker' }, reply: { content: [verdict(false)] } },
 ];
 const input = (maxAttempts: number) => JSON.stringify({ task: 'Say something short.', rubric: ['short'], maxAttempts });
@@ -44,10 +77,23 @@ beforeAll(async () => {
   const scriptFile = path.join(home, 'script.json');
   writeFileSync(scriptFile, JSON.stringify({ rules }));
   const [modelPort, port, uiPort] = [await freePort(), await freePort(), await freePort()];
-  const base = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: home, TEMPORAL_CLI: process.env.LOOPWRIGHT_TEMPORAL_CLI };
-  model = startCli(['model-server', '--script', scriptFile, '--port', String(modelPort), '--log', path.join(home, 'model.log')], base);
+  const base = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    LOOPWRIGHT_HOME: home,
+    TEMPORAL_CLI: process.env.LOOPWRIGHT_TEMPORAL_CLI,
+  };
+  model = startCli(
+    ['model-server', '--script', scriptFile, '--port', String(modelPort), '--log', path.join(home, 'model.log')],
+    base,
+  );
   await model.waitFor(/listening on/);
-  env = { ...base, ANTHROPIC_BASE_URL: `http://127.0.0.1:${modelPort}`, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, LOOPWRIGHT_TASK_QUEUE: 'e2e' };
+  env = {
+    ...base,
+    ANTHROPIC_BASE_URL: `http://127.0.0.1:${modelPort}`,
+    TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+    LOOPWRIGHT_TASK_QUEUE: 'e2e',
+  };
   dev = startCli(['dev', '--port', String(port), '--ui-port', String(uiPort)], env);
   await dev.waitFor(/worker: task queue e2e/);
 }, 180_000);
@@ -72,12 +118,34 @@ describe('loopwright CLI against `loopwright dev` and the scripted model server'
     const status = await cli('status', 'e2e-pass', '--json');
     expect(status.code).toBe(0);
     const record = JSON.parse(status.stdout);
-    expect(record).toMatchObject({ workflowId: 'e2e-pass', loop: 'evaluate-optimize', state: 'completed', ok: true, output: 'short', stopReason: 'passed', decision: null });
-    expect(record.attempts.map((a: { n: number; passed: boolean }) => [a.n, a.passed])).toEqual([[1, false], [2, true]]);
+    expect(record).toMatchObject({
+      workflowId: 'e2e-pass',
+      loop: 'evaluate-optimize',
+      state: 'completed',
+      ok: true,
+      output: 'short',
+      stopReason: 'passed',
+      decision: null,
+    });
+    expect(record.attempts.map((a: { n: number; passed: boolean }) => [a.n, a.passed])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
     expect(record.attempts[0].reasons).toEqual(['too long']);
-    expect(Object.keys(record.attempts[0].usage).sort()).toEqual(['cacheReadTokens', 'cacheWriteTokens', 'costUsd', 'inputTokens', 'outputTokens']);
-    const log = readFileSync(path.join(home, 'model.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    expect(log.filter((l: { workflowId: string }) => l.workflowId === 'e2e-pass').map((l: { rule: string }) => l.rule)).toEqual(['pass-w1', 'pass-c1', 'pass-w2', 'pass-c2']);
+    expect(Object.keys(record.attempts[0].usage).sort()).toEqual([
+      'cacheReadTokens',
+      'cacheWriteTokens',
+      'costUsd',
+      'inputTokens',
+      'outputTokens',
+    ]);
+    const log = readFileSync(path.join(home, 'model.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(
+      log.filter((l: { workflowId: string }) => l.workflowId === 'e2e-pass').map((l: { rule: string }) => l.rule),
+    ).toEqual(['pass-w1', 'pass-c1', 'pass-w2', 'pass-c2']);
   });
 
   test('an escalated run exits 3 on --wait, approve applies, and a second approve is refused with exit 2', async () => {
@@ -88,7 +156,12 @@ describe('loopwright CLI against `loopwright dev` and the scripted model server'
     expect(approve.code).toBe(0);
     expect(approve.stdout).toMatch(/approve by ada: applied/);
     const record = JSON.parse((await cli('status', 'e2e-esc', '--json')).stdout);
-    expect(record).toMatchObject({ state: 'completed', stopReason: 'approved', override: true, decision: { kind: 'approve', by: 'ada', note: 'fine by me' } });
+    expect(record).toMatchObject({
+      state: 'completed',
+      stopReason: 'approved',
+      override: true,
+      decision: { kind: 'approve', by: 'ada', note: 'fine by me' },
+    });
     const again = await cli('approve', 'e2e-esc', '--by', 'ada');
     expect(again.code).toBe(2);
     oneErrorLine(again.stderr);
@@ -113,14 +186,22 @@ describe('loopwright CLI against `loopwright dev` and the scripted model server'
       if (record.state === 'completed') break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    expect(record).toMatchObject({ state: 'completed', stopReason: 'passed', budget: { extensions: [{ by: 'ada', costUsd: 1 }] } });
+    expect(record).toMatchObject({
+      state: 'completed',
+      stopReason: 'passed',
+      budget: { extensions: [{ by: 'ada', costUsd: 1 }] },
+    });
     expect(record.budget.maxCostUsd).toBeCloseTo(1.00001, 6);
 
     const waiting = await cli('run', 'evaluate-optimize', '--input', input(1), '--id', 'e2e-cancel', '--wait');
     expect(waiting.code).toBe(3);
     const cancel = await cli('cancel', 'e2e-cancel', '--json');
     expect(cancel.code).toBe(0);
-    expect(JSON.parse(cancel.stdout)).toMatchObject({ state: 'canceled', stopReason: 'canceled', attempts: [{ n: 1, passed: false }] });
+    expect(JSON.parse(cancel.stdout)).toMatchObject({
+      state: 'canceled',
+      stopReason: 'canceled',
+      attempts: [{ n: 1, passed: false }],
+    });
   });
 
   test('list filters by loop and state through the search attributes', async () => {
@@ -154,7 +235,9 @@ describe('loopwright CLI against `loopwright dev` and the scripted model server'
     const result = await runCli(['list'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` });
     expect(result.code).toBe(2);
     oneErrorLine(result.stderr);
-    expect(result.stderr).toMatch(/cannot reach the Temporal server at 127\.0\.0\.1:\d+: start one with `npx loopwright dev`/);
+    expect(result.stderr).toMatch(
+      /cannot reach the Temporal server at 127\.0\.0\.1:\d+: start one with `npx loopwright dev`/,
+    );
   });
 
   test('a second `loopwright dev` on the same home says one is already running, exit 2', async () => {

@@ -16,7 +16,11 @@ const setup = scriptedStacks();
 const demo = () => parseModelScript(demoScript, 'demo');
 
 const cliEnv = (s: TestStack) => ({
-  PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: mkdtempSync(path.join(tmpdir(), 'lw-review-home-')), TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: s.taskQueue,
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  LOOPWRIGHT_HOME: mkdtempSync(path.join(tmpdir(), 'lw-review-home-')),
+  TEMPORAL_ADDRESS: testAddress(),
+  LOOPWRIGHT_TASK_QUEUE: s.taskQueue,
 });
 const oneErrorLine = (stderr: string) => {
   const lines = stderr.trim().split('\n');
@@ -36,7 +40,12 @@ test('review of a fix-test run waiting for approval prints the diff of src/math.
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-review-')), 'repo'));
   const env = cliEnv(s);
   await s.run(async () => {
-    const { workflowId: id } = await s.client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
+    const { workflowId: id } = await s.client.run('fix-test', {
+      repo,
+      testCommand: 'node --test',
+      failingTest: SAMPLE_FAILING_TEST,
+      allowedPaths: ['src/', 'test/'],
+    });
     const waiting = await s.client.wait(id);
     expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' } });
 
@@ -62,7 +71,15 @@ test('review of a fix-test run waiting for approval prints the diff of src/math.
     const json = await runCli(['review', id, '--json'], env);
     expect(json.code).toBe(0);
     const review = JSON.parse(json.stdout);
-    expect(review).toMatchObject({ version: 1, workflowId: id, loop: 'fix-test', state: 'awaiting_human', attempt: { n: 2, passed: true }, waiting: { kind: 'approval' }, diff: { status: 'ok' } });
+    expect(review).toMatchObject({
+      version: 1,
+      workflowId: id,
+      loop: 'fix-test',
+      state: 'awaiting_human',
+      attempt: { n: 2, passed: true },
+      waiting: { kind: 'approval' },
+      diff: { status: 'ok' },
+    });
     expect(review.diff.patch).toContain('+  return a + b;');
     expect(review.usage.costUsd).toBe(waiting.usage.total.costUsd);
 
@@ -86,7 +103,12 @@ test('review of a fix-test run waiting for approval prints the diff of src/math.
 test('review of a run that never attempted anything exits 2 with one line that says what to do', async () => {
   const { stack: s } = await setup.with('review-none', demo());
   await s.run(async () => {
-    const { workflowId: id } = await s.client.run('fix-test', { repo: '/no/such/folder', testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/'] });
+    const { workflowId: id } = await s.client.run('fix-test', {
+      repo: '/no/such/folder',
+      testCommand: 'node --test',
+      failingTest: SAMPLE_FAILING_TEST,
+      allowedPaths: ['src/'],
+    });
     const record = await until(s, id, (r) => r.state === 'blocked');
     expect(record.attempts).toEqual([]);
     const r = await runCli(['review', id], cliEnv(s));

@@ -9,8 +9,25 @@ export const CORPUS_FAILING_TEST = 'add adds two numbers';
 export const CORPUS_FILES: Record<string, string> = {
   'package.json': `${JSON.stringify({ name: 'corpus-math', version: '1.0.0', private: true, scripts: { test: 'node --test' } }, null, 2)}\n`,
   '.gitignore': 'node_modules/\n.npmrc\n.env\n',
-  'src/math.js': ['function add(a, b) {', '  return a - b;', '}', '', 'function multiply(a, b) {', '  return a * b;', '}', '', 'module.exports = { add, multiply };', ''].join('\n'),
-  'test/helpers.js': ["const assert = require('node:assert');", '', '/** The one assertion the tests use. */', 'exports.check = (actual, expected) => assert.strictEqual(actual, expected);', ''].join('\n'),
+  'src/math.js': [
+    'function add(a, b) {',
+    '  return a - b;',
+    '}',
+    '',
+    'function multiply(a, b) {',
+    '  return a * b;',
+    '}',
+    '',
+    'module.exports = { add, multiply };',
+    '',
+  ].join('\n'),
+  'test/helpers.js': [
+    "const assert = require('node:assert');",
+    '',
+    '/** The one assertion the tests use. */',
+    'exports.check = (actual, expected) => assert.strictEqual(actual, expected);',
+    '',
+  ].join('\n'),
   'test/math.test.js': [
     "const test = require('node:test');",
     "const { check } = require('./helpers');",
@@ -33,7 +50,11 @@ export function createCorpusRepo(dir: string): string {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     writeFileSync(path.join(dir, file), text);
   }
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=Corpus', '-c', 'user.email=corpus@localhost', ...args], { cwd: dir, stdio: 'ignore' });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=Corpus', '-c', 'user.email=corpus@localhost', ...args], {
+      cwd: dir,
+      stdio: 'ignore',
+    });
   git('init', '-q', '-b', 'main');
   git('add', '-A');
   git('commit', '-q', '-m', 'corpus: math with a failing test');

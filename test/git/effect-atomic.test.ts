@@ -15,7 +15,8 @@ import { plainGit } from './hostile-repo';
  * checkout another effect's crash left, and two tries or two effects at once land each effect
  * exactly once with a clean checkout.
  */
-const FIX = "/** Adds two numbers. */\nfunction add(a, b) {\n  return a + b;\n}\n\n/** Multiplies two numbers. */\nfunction multiply(a, b) {\n  return a * b;\n}\n\nmodule.exports = { add, multiply };\n";
+const FIX =
+  '/** Adds two numbers. */\nfunction add(a, b) {\n  return a + b;\n}\n\n/** Multiplies two numbers. */\nfunction multiply(a, b) {\n  return a * b;\n}\n\nmodule.exports = { add, multiply };\n';
 
 let dir: string;
 let repo: string;
@@ -23,19 +24,43 @@ let n = 0;
 
 const git = (cwd: string, ...args: string[]) => plainGit(cwd, ...args).trim();
 const read = (root: string, file: string) => readFileSync(path.join(root, file), 'utf8');
-const withKey = (target: string, key: string) => git(repo, 'log', target, '--format=%H', '--fixed-strings', `--grep=Loopwright-Effect: ${key}`).split('\n').filter(Boolean);
+const withKey = (target: string, key: string) =>
+  git(repo, 'log', target, '--format=%H', '--fixed-strings', `--grep=Loopwright-Effect: ${key}`)
+    .split('\n')
+    .filter(Boolean);
 
 /** A run's workspace whose branch holds `files` in one attempt commit: its branch, base and commit. */
-async function run(files: Record<string, string>): Promise<{ root: string; branch: string; base: string; verified: string; key: string }> {
+async function run(
+  files: Record<string, string>,
+): Promise<{ root: string; branch: string; base: string; verified: string; key: string }> {
   n += 1;
-  const ws = await prepareWorkspace(path.join(dir, 'worktrees'), { workflowId: `fix-test/atomic-${n}`, workspace: repo, autonomy: 'L2' });
+  const ws = await prepareWorkspace(path.join(dir, 'worktrees'), {
+    workflowId: `fix-test/atomic-${n}`,
+    workspace: repo,
+    autonomy: 'L2',
+  });
   for (const [file, text] of Object.entries(files)) writeFileSync(path.join(ws.root, file), text);
-  const { commit } = await commitWorkspace({ root: ws.root, branch: ws.branch!, message: `loopwright: attempt 1 of fix-test/atomic-${n}` });
+  const { commit } = await commitWorkspace({
+    root: ws.root,
+    branch: ws.branch!,
+    message: `loopwright: attempt 1 of fix-test/atomic-${n}`,
+  });
   return { root: ws.root, branch: ws.branch!, base: ws.base!, verified: commit!, key: `fix-test/atomic-${n}/commit/1` };
 }
 
-const effect = (r: { branch: string; key: string; verified?: string; base?: string }, over: Partial<GitCommitEffectInput> = {}) =>
-  applyGitCommit({ key: r.key, repo, branch: r.branch, message: 'Fix add', verified: r.verified, base: r.base, ...over });
+const effect = (
+  r: { branch: string; key: string; verified?: string; base?: string },
+  over: Partial<GitCommitEffectInput> = {},
+) =>
+  applyGitCommit({
+    key: r.key,
+    repo,
+    branch: r.branch,
+    message: 'Fix add',
+    verified: r.verified,
+    base: r.base,
+    ...over,
+  });
 
 /** As Temporal would run it: a retryable failure (a lost race, a held lock) is tried again. */
 async function retried(fn: () => Promise<GitCommitEffectResult>): Promise<GitCommitEffectResult> {
@@ -66,7 +91,7 @@ test('lands the tree the checks verified, not a later commit on the run branch',
   expect(git(repo, 'status', '--porcelain')).toBe('');
 });
 
-test('a target behind the run\'s base gets the run\'s change alone (3-way with the base), not everything between', async () => {
+test("a target behind the run's base gets the run's change alone (3-way with the base), not everything between", async () => {
   const old = git(repo, 'rev-parse', 'main');
   git(repo, 'branch', 'release', old);
   writeFileSync(path.join(repo, 'NOTES.md'), 'only on main\n');
@@ -80,7 +105,7 @@ test('a target behind the run\'s base gets the run\'s change alone (3-way with t
   expect(git(repo, 'status', '--porcelain')).toBe('');
 });
 
-test('a target checked out in a linked worktree is brought along; the repository\'s own checkout is not touched', async () => {
+test("a target checked out in a linked worktree is brought along; the repository's own checkout is not touched", async () => {
   git(repo, 'branch', 'release');
   const linked = path.join(dir, 'release');
   git(repo, 'worktree', 'add', '-q', linked, 'release');
@@ -93,11 +118,16 @@ test('a target checked out in a linked worktree is brought along; the repository
   expect(git(repo, 'status', '--porcelain')).toBe('');
 });
 
-test('an effect first finishes the checkout another effect\'s crash left between its ref move and its checkout update', async () => {
+test("an effect first finishes the checkout another effect's crash left between its ref move and its checkout update", async () => {
   const a = await run({ 'src/math.js': FIX });
   const b = await run({ 'NOTES.md': 'notes\n' });
   const parent = git(repo, 'rev-parse', 'main');
-  const crashed = await commitTree(repo, await treeOf(repo, a.verified), [parent], `Fix add\n\nLoopwright-Effect: ${a.key}`);
+  const crashed = await commitTree(
+    repo,
+    await treeOf(repo, a.verified),
+    [parent],
+    `Fix add\n\nLoopwright-Effect: ${a.key}`,
+  );
   await moveRef(repo, 'refs/heads/main', crashed, parent, 'test');
   const result = await effect(b);
   expect(result).toMatchObject({ alreadyApplied: false, checkout: { state: 'updated' } });
@@ -107,25 +137,31 @@ test('an effect first finishes the checkout another effect\'s crash left between
   expect(git(repo, 'status', '--porcelain')).toBe('');
 });
 
-test.each([1, 2, 3])('two tries of the same effect at once land one commit and report it both times (round %i)', async () => {
-  const r = await run({ 'src/math.js': FIX });
-  const [one, two] = await Promise.all([retried(() => effect(r)), retried(() => effect(r))]);
-  expect(one.commit).toBe(two.commit);
-  expect([one.alreadyApplied, two.alreadyApplied].filter((x) => !x)).toHaveLength(1);
-  expect(withKey('main', r.key)).toEqual([one.commit]);
-  expect(git(repo, 'rev-parse', 'main')).toBe(one.commit);
-  expect(read(repo, 'src/math.js')).toBe(FIX);
-  expect(git(repo, 'status', '--porcelain')).toBe('');
-});
+test.each([1, 2, 3])(
+  'two tries of the same effect at once land one commit and report it both times (round %i)',
+  async () => {
+    const r = await run({ 'src/math.js': FIX });
+    const [one, two] = await Promise.all([retried(() => effect(r)), retried(() => effect(r))]);
+    expect(one.commit).toBe(two.commit);
+    expect([one.alreadyApplied, two.alreadyApplied].filter((x) => !x)).toHaveLength(1);
+    expect(withKey('main', r.key)).toEqual([one.commit]);
+    expect(git(repo, 'rev-parse', 'main')).toBe(one.commit);
+    expect(read(repo, 'src/math.js')).toBe(FIX);
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  },
+);
 
-test.each([1, 2, 3])('two effects at once on the checked-out target both land, each once, and the checkout is clean (round %i)', async () => {
-  const a = await run({ 'src/math.js': FIX });
-  const b = await run({ 'NOTES.md': 'notes\n' });
-  const [ra, rb] = await Promise.all([retried(() => effect(a)), retried(() => effect(b))]);
-  expect(withKey('main', a.key)).toEqual([ra.commit]);
-  expect(withKey('main', b.key)).toEqual([rb.commit]);
-  expect(git(repo, 'rev-list', '--count', 'main')).toBe('3');
-  expect(read(repo, 'src/math.js')).toBe(FIX);
-  expect(read(repo, 'NOTES.md')).toBe('notes\n');
-  expect(git(repo, 'status', '--porcelain')).toBe('');
-});
+test.each([1, 2, 3])(
+  'two effects at once on the checked-out target both land, each once, and the checkout is clean (round %i)',
+  async () => {
+    const a = await run({ 'src/math.js': FIX });
+    const b = await run({ 'NOTES.md': 'notes\n' });
+    const [ra, rb] = await Promise.all([retried(() => effect(a)), retried(() => effect(b))]);
+    expect(withKey('main', a.key)).toEqual([ra.commit]);
+    expect(withKey('main', b.key)).toEqual([rb.commit]);
+    expect(git(repo, 'rev-list', '--count', 'main')).toBe('3');
+    expect(read(repo, 'src/math.js')).toBe(FIX);
+    expect(read(repo, 'NOTES.md')).toBe('notes\n');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  },
+);

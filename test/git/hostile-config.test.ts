@@ -41,36 +41,70 @@ describe('against a hostile repository', () => {
       }
     }
     const ran = hostile.ran();
-    for (const role of ['fsmonitor', 'filter-x-clean', 'filter-z-clean', 'diff-x-command', 'hook-pre-commit', 'hook-commit-msg', 'hook-post-index-change', 'gpg-openpgp']) expect(ran).toContain(role);
+    for (const role of [
+      'fsmonitor',
+      'filter-x-clean',
+      'filter-z-clean',
+      'diff-x-command',
+      'hook-pre-commit',
+      'hook-commit-msg',
+      'hook-post-index-change',
+      'gpg-openpgp',
+    ])
+      expect(ran).toContain(role);
     expect(ran).toContain(`secret=${SECRET}`);
   });
 
-  test.each(['.git/hooks', 'core.hooksPath'] as const)('every program key reads as neutralized, including what include.path and config.worktree set (hooks in %s)', async (place) => {
-    const hostile = createHostileRepo(place);
-    const get = async (key: string) => (await workerGit(hostile.repo, ['config', '--get', key])).replace(/\n$/, '');
-    for (const [key, value] of STATIC_OVERRIDES) expect([key, await get(key)]).toEqual([key, value]);
-    for (const key of ['filter.x.clean', 'filter.x.smudge', 'filter.x.process', 'filter.z.clean', 'filter.z.smudge', 'diff.x.textconv', 'diff.x.command', 'pager.log', 'trailer.x.command']) {
-      expect([key, await get(key)]).toEqual([key, key === 'pager.log' ? 'false' : '']);
-    }
-    expect(await get('filter.x.required')).toBe('false');
-    expect(await get('merge.x.driver')).toBe('exit 1');
-    expect(hostile.ran()).toBe('');
-  });
+  test.each(['.git/hooks', 'core.hooksPath'] as const)(
+    'every program key reads as neutralized, including what include.path and config.worktree set (hooks in %s)',
+    async (place) => {
+      const hostile = createHostileRepo(place);
+      const get = async (key: string) => (await workerGit(hostile.repo, ['config', '--get', key])).replace(/\n$/, '');
+      for (const [key, value] of STATIC_OVERRIDES) expect([key, await get(key)]).toEqual([key, value]);
+      for (const key of [
+        'filter.x.clean',
+        'filter.x.smudge',
+        'filter.x.process',
+        'filter.z.clean',
+        'filter.z.smudge',
+        'diff.x.textconv',
+        'diff.x.command',
+        'pager.log',
+        'trailer.x.command',
+      ]) {
+        expect([key, await get(key)]).toEqual([key, key === 'pager.log' ? 'false' : '']);
+      }
+      expect(await get('filter.x.required')).toBe('false');
+      expect(await get('merge.x.driver')).toBe('exit 1');
+      expect(hostile.ran()).toBe('');
+    },
+  );
 
   test('drivers are neutralized per repository state: why prepareWorkspace checks out inside the new worktree', async () => {
     // filter y exists only for `includeIf "onbranch:loopwright/**"`: the repository (on main) does
     // not define it, the new worktree (on loopwright/...) does. `worktree add` checking out from
     // the repository runs it; prepareWorkspace adds with --no-checkout and checks out in the worktree.
     const hostile = createHostileRepo('.git/hooks');
-    await workerGit(hostile.repo, ['worktree', 'add', '-b', 'loopwright/x', path.join(path.dirname(hostile.repo), 'wt'), 'HEAD']);
+    await workerGit(hostile.repo, [
+      'worktree',
+      'add',
+      '-b',
+      'loopwright/x',
+      path.join(path.dirname(hostile.repo), 'wt'),
+      'HEAD',
+    ]);
     expect(hostile.ran()).toContain('filter-y-smudge');
   });
 
   test('no transport runs, even one the repository allows (ext:: would run a command)', async () => {
     const hostile = createHostileRepo('.git/hooks');
     const touched = path.join(path.dirname(hostile.repo), 'fetched');
-    await expect(workerGit(hostile.repo, ['fetch', `ext::sh -c touch% ${touched}`])).rejects.toThrow(/transport 'ext' not allowed/);
-    await expect(workerGit(hostile.repo, ['fetch', path.dirname(hostile.repo)])).rejects.toThrow(/transport 'file' not allowed/);
+    await expect(workerGit(hostile.repo, ['fetch', `ext::sh -c touch% ${touched}`])).rejects.toThrow(
+      /transport 'ext' not allowed/,
+    );
+    await expect(workerGit(hostile.repo, ['fetch', path.dirname(hostile.repo)])).rejects.toThrow(
+      /transport 'file' not allowed/,
+    );
     expect(existsSync(touched)).toBe(false);
     expect(hostile.ran()).toBe('');
   });
@@ -89,7 +123,13 @@ describe('against a hostile repository', () => {
     await workerGit(hostile.repo, ['update-index', '--add', '--cacheinfo', `160000,${head},vendor`]);
     const tree = (await workerGit(hostile.repo, ['write-tree'])).trim();
     const main = (await workerGit(hostile.repo, ['rev-parse', 'HEAD'])).trim();
-    await moveRef(hostile.repo, 'refs/heads/main', await commitTree(hostile.repo, tree, [main], 'vendor'), main, 'test');
+    await moveRef(
+      hostile.repo,
+      'refs/heads/main',
+      await commitTree(hostile.repo, tree, [main], 'vendor'),
+      main,
+      'test',
+    );
     plainGit(sub, 'config', 'filter.s.clean', path.join(path.dirname(hostile.marker), 'evil', 'filter-x-clean'));
     writeFileSync(path.join(sub, 'lib.js'), 'LIB\n');
     await workerGit(hostile.repo, ['status', '--porcelain', '--ignore-submodules=dirty']);

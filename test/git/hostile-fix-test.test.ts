@@ -28,8 +28,16 @@ test('a fix-test run on a repository with a pre-seeded fsmonitor and hooks is ap
   const hostile = createHostileRepo('.git/hooks');
   const { stack: s } = await setup.with('hostile-fix-test', parseModelScript(demoScript, 'demo'));
   const record = await s.run(async () => {
-    const { workflowId } = await s.client.run('fix-test', { repo: hostile.repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
-    expect(await s.client.wait(workflowId)).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' } });
+    const { workflowId } = await s.client.run('fix-test', {
+      repo: hostile.repo,
+      testCommand: 'node --test',
+      failingTest: SAMPLE_FAILING_TEST,
+      allowedPaths: ['src/', 'test/'],
+    });
+    expect(await s.client.wait(workflowId)).toMatchObject({
+      state: 'awaiting_human',
+      escalation: { kind: 'approval' },
+    });
     await s.client.decide(workflowId, { kind: 'approve', by: 'ada' });
     for (;;) {
       const r = await s.client.status(workflowId);
@@ -41,7 +49,9 @@ test('a fix-test run on a repository with a pre-seeded fsmonitor and hooks is ap
   expect(record.attempts.map((a) => a.passed)).toEqual([false, true]);
   expect(record.effects).toHaveLength(1);
   const git = async (...args: string[]) => (await workerGit(hostile.repo, args)).trim();
-  expect((await git('log', 'main', '--format=%H', '--grep=Loopwright-Effect')).split('\n')).toEqual([record.effects[0].commit]);
+  expect((await git('log', 'main', '--format=%H', '--grep=Loopwright-Effect')).split('\n')).toEqual([
+    record.effects[0].commit,
+  ]);
   expect(await git('rev-parse', 'main')).toBe(record.effects[0].commit);
   expect(readFileSync(path.join(hostile.repo, 'src/math.js'), 'utf8')).toContain('return a + b;');
   expect(await git('status', '--porcelain', '--ignore-submodules=dirty')).toBe('');

@@ -6,11 +6,34 @@ import { createSampleRepo } from '../../loops/fixtures/sample-repo';
 
 /** Every hook git knows (githooks(5), git 2.39) and the config-hook name of git 2.54. */
 export const HOOK_NAMES = [
-  'applypatch-msg', 'pre-applypatch', 'post-applypatch', 'pre-commit', 'pre-merge-commit', 'prepare-commit-msg',
-  'commit-msg', 'post-commit', 'pre-rebase', 'post-checkout', 'post-merge', 'pre-push', 'pre-receive', 'update',
-  'proc-receive', 'post-receive', 'post-update', 'reference-transaction', 'push-to-checkout', 'pre-auto-gc',
-  'post-rewrite', 'sendemail-validate', 'fsmonitor-watchman', 'p4-changelist', 'p4-prepare-changelist',
-  'p4-post-changelist', 'p4-pre-submit', 'post-index-change',
+  'applypatch-msg',
+  'pre-applypatch',
+  'post-applypatch',
+  'pre-commit',
+  'pre-merge-commit',
+  'prepare-commit-msg',
+  'commit-msg',
+  'post-commit',
+  'pre-rebase',
+  'post-checkout',
+  'post-merge',
+  'pre-push',
+  'pre-receive',
+  'update',
+  'proc-receive',
+  'post-receive',
+  'post-update',
+  'reference-transaction',
+  'push-to-checkout',
+  'pre-auto-gc',
+  'post-rewrite',
+  'sendemail-validate',
+  'fsmonitor-watchman',
+  'p4-changelist',
+  'p4-prepare-changelist',
+  'p4-post-changelist',
+  'p4-pre-submit',
+  'post-index-change',
 ];
 
 /** Where the hooks of a hostile repository are: git's own folder, or a `core.hooksPath` inside the work tree. */
@@ -35,7 +58,12 @@ export function removeHostileRepos(): void {
 /** Plain git, with no protection: only for setting up, and for proving the repository is armed. */
 export function plainGit(cwd: string, ...args: string[]): string {
   // This process's environment as the test sees it (jest's process.env is not the real one).
-  return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env },
+  });
 }
 
 /**
@@ -75,7 +103,17 @@ export function createHostileRepo(place: HookPlace): HostileRepo {
   // A hooksPath folder inside the repository is committed: every worktree of it has the hooks.
   if (place === 'core.hooksPath') writeHooks(path.join(repo, '.githooks'));
   plainGit(repo, 'add', '-A');
-  plainGit(repo, '-c', 'user.name=Sample', '-c', 'user.email=sample@localhost', 'commit', '-q', '-m', 'attributes and hooks');
+  plainGit(
+    repo,
+    '-c',
+    'user.name=Sample',
+    '-c',
+    'user.email=sample@localhost',
+    'commit',
+    '-q',
+    '-m',
+    'attributes and hooks',
+  );
   if (place === '.git/hooks') writeHooks(path.join(repo, '.git', 'hooks'));
 
   const set = (file: string, key: string, value: string) => plainGit(repo, 'config', '--file', file, key, value);
@@ -90,21 +128,45 @@ export function createHostileRepo(place: HookPlace): HostileRepo {
     set(config, 'core.fsmonitor', evil('fsmonitor'));
   }
   for (const [key, role] of [
-    ['filter.x.clean', 'filter-x-clean'], ['filter.x.smudge', 'filter-x-smudge'], ['filter.x.process', 'filter-x-process'],
-    ['diff.external', 'diff-external'], ['diff.x.textconv', 'diff-x-textconv'], ['diff.x.command', 'diff-x-command'],
-    ['merge.x.driver', 'merge-x-driver'], ['gpg.program', 'gpg-program'], ['gpg.openpgp.program', 'gpg-openpgp'],
-    ['gpg.ssh.program', 'gpg-ssh'], ['gpg.x509.program', 'gpg-x509'], ['core.pager', 'core-pager'], ['pager.log', 'pager-log'],
-    ['pager.status', 'pager-status'], ['pager.diff', 'pager-diff'], ['core.editor', 'core-editor'], ['sequence.editor', 'sequence-editor'],
-    ['core.askPass', 'askpass'], ['core.sshCommand', 'ssh-command'], ['core.alternateRefsCommand', 'alternate-refs'],
-    ['trailer.x.command', 'trailer-command'], ['hook.evil.command', 'config-hook'], ['interactive.diffFilter', 'diff-filter'],
+    ['filter.x.clean', 'filter-x-clean'],
+    ['filter.x.smudge', 'filter-x-smudge'],
+    ['filter.x.process', 'filter-x-process'],
+    ['diff.external', 'diff-external'],
+    ['diff.x.textconv', 'diff-x-textconv'],
+    ['diff.x.command', 'diff-x-command'],
+    ['merge.x.driver', 'merge-x-driver'],
+    ['gpg.program', 'gpg-program'],
+    ['gpg.openpgp.program', 'gpg-openpgp'],
+    ['gpg.ssh.program', 'gpg-ssh'],
+    ['gpg.x509.program', 'gpg-x509'],
+    ['core.pager', 'core-pager'],
+    ['pager.log', 'pager-log'],
+    ['pager.status', 'pager-status'],
+    ['pager.diff', 'pager-diff'],
+    ['core.editor', 'core-editor'],
+    ['sequence.editor', 'sequence-editor'],
+    ['core.askPass', 'askpass'],
+    ['core.sshCommand', 'ssh-command'],
+    ['core.alternateRefsCommand', 'alternate-refs'],
+    ['trailer.x.command', 'trailer-command'],
+    ['hook.evil.command', 'config-hook'],
+    ['interactive.diffFilter', 'diff-filter'],
   ] as const) {
     set(config, key, key === 'merge.x.driver' ? `${evil(role)} %O %A %B` : evil(role));
   }
   set(config, 'credential.helper', `!${evil('credential-helper')}`);
   for (const [key, value] of [
-    ['filter.x.required', 'true'], ['commit.gpgSign', 'true'], ['tag.gpgSign', 'true'], ['user.signingKey', 'evil'],
-    ['log.showSignature', 'true'], ['protocol.ext.allow', 'always'], ['gc.auto', '1'], ['hook.evil.event', 'pre-commit'],
-    ['submodule.recurse', 'true'], ['status.submoduleSummary', 'true'], ['color.ui', 'always'],
+    ['filter.x.required', 'true'],
+    ['commit.gpgSign', 'true'],
+    ['tag.gpgSign', 'true'],
+    ['user.signingKey', 'evil'],
+    ['log.showSignature', 'true'],
+    ['protocol.ext.allow', 'always'],
+    ['gc.auto', '1'],
+    ['hook.evil.event', 'pre-commit'],
+    ['submodule.recurse', 'true'],
+    ['status.submoduleSummary', 'true'],
+    ['color.ui', 'always'],
   ] as const) {
     set(config, key, value);
   }

@@ -9,7 +9,12 @@ import { snapshotWorkingTree } from '../../activities/git/snapshot';
  * per-attempt commit see the agent's whole working state), without touching the real index.
  */
 let root: string;
-const git = (...args: string[]) => execFileSync('git', ['-c', 'commit.gpgSign=false', ...args], { cwd: root, encoding: 'utf8', env: { ...process.env } }).trim();
+const git = (...args: string[]) =>
+  execFileSync('git', ['-c', 'commit.gpgSign=false', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env },
+  }).trim();
 const write = (file: string, text: string) => {
   mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
   writeFileSync(path.join(root, file), text);
@@ -48,14 +53,24 @@ test('the snapshot is the tree `git add -A` would stage: edits, deletions, type 
   write('debug.log', 'ignored\n');
   write('forced.log', 'changed, still tracked\n');
   mkdirSync(path.join(root, 'embedded'));
-  execFileSync('sh', ['-c', 'git init -q && echo e > e && git add e && git -c user.name=E -c user.email=e@localhost commit -q -m e'], { cwd: path.join(root, 'embedded') });
+  execFileSync(
+    'sh',
+    ['-c', 'git init -q && echo e > e && git add e && git -c user.name=E -c user.email=e@localhost commit -q -m e'],
+    { cwd: path.join(root, 'embedded') },
+  );
   git('add', 'keep.txt'); // the real index as the agent left it must not matter, nor change
   const indexBefore = git('ls-files', '-s', '--debug');
 
   const snapshot = await snapshotWorkingTree(root);
 
   const scratch = path.join(mkdtempSync(path.join(tmpdir(), 'lw-snapshot-index-')), 'index');
-  const withAddAll = (cmd: string) => execFileSync('sh', ['-c', cmd], { cwd: root, encoding: 'utf8', env: { ...process.env, GIT_INDEX_FILE: scratch }, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  const withAddAll = (cmd: string) =>
+    execFileSync('sh', ['-c', cmd], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, GIT_INDEX_FILE: scratch },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   withAddAll('git read-tree HEAD && git add -A');
   expect(snapshot).toBe(withAddAll('git write-tree'));
   const entries = git('ls-tree', '-r', snapshot);
@@ -71,13 +86,25 @@ test('a snapshot from a subfolder covers that subfolder, and a repository withou
   write('app/src/a.js', '1;\n');
   write('other.txt', 'not in app\n');
   const tree = await snapshotWorkingTree(path.join(root, 'app'));
-  expect(git('ls-tree', '-r', '--name-only', tree).split('\n')).toEqual(['.gitignore', 'app/src/a.js', 'dir-then-file/inner.txt', 'edit.txt', 'file-then-dir', 'forced.log', 'gone.txt', 'keep.txt', 'run.sh']);
+  expect(git('ls-tree', '-r', '--name-only', tree).split('\n')).toEqual([
+    '.gitignore',
+    'app/src/a.js',
+    'dir-then-file/inner.txt',
+    'edit.txt',
+    'file-then-dir',
+    'forced.log',
+    'gone.txt',
+    'keep.txt',
+    'run.sh',
+  ]);
   const fresh = mkdtempSync(path.join(tmpdir(), 'lw-snapshot-fresh-'));
   try {
     execFileSync('git', ['init', '-q'], { cwd: fresh });
     writeFileSync(path.join(fresh, 'first.txt'), 'first\n');
     const first = await snapshotWorkingTree(fresh);
-    expect(execFileSync('git', ['ls-tree', '--name-only', first], { cwd: fresh, encoding: 'utf8' })).toBe('first.txt\n');
+    expect(execFileSync('git', ['ls-tree', '--name-only', first], { cwd: fresh, encoding: 'utf8' })).toBe(
+      'first.txt\n',
+    );
   } finally {
     rmSync(fresh, { recursive: true, force: true });
   }

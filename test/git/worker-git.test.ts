@@ -16,7 +16,11 @@ beforeEach(() => {
   process.env.ANTHROPIC_API_KEY = SECRET;
 });
 afterEach(() => {
-  for (const [name, value] of [['LW_TEST_SECRET_TOKEN', saved.token], ['ANTHROPIC_API_KEY', saved.key], ['PATH', saved.path]] as const) {
+  for (const [name, value] of [
+    ['LW_TEST_SECRET_TOKEN', saved.token],
+    ['ANTHROPIC_API_KEY', saved.key],
+    ['PATH', saved.path],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
@@ -40,9 +44,20 @@ describe('the environment git runs with', () => {
       expect(env.GIT_DIR).toBeUndefined();
       expect(env.GIT_EXTERNAL_DIFF).toBeUndefined();
       expect(env).toMatchObject({
-        PATH: process.env.PATH, LC_ALL: 'C', HOME: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null',
-        GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', GIT_NO_REPLACE_OBJECTS: '1', GIT_ATTR_NOSYSTEM: '1', GIT_PAGER: 'cat',
-        GIT_ALLOW_PROTOCOL: '', GIT_INDEX_FILE: '/tmp/index', GIT_AUTHOR_NAME: 'Loopwright', GIT_COMMITTER_EMAIL: 'loopwright@localhost',
+        PATH: process.env.PATH,
+        LC_ALL: 'C',
+        HOME: '/dev/null',
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_TERMINAL_PROMPT: '0',
+        GIT_OPTIONAL_LOCKS: '0',
+        GIT_NO_REPLACE_OBJECTS: '1',
+        GIT_ATTR_NOSYSTEM: '1',
+        GIT_PAGER: 'cat',
+        GIT_ALLOW_PROTOCOL: '',
+        GIT_INDEX_FILE: '/tmp/index',
+        GIT_AUTHOR_NAME: 'Loopwright',
+        GIT_COMMITTER_EMAIL: 'loopwright@localhost',
       });
     } finally {
       delete process.env.GIT_DIR;
@@ -60,7 +75,10 @@ describe('the environment git runs with', () => {
     const bin = temp('bin');
     const seen = path.join(bin, 'seen');
     const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
-    writeFileSync(path.join(bin, 'git'), `#!/bin/sh\nenv >> '${seen}'\necho "ARGS $*" >> '${seen}'\nexec '${real}' "$@"\n`);
+    writeFileSync(
+      path.join(bin, 'git'),
+      `#!/bin/sh\nenv >> '${seen}'\necho "ARGS $*" >> '${seen}'\nexec '${real}' "$@"\n`,
+    );
     chmodSync(path.join(bin, 'git'), 0o755);
     const repo = temp('repo');
     plainGit(repo, 'init', '-q');
@@ -101,35 +119,63 @@ describe('workerGit', () => {
     const fifo = path.join(repo, 'never');
     execFileSync('mkfifo', [fifo]);
     const started = Date.now();
-    await expect(workerGit(repo, ['hash-object', '--stdin-paths'], { input: `${fifo}\n`, timeoutMs: 300 })).rejects.toThrow(/failed in .*: timed out after 300 ms/);
+    await expect(
+      workerGit(repo, ['hash-object', '--stdin-paths'], { input: `${fifo}\n`, timeoutMs: 300 }),
+    ).rejects.toThrow(/failed in .*: timed out after 300 ms/);
     expect(Date.now() - started).toBeLessThan(5000);
     const abort = new AbortController();
     const pending = workerGit(repo, ['hash-object', '--stdin-paths'], { input: `${fifo}\n`, signal: abort.signal });
     setTimeout(() => abort.abort(new Error('cancelled by the test')), 100);
     await expect(pending).rejects.toThrow('cancelled by the test');
-    await expect(workerGit(repo, ['hash-object', '-t', 'tree', '/dev/null'], { maxBuffer: 10 })).rejects.toThrow(/its output passed 10 bytes/);
+    await expect(workerGit(repo, ['hash-object', '-t', 'tree', '/dev/null'], { maxBuffer: 10 })).rejects.toThrow(
+      /its output passed 10 bytes/,
+    );
   });
 });
 
 describe('driverOverrides', () => {
   test('neutralizes every filter, diff, merge, credential, pager, protocol, trailer and config-hook name, whatever its subsection', () => {
     const listing = [
-      'filter.x.clean\nevil', 'filter.a=b.c.smudge\nevil', 'diff.Tex.textconv\nevil', 'merge.m.driver\nevil %A',
-      'credential.https://example.com.helper\nevil', 'pager.log\nevil', 'protocol.ext.allow\nalways', 'trailer.t.cmd\nevil',
-      'hook.h.command\nevil', 'core.bare\nfalse', 'user.name\nx', 'include.path\n/x', 'remote.origin.url\n/x', 'filter.bool.required',
+      'filter.x.clean\nevil',
+      'filter.a=b.c.smudge\nevil',
+      'diff.Tex.textconv\nevil',
+      'merge.m.driver\nevil %A',
+      'credential.https://example.com.helper\nevil',
+      'pager.log\nevil',
+      'protocol.ext.allow\nalways',
+      'trailer.t.cmd\nevil',
+      'hook.h.command\nevil',
+      'core.bare\nfalse',
+      'user.name\nx',
+      'include.path\n/x',
+      'remote.origin.url\n/x',
+      'filter.bool.required',
     ].join('\0');
     const overrides = new Map(driverOverrides(`${listing}\0`));
     expect(Object.fromEntries(overrides)).toEqual({
-      'filter.x.clean': '', 'filter.x.smudge': '', 'filter.x.process': '', 'filter.x.required': 'false',
-      'filter.a=b.c.clean': '', 'filter.a=b.c.smudge': '', 'filter.a=b.c.process': '', 'filter.a=b.c.required': 'false',
-      'filter.bool.clean': '', 'filter.bool.smudge': '', 'filter.bool.process': '', 'filter.bool.required': 'false',
-      'diff.Tex.command': '', 'diff.Tex.textconv': '', 'diff.Tex.cachetextconv': 'false',
+      'filter.x.clean': '',
+      'filter.x.smudge': '',
+      'filter.x.process': '',
+      'filter.x.required': 'false',
+      'filter.a=b.c.clean': '',
+      'filter.a=b.c.smudge': '',
+      'filter.a=b.c.process': '',
+      'filter.a=b.c.required': 'false',
+      'filter.bool.clean': '',
+      'filter.bool.smudge': '',
+      'filter.bool.process': '',
+      'filter.bool.required': 'false',
+      'diff.Tex.command': '',
+      'diff.Tex.textconv': '',
+      'diff.Tex.cachetextconv': 'false',
       'merge.m.driver': 'exit 1',
       'credential.https://example.com.helper': '',
       'pager.log': 'false',
       'protocol.ext.allow': 'never',
-      'trailer.t.command': '', 'trailer.t.cmd': '',
-      'hook.h.enabled': 'false', 'hook.h.event': '',
+      'trailer.t.command': '',
+      'trailer.t.cmd': '',
+      'hook.h.enabled': 'false',
+      'hook.h.event': '',
     });
   });
 

@@ -3,7 +3,12 @@ import type { ModelRule } from '../../model-server/script';
 let seq = 0;
 
 /** A worker turn that calls tools: `calls` are [name, input] pairs. */
-export function turnCalls(turn: number, calls: Array<[string, Record<string, unknown>]>, extra: Partial<ModelRule> = {}, attempt = 1): ModelRule {
+export function turnCalls(
+  turn: number,
+  calls: Array<[string, Record<string, unknown>]>,
+  extra: Partial<ModelRule> = {},
+  attempt = 1,
+): ModelRule {
   return {
     name: `a${attempt} turn ${turn} tools ${++seq}`,
     match: { role: 'worker', attempt, turn },

@@ -14,11 +14,17 @@ export interface CliResult {
  * says otherwise (a person's CLI reads the ring their runs were encrypted with).
  */
 function cliEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  return ('LOOPWRIGHT_KEYS' in env ? env : { ...env, LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS }) as NodeJS.ProcessEnv;
+  return (
+    'LOOPWRIGHT_KEYS' in env ? env : { ...env, LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS }
+  ) as NodeJS.ProcessEnv;
 }
 
 /** Runs the built `loopwright` CLI to completion (no stdin, like CI). */
-export function runCli(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 60_000,
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -27,7 +33,11 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`loopwright ${args.join(' ')} did not finish in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(
+          `loopwright ${args.join(' ')} did not finish in ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -66,7 +76,11 @@ export function startCli(args: string[], env: Record<string, string | undefined>
             resolve(match[0]);
           } else if (child.exitCode !== null || Date.now() - started > timeoutMs) {
             clearInterval(poll);
-            reject(new Error(`loopwright ${args.join(' ')} ${child.exitCode !== null ? `exited with ${child.exitCode}` : 'timed out'} before printing ${pattern}:\n${text}`));
+            reject(
+              new Error(
+                `loopwright ${args.join(' ')} ${child.exitCode !== null ? `exited with ${child.exitCode}` : 'timed out'} before printing ${pattern}:\n${text}`,
+              ),
+            );
           }
         }, 100);
       }),
@@ -85,7 +99,10 @@ export function startCli(args: string[], env: Record<string, string | undefined>
 const workerProcesses: Background[] = [];
 
 /** Starts a `loopwright worker` process and resolves once it polls its task queue. */
-export async function startWorkerProcess(env: Record<string, string | undefined>, args: string[] = []): Promise<Background> {
+export async function startWorkerProcess(
+  env: Record<string, string | undefined>,
+  args: string[] = [],
+): Promise<Background> {
   const worker = startCli(['worker', ...args], env);
   workerProcesses.push(worker);
   await worker.waitFor(/worker polling task queue/);

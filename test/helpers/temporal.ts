@@ -19,14 +19,18 @@ import { script } from './scripts';
 /** The dev server global-setup started. */
 export function testAddress(): string {
   const address = process.env.LOOPWRIGHT_TEST_ADDRESS;
-  if (!address) throw new Error('LOOPWRIGHT_TEST_ADDRESS is not set: run the tests through jest (test/global-setup.ts)');
+  if (!address)
+    throw new Error('LOOPWRIGHT_TEST_ADDRESS is not set: run the tests through jest (test/global-setup.ts)');
   return address;
 }
 
 /** The summaries a run's history shows in the Web UI, in order (decoded with the suite's key ring, as the UI's codec server would). */
 export async function uiSummaries(client: LoopwrightClient, workflowId: string): Promise<string[]> {
   const ring = keyRingFromEnv(process.env);
-  const history = await decodeHistory(await client.temporal.workflow.getHandle(workflowId).fetchHistory(), ring ? [new EncryptionCodec(ring)] : []);
+  const history = await decodeHistory(
+    await client.temporal.workflow.getHandle(workflowId).fetchHistory(),
+    ring ? [new EncryptionCodec(ring)] : [],
+  );
   return history.events!.map((e) => summaryOf(e as never)).filter((x): x is string => x !== null);
 }
 
@@ -64,18 +68,33 @@ export async function testStack(
   const taskQueue = uniqueQueue(name);
   const connection = await NativeConnection.connect({ address: testAddress() });
   // The key ring: the test's own LOOPWRIGHT_KEYS, else global-setup's (empty: no encryption).
-  const fullEnv = { ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'test-key', LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS ?? '', ...env };
+  const fullEnv = {
+    ANTHROPIC_BASE_URL: modelUrl,
+    ANTHROPIC_API_KEY: 'test-key',
+    LOOPWRIGHT_KEYS: process.env.LOOPWRIGHT_KEYS ?? '',
+    ...env,
+  };
   const ring = keyRingFromEnv(fullEnv);
   const worker = await Worker.create({
     connection,
     taskQueue,
-    workflowBundle: { codePath: (ring ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)! },
+    workflowBundle: {
+      codePath: (ring ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)!,
+    },
     // The worker's redaction as a `loopwright worker` with this environment would have it.
     dataConverter: workerDataConverter(ring, redactionFromEnv({ ...process.env, ...fullEnv })),
-    activities: wrap(createActivities({ model: createModelClient(fullEnv), tools, trust: () => trustPathsFromEnv({ ...process.env, ...env }) })),
+    activities: wrap(
+      createActivities({
+        model: createModelClient(fullEnv),
+        tools,
+        trust: () => trustPathsFromEnv({ ...process.env, ...env }),
+      }),
+    ),
     ...WORKER_TUNING,
   });
-  const client = await LoopwrightClient.connect({ env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue } });
+  const client = await LoopwrightClient.connect({
+    env: { ...fullEnv, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue },
+  });
   return {
     client,
     worker,
@@ -131,7 +150,11 @@ export function scriptedStacks() {
     await model?.close();
     stack = model = undefined;
   });
-  const withOptions = async (name: string, rules: ModelRule[] | ModelScript, o: StackOptions = {}): Promise<{ model: ModelServer; stack: TestStack }> => {
+  const withOptions = async (
+    name: string,
+    rules: ModelRule[] | ModelScript,
+    o: StackOptions = {},
+  ): Promise<{ model: ModelServer; stack: TestStack }> => {
     model = await startModelServer({ script: Array.isArray(rules) ? script(...rules) : rules, port: 0 });
     stack = await testStack(name, model.url, o.env, o.wrap, o.tools);
     return { model, stack };

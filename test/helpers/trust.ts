@@ -20,8 +20,21 @@ export function operatorTrust(loops: string[] = []): { env: Record<string, strin
   const grants = path.join(dir, 'grants');
   mkdirSync(grants);
   for (const loop of loops) {
-    const grant: Grant = { loop, level: 'L3', by: 'operator', at: new Date().toISOString(), evidence: { level: 'L2', rule: 'granted for a test', runs: 0, streak: 0, verdict: 'test' } };
-    writeFileSync(path.join(grants, `${loop}-L3.json`), JSON.stringify({ grant, signature: signMessage(key, GRANT_NAMESPACE, grantMessage(grant)) }));
+    const grant: Grant = {
+      loop,
+      level: 'L3',
+      by: 'operator',
+      at: new Date().toISOString(),
+      evidence: { level: 'L2', rule: 'granted for a test', runs: 0, streak: 0, verdict: 'test' },
+    };
+    writeFileSync(
+      path.join(grants, `${loop}-L3.json`),
+      JSON.stringify({ grant, signature: signMessage(key, GRANT_NAMESPACE, grantMessage(grant)) }),
+    );
   }
-  return { env: { LOOPWRIGHT_ALLOWED_SIGNERS: allowed, LOOPWRIGHT_GRANTS: grants, LOOPWRIGHT_SIGNING_KEY: key }, key, dir };
+  return {
+    env: { LOOPWRIGHT_ALLOWED_SIGNERS: allowed, LOOPWRIGHT_GRANTS: grants, LOOPWRIGHT_SIGNING_KEY: key },
+    key,
+    dir,
+  };
 }

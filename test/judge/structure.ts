@@ -6,8 +6,35 @@ import { boundaryLines } from '../../common/judge';
  * apart from the code under test, so a gap in its folding shows up here.
  */
 export function readerSkeleton(line: string): string {
-  const lookalikes: Record<string, string> = { а: 'a', А: 'a', е: 'e', Е: 'e', с: 'c', С: 'c', о: 'o', О: 'o', і: 'i', І: 'i', Ν: 'n', Α: 'a', Ε: 'e', Τ: 't', т: 't', Т: 't', Μ: 'm', м: 'm', К: 'k', к: 'k', ԁ: 'd' };
-  return [...line.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '').normalize('NFKD').replace(/\p{M}/gu, '')]
+  const lookalikes: Record<string, string> = {
+    а: 'a',
+    А: 'a',
+    е: 'e',
+    Е: 'e',
+    с: 'c',
+    С: 'c',
+    о: 'o',
+    О: 'o',
+    і: 'i',
+    І: 'i',
+    Ν: 'n',
+    Α: 'a',
+    Ε: 'e',
+    Τ: 't',
+    т: 't',
+    Т: 't',
+    Μ: 'm',
+    м: 'm',
+    К: 'k',
+    к: 'k',
+    ԁ: 'd',
+  };
+  return [
+    ...line
+      .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '')
+      .normalize('NFKD')
+      .replace(/\p{M}/gu, ''),
+  ]
     .map((c) => lookalikes[c] ?? c)
     .join('')
     .toLowerCase()
@@ -28,13 +55,18 @@ export function blockBetween(prompt: string, begin: string, end: string): string
   const starts = lines.flatMap((l, i) => (l === begin ? [i] : []));
   const ends = lines.flatMap((l, i) => (l === end ? [i] : []));
   if (starts.length !== 1 || ends.length !== 1 || starts[0] > ends[0]) {
-    throw new Error(`expected one "${begin}" line before one "${end}" line; found begin at [${starts.join(', ')}], end at [${ends.join(', ')}]`);
+    throw new Error(
+      `expected one "${begin}" line before one "${end}" line; found begin at [${starts.join(', ')}], end at [${ends.join(', ')}]`,
+    );
   }
   return lines.slice(starts[0] + 1, ends[0]).join('\n');
 }
 
 /** The candidate block and (for a change) the agent-message block of a judge prompt for `code`, checked as {@link blockBetween} does. */
-export function judgeBlocks(prompt: string, code: string): { candidate: string; agentMessage?: string; outside: string } {
+export function judgeBlocks(
+  prompt: string,
+  code: string,
+): { candidate: string; agentMessage?: string; outside: string } {
   const b = boundaryLines(code);
   const candidate = blockBetween(prompt, b.candidate.begin, b.candidate.end);
   const hasAgent = prompt.split('\n').includes(b.agentMessage.begin);

@@ -21,6 +21,10 @@ test.each(files)('replays %s without nondeterminism', async (file) => {
   const history = historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8')));
   expect(history.events?.length ?? 0).toBeGreaterThan(10);
   await expect(
-    Worker.runReplayHistory({ workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! } }, history, file.replace(/\.json$/, '')),
+    Worker.runReplayHistory(
+      { workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! } },
+      history,
+      file.replace(/\.json$/, ''),
+    ),
   ).resolves.toBeUndefined();
 });

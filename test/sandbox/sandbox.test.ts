@@ -1,10 +1,26 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../common/errors';
-import { createSandbox, sandboxConfigFromEnv, SandboxUnavailableError, type Sandbox, type SandboxConfig } from '../../activities/sandbox/sandbox';
+import {
+  createSandbox,
+  sandboxConfigFromEnv,
+  SandboxUnavailableError,
+  type Sandbox,
+  type SandboxConfig,
+} from '../../activities/sandbox/sandbox';
 
 /**
  * The sandbox on its own, with the real bubblewrap: what a command inside can and cannot see,
@@ -26,7 +42,13 @@ function config(over: Partial<SandboxConfig> = {}, env: Record<string, string> =
   const base = sandboxConfigFromEnv({ PATH: process.env.PATH, LOOPWRIGHT_HOME: path.join(dir, 'lw-home'), ...env });
   return {
     ...base,
-    env: { ...base.env, ANTHROPIC_API_KEY: CANARY, DATABASE_URL: `postgres://u:${CANARY}@db/x`, SSH_AUTH_SOCK: `/tmp/${CANARY}.sock`, GH_PAT: CANARY },
+    env: {
+      ...base.env,
+      ANTHROPIC_API_KEY: CANARY,
+      DATABASE_URL: `postgres://u:${CANARY}@db/x`,
+      SSH_AUTH_SOCK: `/tmp/${CANARY}.sock`,
+      GH_PAT: CANARY,
+    },
     ...over,
   };
 }
@@ -35,7 +57,8 @@ async function sh(sandbox: Sandbox, script: string, workspace = ws) {
   return sandbox.run(['sh', '-c', script], { workspace, timeoutMs: 20_000, capChars: 100_000 });
 }
 
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' });
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' });
 
 describe('the bubblewrap sandbox', () => {
   test('works on this machine (a real probe) and says so', async () => {
@@ -44,18 +67,31 @@ describe('the bubblewrap sandbox', () => {
   });
 
   test('a command sees only the allow-listed environment, in its own env and in /proc/1/environ', async () => {
-    const run = await sh(createSandbox(config()), 'env; echo ---; tr "\\0" "\\n" < /proc/1/environ; echo ---; for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f"; done');
+    const run = await sh(
+      createSandbox(config()),
+      'env; echo ---; tr "\\0" "\\n" < /proc/1/environ; echo ---; for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f"; done',
+    );
     expect(run.code).toBe(0);
     expect(run.sandbox).toBe('bwrap');
     expect(run.output).not.toContain(CANARY);
-    const names = run.output.split('---')[0].split('\n').filter(Boolean).map((l) => l.split('=')[0]).sort();
+    const names = run.output
+      .split('---')[0]
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('=')[0])
+      .sort();
     // sh itself adds PWD, SHLVL and _; the worker's environment here has no LANG.
     expect(names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n))).toEqual(['CI', 'HOME', 'PATH', 'TMPDIR']);
     expect(run.output).toContain('HOME=/tmp/home');
   });
 
   test('variables the loop declares are added; HOME and TMPDIR stay the private ones', async () => {
-    const run = await createSandbox(config()).run(['sh', '-c', 'echo "$NODE_ENV $HOME $TMPDIR"'], { workspace: ws, env: { NODE_ENV: 'test', HOME: '/root' }, timeoutMs: 10_000, capChars: 1000 });
+    const run = await createSandbox(config()).run(['sh', '-c', 'echo "$NODE_ENV $HOME $TMPDIR"'], {
+      workspace: ws,
+      env: { NODE_ENV: 'test', HOME: '/root' },
+      timeoutMs: 10_000,
+      capChars: 1000,
+    });
     expect(run.output.trim()).toBe('test /tmp/home /tmp');
   });
 
@@ -63,7 +99,9 @@ describe('the bubblewrap sandbox', () => {
     const sandbox = createSandbox(config());
     expect((await sh(sandbox, 'echo ok > inside && cat inside')).output).toContain('ok');
     expect(readFileSync(path.join(ws, 'inside'), 'utf8')).toBe('ok\n');
-    expect((await sh(sandbox, 'echo x > /tmp/scratch && echo y > "$HOME/.cache" && cat /tmp/scratch "$HOME/.cache"')).output).toBe('x\ny\n');
+    expect(
+      (await sh(sandbox, 'echo x > /tmp/scratch && echo y > "$HOME/.cache" && cat /tmp/scratch "$HOME/.cache"')).output,
+    ).toBe('x\ny\n');
     expect(existsSync('/tmp/scratch')).toBe(false);
     for (const target of ['/etc/loopwright-test', '/usr/loopwright-test', '/loopwright-test']) {
       const run = await sh(sandbox, `echo x > ${target}`);
@@ -88,11 +126,23 @@ describe('the bubblewrap sandbox', () => {
     writeFileSync(path.join(fakeHome, '.ssh', 'id_ed25519'), CANARY);
     writeFileSync(path.join(ro, 'tool.txt'), 'tool');
     const sandbox = createSandbox(config({ masked: [lwHome, fakeHome, '/root', '/home'], readOnly: [ro] }));
-    const run = await sh(sandbox, [
-      `cat ${lwHome}/transcripts/blob`, `ls ${lwHome}`, `cat ${other}/secret.txt`, `ls ${other}`,
-      `cat ${fakeHome}/.ssh/id_ed25519`, 'ls -a /root', 'cat /etc/shadow', 'ls /etc/ssh', `cat ${ro}/tool.txt`,
-      `echo x > ${ro}/tool.txt`,
-    ].map((c) => `${c} 2>&1; echo "[$?]"`).join('; '));
+    const run = await sh(
+      sandbox,
+      [
+        `cat ${lwHome}/transcripts/blob`,
+        `ls ${lwHome}`,
+        `cat ${other}/secret.txt`,
+        `ls ${other}`,
+        `cat ${fakeHome}/.ssh/id_ed25519`,
+        'ls -a /root',
+        'cat /etc/shadow',
+        'ls /etc/ssh',
+        `cat ${ro}/tool.txt`,
+        `echo x > ${ro}/tool.txt`,
+      ]
+        .map((c) => `${c} 2>&1; echo "[$?]"`)
+        .join('; '),
+    );
     expect(run.output).not.toContain(CANARY);
     expect(run.output).toContain('tool');
     expect(readFileSync(path.join(ro, 'tool.txt'), 'utf8')).toBe('tool');
@@ -106,9 +156,25 @@ describe('the bubblewrap sandbox', () => {
     writeFileSync(path.join(ro, 'grants', 'fix-test-L3.json'), CANARY);
     const key = path.join(ws, 'signing_key');
     writeFileSync(key, CANARY);
-    const env = { LOOPWRIGHT_ALLOWED_SIGNERS: allowed, LOOPWRIGHT_GRANTS: path.join(ro, 'grants'), LOOPWRIGHT_SIGNING_KEY: key };
+    const env = {
+      LOOPWRIGHT_ALLOWED_SIGNERS: allowed,
+      LOOPWRIGHT_GRANTS: path.join(ro, 'grants'),
+      LOOPWRIGHT_SIGNING_KEY: key,
+    };
     const sandbox = createSandbox(config({ readOnly: [ro] }, env));
-    const run = await sh(sandbox, [`cat ${allowed}`, `cat ${ro}/grants/*`, `ls ${ro}/grants`, `cat ${key}`, `echo "ops evil" >> ${allowed}`, `echo x > ${ro}/grants/evil.json`].map((c) => `${c} 2>&1; echo "[$?]"`).join('; '));
+    const run = await sh(
+      sandbox,
+      [
+        `cat ${allowed}`,
+        `cat ${ro}/grants/*`,
+        `ls ${ro}/grants`,
+        `cat ${key}`,
+        `echo "ops evil" >> ${allowed}`,
+        `echo x > ${ro}/grants/evil.json`,
+      ]
+        .map((c) => `${c} 2>&1; echo "[$?]"`)
+        .join('; '),
+    );
     expect(run.output).not.toContain(CANARY);
     expect(readFileSync(allowed, 'utf8')).toBe(`ops ${CANARY}\n`);
     expect(readdirSync(path.join(ro, 'grants'))).toEqual(['fix-test-L3.json']);
@@ -151,8 +217,20 @@ describe('the bubblewrap sandbox', () => {
     git(repo, 'worktree', 'add', '-q', '-b', 'loopwright/run', tree);
     const sandbox = createSandbox(config());
     expect((await sh(sandbox, 'git log --oneline', tree)).output).toContain('base');
-    expect((await sh(sandbox, 'echo b > b.txt && git -c user.name=a -c user.email=a@a commit -q -am x; echo "[$?]"; echo evil > .git; echo "[$?]"', tree)).output).not.toContain('[0]\n[0]');
-    for (const attack of ['git -c user.name=a -c user.email=a@a commit -q --allow-empty -m evil', `echo x > ${repo}/.git/hooks/post-commit`, `git -C ${repo} update-ref refs/heads/main HEAD`]) {
+    expect(
+      (
+        await sh(
+          sandbox,
+          'echo b > b.txt && git -c user.name=a -c user.email=a@a commit -q -am x; echo "[$?]"; echo evil > .git; echo "[$?]"',
+          tree,
+        )
+      ).output,
+    ).not.toContain('[0]\n[0]');
+    for (const attack of [
+      'git -c user.name=a -c user.email=a@a commit -q --allow-empty -m evil',
+      `echo x > ${repo}/.git/hooks/post-commit`,
+      `git -C ${repo} update-ref refs/heads/main HEAD`,
+    ]) {
       expect((await sh(sandbox, attack, tree)).code).not.toBe(0);
     }
     // The repository's working tree is not mounted at all (only its .git, read-only).
@@ -179,7 +257,11 @@ describe('the bubblewrap sandbox', () => {
     test('no connection leaves the sandbox: not to a local port, not anywhere', async () => {
       const port = (server.address() as { port: number }).port;
       const probe = `require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(3); })`;
-      const run = await createSandbox(config()).run(['node', '-e', probe], { workspace: ws, timeoutMs: 20_000, capChars: 1000 });
+      const run = await createSandbox(config()).run(['node', '-e', probe], {
+        workspace: ws,
+        timeoutMs: 20_000,
+        capChars: 1000,
+      });
       expect(run.output).not.toContain('CONNECTED');
       expect(run.code).toBe(3);
       expect(connections).toBe(0);
@@ -188,16 +270,21 @@ describe('the bubblewrap sandbox', () => {
 
   test('nothing a command starts outlives it, not even a process in its own session', async () => {
     const marker = `sleep 31.${process.pid % 1000}`;
-    const run = await sh(createSandbox(config()), `(setsid ${marker} >/dev/null 2>&1 &); nohup ${marker} >/dev/null 2>&1 & echo started`);
+    const run = await sh(
+      createSandbox(config()),
+      `(setsid ${marker} >/dev/null 2>&1 &); nohup ${marker} >/dev/null 2>&1 & echo started`,
+    );
     expect(run.output).toContain('started');
     await new Promise((r) => setTimeout(r, 200));
-    const alive = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === marker;
-      } catch {
-        return false;
-      }
-    });
+    const alive = readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === marker;
+        } catch {
+          return false;
+        }
+      });
     expect(alive).toEqual([]);
   });
 
@@ -209,9 +296,15 @@ describe('the bubblewrap sandbox', () => {
   test('a file given to the command is readable at a fixed path, read-only', async () => {
     const host = path.join(dir, 'candidate');
     writeFileSync(host, 'the answer');
-    const run = await createSandbox(config()).run(['sh', '-c', 'cat "$CANDIDATE"; echo; echo x > "$CANDIDATE"; echo "[$?] $CANDIDATE"'], {
-      workspace: ws, file: { host, variable: 'CANDIDATE' }, timeoutMs: 10_000, capChars: 1000,
-    });
+    const run = await createSandbox(config()).run(
+      ['sh', '-c', 'cat "$CANDIDATE"; echo; echo x > "$CANDIDATE"; echo "[$?] $CANDIDATE"'],
+      {
+        workspace: ws,
+        file: { host, variable: 'CANDIDATE' },
+        timeoutMs: 10_000,
+        capChars: 1000,
+      },
+    );
     expect(run.output).toContain('the answer');
     expect(run.output).toMatch(/\[[1-9]\d*\] \/run\/loopwright\/input/);
     expect(readFileSync(host, 'utf8')).toBe('the answer');
@@ -226,9 +319,20 @@ test('extra readable and writable paths appear at the same path inside, and noth
     mkdirSync(path.join(extra, 'hidden'));
     writeFileSync(path.join(extra, 'hidden', 'secret'), CANARY);
     // One stream (exec 2>&1): the shell's own error messages stay in order with the echoes.
-    const run = await createSandbox(config()).run(['sh', '-c', `exec 2>&1; cat ${extra}/reporter.js; echo; echo out > ${extra}/results/r.json; echo "[$?]"; echo x > ${extra}/reporter.js; echo "[$?]"; cat ${extra}/hidden/secret; echo "[$?]"`], {
-      workspace: ws, readable: [path.join(extra, 'reporter.js')], writable: [path.join(extra, 'results')], timeoutMs: 10_000, capChars: 1000,
-    });
+    const run = await createSandbox(config()).run(
+      [
+        'sh',
+        '-c',
+        `exec 2>&1; cat ${extra}/reporter.js; echo; echo out > ${extra}/results/r.json; echo "[$?]"; echo x > ${extra}/reporter.js; echo "[$?]"; cat ${extra}/hidden/secret; echo "[$?]"`,
+      ],
+      {
+        workspace: ws,
+        readable: [path.join(extra, 'reporter.js')],
+        writable: [path.join(extra, 'results')],
+        timeoutMs: 10_000,
+        capChars: 1000,
+      },
+    );
     expect(run.output).toMatch(/^reporter\n\[0\]\n.*\[[1-9]\d*\]\n.*\[[1-9]\d*\]\n$/s);
     expect(run.output).not.toContain(CANARY);
     expect(readFileSync(path.join(extra, 'results', 'r.json'), 'utf8')).toBe('out\n');
@@ -263,10 +367,16 @@ describe('without a working sandbox', () => {
 
   test('a bwrap that cannot make namespaces fails the real probe, with its own words', async () => {
     const fake = path.join(dir, 'bwrap');
-    writeFileSync(fake, '#!/bin/sh\nif [ "$1" = --version ]; then echo "bubblewrap 0.8.0"; exit 0; fi\necho "bwrap: No permissions to creating new namespace" >&2\nexit 1\n');
+    writeFileSync(
+      fake,
+      '#!/bin/sh\nif [ "$1" = --version ]; then echo "bubblewrap 0.8.0"; exit 0; fi\necho "bwrap: No permissions to creating new namespace" >&2\nexit 1\n',
+    );
     chmodSync(fake, 0o755);
     const status = await createSandbox(config({}, { LOOPWRIGHT_BWRAP: fake })).status();
-    expect(status).toEqual({ kind: 'unavailable', reason: 'the bwrap probe failed: bwrap: No permissions to creating new namespace' });
+    expect(status).toEqual({
+      kind: 'unavailable',
+      reason: 'the bwrap probe failed: bwrap: No permissions to creating new namespace',
+    });
   });
 
   test('an unknown LOOPWRIGHT_SANDBOX value is a config error that names the choices', () => {

@@ -45,7 +45,11 @@ const portOf = (address: string) => Number(address.split(':').pop());
 const FIX = { path: 'src/math.js', old_text: 'return a - b;', new_text: 'return a + b;' };
 const FAILING_BLOCK = `test('${SAMPLE_FAILING_TEST}', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n`;
 /** The regression test, appended after the failing test (existing tests are only added to). */
-const REGRESSION = { path: 'test/math.test.js', old_text: FAILING_BLOCK, new_text: `${FAILING_BLOCK}\ntest('add handles negative numbers (regression)', () => {\n  assert.strictEqual(add(-2, -3), -5);\n});\n` };
+const REGRESSION = {
+  path: 'test/math.test.js',
+  old_text: FAILING_BLOCK,
+  new_text: `${FAILING_BLOCK}\ntest('add handles negative numbers (regression)', () => {\n  assert.strictEqual(add(-2, -3), -5);\n});\n`,
+};
 
 function targets(extra: Partial<AttackTargets>): AttackTargets {
   const home = env.LOOPWRIGHT_HOME!;
@@ -60,8 +64,16 @@ function targets(extra: Partial<AttackTargets>): AttackTargets {
       "the user's home": env.HOME!,
     },
     worktrees: env.LOOPWRIGHT_WORKTREES,
-    unwritable: { 'a file outside the workspace': path.join(outside, 'pwned.txt'), "the user's ~/.bashrc": path.join(env.HOME!, '.bashrc'), '/etc': `/etc/loopwright-pwned-${TAG}` },
-    ports: { temporal: portOf(testAddress()), 'the model endpoint': modelPort, 'another local service': (other.address() as { port: number }).port },
+    unwritable: {
+      'a file outside the workspace': path.join(outside, 'pwned.txt'),
+      "the user's ~/.bashrc": path.join(env.HOME!, '.bashrc'),
+      '/etc': `/etc/loopwright-pwned-${TAG}`,
+    },
+    ports: {
+      temporal: portOf(testAddress()),
+      'the model endpoint': modelPort,
+      'another local service': (other.address() as { port: number }).port,
+    },
     cli: CLI,
     tag: TAG,
     reportDir: '.attack',
@@ -86,7 +98,8 @@ function expectAllBlocked(report: Record<string, string>): void {
 
 /** What the host must still look like after the attacks. */
 async function expectHostUntouched(workspace: string): Promise<void> {
-  for (const file of [path.join(outside, 'pwned.txt'), path.join(env.HOME!, '.bashrc'), `/etc/loopwright-pwned-${TAG}`]) expect(existsSync(file)).toBe(false);
+  for (const file of [path.join(outside, 'pwned.txt'), path.join(env.HOME!, '.bashrc'), `/etc/loopwright-pwned-${TAG}`])
+    expect(existsSync(file)).toBe(false);
   expect(processesNamed(`sleep 30.${TAG}`)).toEqual([]);
   await new Promise((r) => setTimeout(r, 2500));
   expect(existsSync(path.join(workspace, `late-${TAG}`))).toBe(false);
@@ -151,18 +164,27 @@ test('the worker says at start that bubblewrap runs agent commands', () => {
   expect(worker.output()).toMatch(/sandbox: bubblewrap \S+ \(.*bwrap\) runs agent commands and checks/);
 });
 
-test('fix-test: an attack in a test file the agent writes fails from run_command and from the gate\'s test runs, and the run carries on to its approval', async () => {
+test("fix-test: an attack in a test file the agent writes fails from run_command and from the gate's test runs, and the run carries on to its approval", async () => {
   const repo = createSampleRepo(path.join(outside, 'repo'));
   const base = git(repo, 'rev-parse', 'main');
   const config = readFileSync(path.join(repo, '.git', 'config'), 'utf8');
   const attack = attackSource(targets({ repoGit: path.join(repo, '.git'), reportDir: 'test/.attack' }), true);
   await serve([
-    turnCalls(1, [['write_file', { path: 'test/attack.test.js', content: attack }], ['edit_file', FIX], ['edit_file', REGRESSION]]),
+    turnCalls(1, [
+      ['write_file', { path: 'test/attack.test.js', content: attack }],
+      ['edit_file', FIX],
+      ['edit_file', REGRESSION],
+    ]),
     turnCalls(2, [['run_command', { command: 'node --test' }]]),
     turnAnswers(3, 'Cause: add() subtracted (src/math.js:3). Fixed it and added a regression test.'),
     judgePasses(),
   ]);
-  const { workflowId } = await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
+  const { workflowId } = await client.run('fix-test', {
+    repo,
+    testCommand: 'node --test',
+    failingTest: SAMPLE_FAILING_TEST,
+    allowedPaths: ['src/', 'test/'],
+  });
   const waiting = await client.wait(workflowId);
   expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' }, sandbox: 'bwrap' });
   const [attempt] = waiting.attempts;
@@ -172,7 +194,11 @@ test('fix-test: an attack in a test file the agent writes fails from run_command
   // The gate ran the attack again on clean checkouts, where it is a test that fails if anything leaked.
   const gate = attempt.verdicts.find((v) => v.check === 'tests')!;
   expect(gate).toMatchObject({ passed: true, sandbox: 'bwrap' });
-  expect(gate.tests!.added).toContainEqual({ test: 'test/attack.test.js > attack', candidate: 'passed', base: 'passed' });
+  expect(gate.tests!.added).toContainEqual({
+    test: 'test/attack.test.js > attack',
+    candidate: 'passed',
+    base: 'passed',
+  });
 
   const found = reports(path.join(waiting.workspace!.root, 'test', '.attack'));
   expect(found).toHaveLength(1); // the agent's run_command; the gate's checkouts are gone
@@ -189,7 +215,9 @@ test('fix-test: an attack in a test file the agent writes fails from run_command
   await client.decide(workflowId, { kind: 'approve', by: 'ada' });
   const done = await client.wait(workflowId);
   expect(done).toMatchObject({ state: 'completed', stopReason: 'passed' });
-  expect(git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').split('\n')).toEqual([done.effects[0].commit]);
+  expect(git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').split('\n')).toEqual([
+    done.effects[0].commit,
+  ]);
   const trace = await runCli(['trace', workflowId], env);
   expect(trace.stdout).toContain('sandbox: bwrap');
   expect(trace.stdout).not.toContain(CANARY);
@@ -200,7 +228,11 @@ test('evaluate-optimize: the same attack run by a command check fails, and the r
   mkdirSync(ws);
   writeFileSync(path.join(ws, 'attack.js'), attackSource(targets({}), false));
   await serve([workerSays(1, 'an answer')]);
-  const { workflowId } = await client.run('evaluate-optimize', { task: 'Answer.', workspace: ws, checks: [{ kind: 'command', name: 'attack', command: 'node attack.js' }] });
+  const { workflowId } = await client.run('evaluate-optimize', {
+    task: 'Answer.',
+    workspace: ws,
+    checks: [{ kind: 'command', name: 'attack', command: 'node attack.js' }],
+  });
   const done: RunRecord = await client.wait(workflowId);
   expect(done).toMatchObject({ state: 'completed', stopReason: 'passed', sandbox: 'bwrap' });
   expect(done.attempts[0].verdicts[0]).toMatchObject({ check: 'attack', passed: true, sandbox: 'bwrap' });

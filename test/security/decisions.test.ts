@@ -32,9 +32,20 @@ const alice = generateSigningKey(key('alice'), 'alice');
 const bob = generateSigningKey(key('bob'), 'bob');
 generateSigningKey(key('mallory'), 'mallory');
 const allowedSigners = path.join(dir, 'allowed_signers');
-writeFileSync(allowedSigners, [`alice namespaces="${DECISION_NAMESPACE},${GRANT_NAMESPACE}" ${alice.publicKey}`, `bob namespaces="${DECISION_NAMESPACE}" ${bob.publicKey}`, ''].join('\n'));
+writeFileSync(
+  allowedSigners,
+  [
+    `alice namespaces="${DECISION_NAMESPACE},${GRANT_NAMESPACE}" ${alice.publicKey}`,
+    `bob namespaces="${DECISION_NAMESPACE}" ${bob.publicKey}`,
+    '',
+  ].join('\n'),
+);
 const grantsDir = path.join(dir, 'grants');
-const trustEnv = { LOOPWRIGHT_ALLOWED_SIGNERS: allowedSigners, LOOPWRIGHT_GRANTS: grantsDir, LOOPWRIGHT_SIGNING_KEY: key('alice') };
+const trustEnv = {
+  LOOPWRIGHT_ALLOWED_SIGNERS: allowedSigners,
+  LOOPWRIGHT_GRANTS: grantsDir,
+  LOOPWRIGHT_SIGNING_KEY: key('alice'),
+};
 
 let model: ModelServer | undefined;
 let stack: TestStack | undefined;
@@ -48,15 +59,27 @@ afterEach(async () => {
 
 /** Another person's client on the stack's task queue, signing with `signingKey` ('' for none). */
 async function clientAs(s: TestStack, signingKey: string): Promise<LoopwrightClient> {
-  const c = await LoopwrightClient.connect({ env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: s.taskQueue, LOOPWRIGHT_SIGNING_KEY: signingKey }) });
+  const c = await LoopwrightClient.connect({
+    env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: s.taskQueue, LOOPWRIGHT_SIGNING_KEY: signingKey }),
+  });
   clients.push(c);
   return c;
 }
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo }).toString();
-const effectCommits = (repo: string) => git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').trim().split('\n').filter(Boolean);
-const fixInput = (repo: string, extra: Record<string, unknown> = {}) => ({ repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'], ...extra });
-const reviewInput = (approvers: string[]) => ({ task: 'Write.', checks: [{ kind: 'human', name: 'editor', approvers }] });
+const effectCommits = (repo: string) =>
+  git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').trim().split('\n').filter(Boolean);
+const fixInput = (repo: string, extra: Record<string, unknown> = {}) => ({
+  repo,
+  testCommand: 'node --test',
+  failingTest: SAMPLE_FAILING_TEST,
+  allowedPaths: ['src/', 'test/'],
+  ...extra,
+});
+const reviewInput = (approvers: string[]) => ({
+  task: 'Write.',
+  checks: [{ kind: 'human', name: 'editor', approvers }],
+});
 
 /** A decision signed by `signer` for run `workflowId` (as the CLI signs it). */
 function signedFor(workflowId: string, d: DecisionInput, signer: string): DecisionInput {
@@ -85,7 +108,9 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 /** Event types of a run's history (to show what never reached it). */
 async function historyEvents(s: TestStack, workflowId: string): Promise<string[]> {
   const history = await s.client.temporal.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).map((e) => Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? '?');
+  return (history.events ?? []).map(
+    (e) => Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? '?',
+  );
 }
 
 test('an approval of effects must be signed by an allowed key for the name it claims; the signed one lands, recorded with the key', async () => {
@@ -97,26 +122,45 @@ test('an approval of effects must be signed by an allowed key for the name it cl
     const { workflowId } = await s.client.run('fix-test', fixInput(repo));
     const waiting = await s.client.wait(workflowId);
     expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' } });
-    expect(waiting.trust).toMatchObject({ signedDecisions: 'effects', allowedSigners: { path: allowedSigners, keys: 2 }, autonomy: { granted: true, via: 'loop' } });
+    expect(waiting.trust).toMatchObject({
+      signedDecisions: 'effects',
+      allowedSigners: { path: allowedSigners, keys: 2 },
+      autonomy: { granted: true, via: 'loop' },
+    });
     expect(waiting.trust!.allowedSigners!.sha256).toMatch(/^[0-9a-f]{64}$/);
 
     // Anyone can claim to be alice: unsigned, the claim is refused.
     const unsigned = await clientAs(s, '');
-    await expect(unsigned.decide(workflowId, { kind: 'approve', by: 'alice' })).rejects.toThrow(/an approval of effects must be signed/);
+    await expect(unsigned.decide(workflowId, { kind: 'approve', by: 'alice' })).rejects.toThrow(
+      /an approval of effects must be signed/,
+    );
     // Mallory's key is not in the worker's list.
     const mallory = await clientAs(s, key('mallory'));
-    await expect(mallory.decide(workflowId, { kind: 'approve', by: 'alice' })).rejects.toThrow(/is not in the worker's allowed signers/);
+    await expect(mallory.decide(workflowId, { kind: 'approve', by: 'alice' })).rejects.toThrow(
+      /is not in the worker's allowed signers/,
+    );
     // Bob's key is listed, for bob only.
     const bobs = await clientAs(s, key('bob'));
     await expect(bobs.decide(workflowId, { kind: 'approve', by: 'alice' })).rejects.toThrow(/may not sign as "alice"/);
     // Alice's real signature, altered (the note changed after signing): refused.
     const handle = s.client.temporal.workflow.getHandle(workflowId);
-    const altered = { ...signedFor(workflowId, { kind: 'approve', id: 'alter-1', by: 'alice', note: 'ok' }, 'alice'), note: 'ok, and more' };
-    expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [altered as never] }))).toMatch(/bad signature: .*does not match this decision/);
+    const altered = {
+      ...signedFor(workflowId, { kind: 'approve', id: 'alter-1', by: 'alice', note: 'ok' }, 'alice'),
+      note: 'ok, and more',
+    };
+    expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [altered as never] }))).toMatch(
+      /bad signature: .*does not match this decision/,
+    );
     expect(effectCommits(repo)).toEqual([]);
 
     const applied = await s.client.decide(workflowId, { kind: 'approve', by: 'alice' });
-    expect(applied).toMatchObject({ kind: 'approve', by: 'alice', status: 'applied', verified: true, fingerprint: alice.fingerprint });
+    expect(applied).toMatchObject({
+      kind: 'approve',
+      by: 'alice',
+      status: 'applied',
+      verified: true,
+      fingerprint: alice.fingerprint,
+    });
     expect(applied).not.toHaveProperty('signature');
     return until(s, workflowId, (r) => r.state === 'completed' || r.state === 'blocked');
   });
@@ -129,8 +173,14 @@ test('an approval of effects must be signed by an allowed key for the name it cl
   expect(events.filter((e) => e === 'workflowExecutionUpdateAcceptedEventAttributes')).toHaveLength(1);
   // status shows the verified principal with its key, and what the run trusted.
   const lines = summarize(record);
-  expect(lines).toContainEqual(expect.stringMatching(/^ {2}decision {3}approve by alice \(verified, key SHA256:[A-Za-z0-9+/]{43}\)$/));
-  expect(lines).toContainEqual(expect.stringMatching(/^ {2}trust {6}decisions verified against .*allowed_signers \(sha256 [0-9a-f]{12}…, 2 keys\); L2 allowed by the loop's definition$/));
+  expect(lines).toContainEqual(
+    expect.stringMatching(/^ {2}decision {3}approve by alice \(verified, key SHA256:[A-Za-z0-9+/]{43}\)$/),
+  );
+  expect(lines).toContainEqual(
+    expect.stringMatching(
+      /^ {2}trust {6}decisions verified against .*allowed_signers \(sha256 [0-9a-f]{12}…, 2 keys\); L2 allowed by the loop's definition$/,
+    ),
+  );
 });
 
 test('where unsigned decisions are allowed they are recorded unverified; approvers are enforced; a signature for another run is refused', async () => {
@@ -144,26 +194,41 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
     await s.client.wait(b);
     const unsigned = await clientAs(s, '');
     // A name that would forge a line in trace or list is refused before anything is sent.
-    await expect(unsigned.decide(a, { kind: 'approve', by: 'alice\n  decision approve by root' })).rejects.toThrow(/invalid decision: .*a name may not contain control characters or line breaks/);
-    await expect(unsigned.decide(a, { kind: 'approve', by: 'mallory' })).rejects.toThrow(/mallory \(unverified\) may not make this decision: it is for alice/);
+    await expect(unsigned.decide(a, { kind: 'approve', by: 'alice\n  decision approve by root' })).rejects.toThrow(
+      /invalid decision: .*a name may not contain control characters or line breaks/,
+    );
+    await expect(unsigned.decide(a, { kind: 'approve', by: 'mallory' })).rejects.toThrow(
+      /mallory \(unverified\) may not make this decision: it is for alice/,
+    );
     // Bob signs, verified as bob, but only alice may review.
     const bobs = await clientAs(s, key('bob'));
-    await expect(bobs.decide(a, { kind: 'approve', by: 'bob' })).rejects.toThrow(/^bob may not make this decision: it is for alice|bob may not make this decision/);
+    await expect(bobs.decide(a, { kind: 'approve', by: 'bob' })).rejects.toThrow(
+      /^bob may not make this decision: it is for alice|bob may not make this decision/,
+    );
     // Alice's signature for run B's decision, replayed on run A (same decision, same id): refused.
     const forB = signedFor(b, { kind: 'approve', id: 'replay-1', by: 'alice' }, 'alice');
     const onA = s.client.temporal.workflow.getHandle(a);
-    expect(await refusal(onA.executeUpdate(decisionUpdate, { args: [forB as never], updateId: 'replay-1' }))).toMatch(/does not match this decision/);
+    expect(await refusal(onA.executeUpdate(decisionUpdate, { args: [forB as never], updateId: 'replay-1' }))).toMatch(
+      /does not match this decision/,
+    );
     // The same signature on run B is good.
-    expect(await s.client.temporal.workflow.getHandle(b).executeUpdate(decisionUpdate, { args: [forB as never] })).toMatchObject({ by: 'alice', verified: true });
+    expect(
+      await s.client.temporal.workflow.getHandle(b).executeUpdate(decisionUpdate, { args: [forB as never] }),
+    ).toMatchObject({ by: 'alice', verified: true });
     // Unsigned, alice's claimed name is taken for a review (signatures are required only for effects), marked unverified.
     const claimed = await unsigned.decide(a, { kind: 'approve', by: 'alice' });
     expect(claimed).toMatchObject({ by: 'alice', verified: false });
-    const [ra, rb] = await Promise.all([until(s, a, (r) => r.state === 'completed'), until(s, b, (r) => r.state === 'completed')]);
+    const [ra, rb] = await Promise.all([
+      until(s, a, (r) => r.state === 'completed'),
+      until(s, b, (r) => r.state === 'completed'),
+    ]);
     expect(ra.attempts[0].verdicts.find((v) => v.kind === 'human')).toMatchObject({ passed: true, by: 'alice' });
     expect(ra.decisions).toEqual([expect.objectContaining({ verified: false, by: 'alice' })]);
     // The Web UI's current details say so too.
     await s.client.temporal.workflow.getHandle(a).result();
-    const meta = await s.client.temporal.workflow.getHandle(a).query<{ currentDetails: string }>('__temporal_workflow_metadata');
+    const meta = await s.client.temporal.workflow
+      .getHandle(a)
+      .query<{ currentDetails: string }>('__temporal_workflow_metadata');
     expect(meta.currentDetails).toContain('decision: approve by alice (unverified)');
     expect(rb.decisions).toEqual([expect.objectContaining({ verified: true, fingerprint: alice.fingerprint })]);
   });
@@ -179,15 +244,24 @@ test('a 300 KB malformed decision signal, and a flood of bad ones, leave the run
     const handle = s.client.temporal.workflow.getHandle(workflowId);
     const huge = { kind: 'approve', id: 'x'.repeat(1000), by: 'eve\nforged line', note: 'n'.repeat(300_000) };
     await handle.signal(decisionSignal, huge as never);
-    for (let i = 0; i < 60; i++) await handle.signal(decisionSignal, { kind: 'nonsense', id: `bad-${i}`, by: 'eve' } as never);
+    for (let i = 0; i < 60; i++)
+      await handle.signal(decisionSignal, { kind: 'nonsense', id: `bad-${i}`, by: 'eve' } as never);
     // The update path refuses the same decision before it reaches history.
-    await expect(s.client.decide(workflowId, { kind: 'approve', by: 'eve', note: 'n'.repeat(300_000) })).rejects.toThrow(/at most 4000 characters|at most 16384/);
-    expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [huge as never] }))).toMatch(/bytes: at most 16384/);
+    await expect(
+      s.client.decide(workflowId, { kind: 'approve', by: 'eve', note: 'n'.repeat(300_000) }),
+    ).rejects.toThrow(/at most 4000 characters|at most 16384/);
+    expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [huge as never] }))).toMatch(
+      /bytes: at most 16384/,
+    );
     const live = await s.client.status(workflowId);
     expect(live.state).toBe('awaiting_human');
     expect(live.decisions.length).toBeLessThanOrEqual(50);
     expect(JSON.stringify(live).length).toBeLessThan(60_000);
-    expect(live.decisions.every((d) => d.status === 'refused' && !('note' in d) && d.by.length <= 101 && !d.by.includes('\n'))).toBe(true);
+    expect(
+      live.decisions.every(
+        (d) => d.status === 'refused' && !('note' in d) && d.by.length <= 101 && !d.by.includes('\n'),
+      ),
+    ).toBe(true);
     // The decision that counts still works.
     await s.client.decide(workflowId, { kind: 'approve', by: 'alice' });
     return until(s, workflowId, (r) => r.state === 'completed');
@@ -198,7 +272,7 @@ test('a 300 KB malformed decision signal, and a flood of bad ones, leave the run
   expect(events.filter((e) => e === 'workflowTaskFailedEventAttributes')).toEqual([]);
 });
 
-test('L3 needs an operator\'s signed grant on the worker: without one the run is refused at start with what is missing', async () => {
+test("L3 needs an operator's signed grant on the worker: without one the run is refused at start with what is missing", async () => {
   model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
   stack = await testStack('grant', model.url, trustEnv);
   const s = stack;
@@ -212,21 +286,51 @@ test('L3 needs an operator\'s signed grant on the worker: without one the run is
 
     // A grant signed by bob (whose key may not sign grants) does not count; one by alice does.
     mkdirSync(grantsDir, { recursive: true });
-    const grant: Grant = { loop: 'fix-test', level: 'L3', by: 'bob', at: '2026-12-01T00:00:00.000Z', evidence: { level: 'L2', rule: '50 consecutive L2 runs approved unchanged', runs: 50, streak: 50, verdict: 'meets' } };
-    writeFileSync(path.join(grantsDir, 'bob.json'), JSON.stringify({ grant, signature: signMessage(key('bob'), GRANT_NAMESPACE, grantMessage(grant)) }));
-    await expect(s.client.run('fix-test', fixInput(repo, { autonomy: 'L3' }))).rejects.toThrow(/bob.json: key .* may not sign as "bob" for loopwright-grant/);
+    const grant: Grant = {
+      loop: 'fix-test',
+      level: 'L3',
+      by: 'bob',
+      at: '2026-12-01T00:00:00.000Z',
+      evidence: {
+        level: 'L2',
+        rule: '50 consecutive L2 runs approved unchanged',
+        runs: 50,
+        streak: 50,
+        verdict: 'meets',
+      },
+    };
+    writeFileSync(
+      path.join(grantsDir, 'bob.json'),
+      JSON.stringify({ grant, signature: signMessage(key('bob'), GRANT_NAMESPACE, grantMessage(grant)) }),
+    );
+    await expect(s.client.run('fix-test', fixInput(repo, { autonomy: 'L3' }))).rejects.toThrow(
+      /bob.json: key .* may not sign as "bob" for loopwright-grant/,
+    );
     const byAlice = { ...grant, by: 'alice' };
-    writeFileSync(path.join(grantsDir, 'alice.json'), JSON.stringify({ grant: byAlice, signature: signMessage(key('alice'), GRANT_NAMESPACE, grantMessage(byAlice)) }));
+    writeFileSync(
+      path.join(grantsDir, 'alice.json'),
+      JSON.stringify({ grant: byAlice, signature: signMessage(key('alice'), GRANT_NAMESPACE, grantMessage(byAlice)) }),
+    );
     const { workflowId } = await s.client.run('fix-test', fixInput(repo, { autonomy: 'L3' }));
     const done = await until(s, workflowId, (r) => r.state === 'completed' || r.state === 'blocked');
-    expect(done).toMatchObject({ state: 'completed', trust: { autonomy: { granted: true, via: 'grant', by: 'alice', fingerprint: alice.fingerprint } }, audit: { needed: true } });
+    expect(done).toMatchObject({
+      state: 'completed',
+      trust: { autonomy: { granted: true, via: 'grant', by: 'alice', fingerprint: alice.fingerprint } },
+      audit: { needed: true },
+    });
 
     // `loopwright grant` signs a grant only when the evidence (verified approvals only) meets the rule, and only with a key.
     const io = { out: () => undefined, err: () => undefined };
     const opts = { level: 'L3', by: 'alice', taskQueue: s.taskQueue, out: path.join(dir, 'granted.json') };
-    await expect(grantCommand(s.client, 'fix-test', opts, io, { LOOPWRIGHT_SIGNING_KEY: key('alice') })).rejects.toThrow(/does not meet its rule for L3 yet \(50 consecutive L2 runs approved unchanged: streak 0\)/);
-    await expect(grantCommand(s.client, 'fix-test', opts, io, { LOOPWRIGHT_SIGNING_KEY: '' })).rejects.toThrow(/grant needs your signing key/);
-    await expect(grantCommand(s.client, 'fix-test', { ...opts, level: 'L4' }, io, { LOOPWRIGHT_SIGNING_KEY: key('alice') })).rejects.toThrow(/--level must be L2 or L3/);
+    await expect(
+      grantCommand(s.client, 'fix-test', opts, io, { LOOPWRIGHT_SIGNING_KEY: key('alice') }),
+    ).rejects.toThrow(/does not meet its rule for L3 yet \(50 consecutive L2 runs approved unchanged: streak 0\)/);
+    await expect(grantCommand(s.client, 'fix-test', opts, io, { LOOPWRIGHT_SIGNING_KEY: '' })).rejects.toThrow(
+      /grant needs your signing key/,
+    );
+    await expect(
+      grantCommand(s.client, 'fix-test', { ...opts, level: 'L4' }, io, { LOOPWRIGHT_SIGNING_KEY: key('alice') }),
+    ).rejects.toThrow(/--level must be L2 or L3/);
   });
 });
 
@@ -240,21 +344,39 @@ test('200 parked runs approved at once: every approve reports what the run did',
   await s.run(async () => {
     const ids: string[] = [];
     for (let i = 0; i < N; i += 50) {
-      ids.push(...(await Promise.all(Array.from({ length: Math.min(50, N - i) }, (_, j) => s.client.run('evaluate-optimize', reviewInput([]), { id: `many/${i + j}` }).then((r) => r.workflowId)))));
+      ids.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(50, N - i) }, (_, j) =>
+            s.client.run('evaluate-optimize', reviewInput([]), { id: `many/${i + j}` }).then((r) => r.workflowId),
+          ),
+        )),
+      );
     }
     // Parked: visibility counts them (one query, not one per run).
     const parked = `TaskQueue = '${s.taskQueue}' AND LoopState = 'awaiting_human' AND ExecutionStatus = 'Running'`;
     while ((await s.client.temporal.workflow.count(parked)).count < N) await new Promise((r) => setTimeout(r, 500));
     // Every run is approved at once; every tenth gets a second approval, which must be refused.
-    const results = await Promise.allSettled(ids.flatMap((id, i) => [s.client.decide(id, { kind: 'approve', by: 'alice' }), ...(i % 10 === 0 ? [s.client.decide(id, { kind: 'approve', by: 'alice' })] : [])]));
+    const results = await Promise.allSettled(
+      ids.flatMap((id, i) => [
+        s.client.decide(id, { kind: 'approve', by: 'alice' }),
+        ...(i % 10 === 0 ? [s.client.decide(id, { kind: 'approve', by: 'alice' })] : []),
+      ]),
+    );
     const applied = results.filter((r) => r.status === 'fulfilled');
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-    expect(refused.filter((r) => !(r.reason instanceof DecisionRefusedError)).map((r) => String(r.reason)).slice(0, 3)).toEqual([]);
+    expect(
+      refused
+        .filter((r) => !(r.reason instanceof DecisionRefusedError))
+        .map((r) => String(r.reason))
+        .slice(0, 3),
+    ).toEqual([]);
     expect(applied).toHaveLength(N);
     expect(refused).toHaveLength(N / 10);
     // What each approve said is what its run recorded: exactly one applied decision per run.
     for (let i = 0; i < N; i += 50) {
-      const records = await Promise.all(ids.slice(i, i + 50).map((id) => s.client.temporal.workflow.getHandle(id).result() as Promise<RunRecord>));
+      const records = await Promise.all(
+        ids.slice(i, i + 50).map((id) => s.client.temporal.workflow.getHandle(id).result() as Promise<RunRecord>),
+      );
       for (const r of records) {
         expect(r.state).toBe('completed');
         expect(r.decisions.filter((d) => d.status === 'applied')).toHaveLength(1);

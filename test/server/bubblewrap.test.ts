@@ -37,18 +37,22 @@ const fakeBwrap = (dir: string, version = 'bubblewrap 0.8.0'): string => writeSc
 function fakeAptGet(opts: { listsReady?: boolean; delay?: number; installFails?: boolean } = {}): void {
   const lists = join(root, 'apt-lists');
   if (opts.listsReady) writeFileSync(lists, '');
-  writeScript(bin, 'apt-get', [
-    `echo "$* (DEBIAN_FRONTEND=$DEBIAN_FRONTEND)" >> "${aptLog}"`,
-    'case "$*" in',
-    `  update) : > "${lists}"; exit 0 ;;`,
-    '  *"install -y bubblewrap")',
-    `    [ -f "${lists}" ] || { echo "E: Unable to locate package bubblewrap" >&2; exit 100; }`,
-    opts.installFails ? '    echo "E: Sub-process /usr/bin/dpkg returned an error code (1)" >&2; exit 100' : '    :',
-    `    /bin/sleep ${opts.delay ?? 0}`,
-    `    printf '#!/bin/sh\\necho "bubblewrap 0.8.0"\\n' > "${bin}/bwrap"; /bin/chmod +x "${bin}/bwrap"; exit 0 ;;`,
-    'esac',
-    'echo "fake apt-get: unexpected $*" >&2; exit 1',
-  ].join('\n'));
+  writeScript(
+    bin,
+    'apt-get',
+    [
+      `echo "$* (DEBIAN_FRONTEND=$DEBIAN_FRONTEND)" >> "${aptLog}"`,
+      'case "$*" in',
+      `  update) : > "${lists}"; exit 0 ;;`,
+      '  *"install -y bubblewrap")',
+      `    [ -f "${lists}" ] || { echo "E: Unable to locate package bubblewrap" >&2; exit 100; }`,
+      opts.installFails ? '    echo "E: Sub-process /usr/bin/dpkg returned an error code (1)" >&2; exit 100' : '    :',
+      `    /bin/sleep ${opts.delay ?? 0}`,
+      `    printf '#!/bin/sh\\necho "bubblewrap 0.8.0"\\n' > "${bin}/bwrap"; /bin/chmod +x "${bin}/bwrap"; exit 0 ;;`,
+      'esac',
+      'echo "fake apt-get: unexpected $*" >&2; exit 1',
+    ].join('\n'),
+  );
 }
 
 const aptCalls = (): string[] => (existsSync(aptLog) ? readFileSync(aptLog, 'utf8').split('\n').filter(Boolean) : []);
@@ -78,7 +82,9 @@ describe('findBubblewrap: LOOPWRIGHT_BWRAP', () => {
   it('throws a one-line ConfigError when the explicit path is not an executable file', async () => {
     const err = await failure({ env: { PATH: bin, LOOPWRIGHT_BWRAP: join(root, 'missing') } });
     expect(err).toBeInstanceOf(ConfigError);
-    expect(err.message).toBe(`LOOPWRIGHT_BWRAP is set to ${join(root, 'missing')}, which does not work as bubblewrap (not an executable file): point it at a bubblewrap binary or unset it`);
+    expect(err.message).toBe(
+      `LOOPWRIGHT_BWRAP is set to ${join(root, 'missing')}, which does not work as bubblewrap (not an executable file): point it at a bubblewrap binary or unset it`,
+    );
   });
 
   it('throws a one-line ConfigError when the explicit binary is not bubblewrap, and does not fall back to PATH', async () => {
@@ -86,7 +92,9 @@ describe('findBubblewrap: LOOPWRIGHT_BWRAP', () => {
     const impostor = writeScript(join(root, 'opt'), 'bwrap', 'echo "usage: something else"; exit 1');
     const err = await failure({ env: { PATH: bin, LOOPWRIGHT_BWRAP: impostor } });
     expect(err).toBeInstanceOf(ConfigError);
-    expect(err.message).toMatch(/^LOOPWRIGHT_BWRAP is set to .*, which does not work as bubblewrap \(`.*--version` exited with code 1: usage: something else\): point it at a bubblewrap binary or unset it$/);
+    expect(err.message).toMatch(
+      /^LOOPWRIGHT_BWRAP is set to .*, which does not work as bubblewrap \(`.*--version` exited with code 1: usage: something else\): point it at a bubblewrap binary or unset it$/,
+    );
   });
 });
 
@@ -119,7 +127,9 @@ describe('findBubblewrap: installing with apt-get as root', () => {
     await expect(find({ log: (line) => lines.push(line) })).resolves.toBe(join(bin, 'bwrap'));
     expect(aptCalls()).toEqual(['-o DPkg::Lock::Timeout=600 install -y bubblewrap (DEBIAN_FRONTEND=noninteractive)']);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^bwrap not found .*: installing Debian's bubblewrap package \(apt-get install -y bubblewrap/);
+    expect(lines[0]).toMatch(
+      /^bwrap not found .*: installing Debian's bubblewrap package \(apt-get install -y bubblewrap/,
+    );
     expect(existsSync(lockFile)).toBe(false);
   });
 
@@ -138,7 +148,9 @@ describe('findBubblewrap: installing with apt-get as root', () => {
     const err = await failure({});
     expect(err).toBeInstanceOf(BubblewrapError);
     expect(err.message).not.toContain('\n');
-    expect(err.message).toContain('installing it failed: apt-get -o DPkg::Lock::Timeout=600 install -y bubblewrap exited with code 100: E: Sub-process /usr/bin/dpkg returned an error code (1)');
+    expect(err.message).toContain(
+      'installing it failed: apt-get -o DPkg::Lock::Timeout=600 install -y bubblewrap exited with code 100: E: Sub-process /usr/bin/dpkg returned an error code (1)',
+    );
     expect(err.message).toContain('apt-get install bubblewrap');
     expect(err.message).toContain('LOOPWRIGHT_SANDBOX=off');
   });
@@ -154,7 +166,10 @@ describe('findBubblewrap: when it cannot install', () => {
         "install it (apt-get install bubblewrap, or your distribution's bubblewrap package) or point LOOPWRIGHT_BWRAP at a bwrap binary, " +
         'or set LOOPWRIGHT_SANDBOX=off to run agent commands unsandboxed',
     );
-    expect((err as BubblewrapError).tried).toEqual(['no bwrap on PATH', 'not installing it: not root, so apt-get cannot install it']);
+    expect((err as BubblewrapError).tried).toEqual([
+      'no bwrap on PATH',
+      'not installing it: not root, so apt-get cannot install it',
+    ]);
     expect(aptCalls()).toEqual([]);
   });
 

@@ -15,13 +15,20 @@ const SCRIPT = path.join(__dirname, '..', '..', 'dist', 'scripts', 'cluster.js')
 
 function cluster(args: string[], env: Record<string, string> = {}) {
   const home = mkdtempSync(path.join(tmpdir(), 'lw-cluster-cli-'));
-  const result = spawnSync(process.execPath, [SCRIPT, ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: home, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const result = spawnSync(process.execPath, [SCRIPT, ...args], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: home, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { code: result.status, stdout: result.stdout, lines: result.stderr.trim().split('\n').filter(Boolean), home };
 }
 
 describe('parseClusterArgs', () => {
   test('reads start with its numbers, stop and status with --dir', () => {
-    expect(parseClusterArgs(['start', '--port', '7300', '--workers', '3'])).toEqual({ command: 'start', flags: { '--port': '7300', '--workers': '3' } });
+    expect(parseClusterArgs(['start', '--port', '7300', '--workers', '3'])).toEqual({
+      command: 'start',
+      flags: { '--port': '7300', '--workers': '3' },
+    });
     expect(parseClusterArgs(['stop', '--dir', '/tmp/x'])).toEqual({ command: 'stop', flags: { '--dir': '/tmp/x' } });
   });
 
@@ -47,14 +54,25 @@ describe('npm run cluster as a process', () => {
 
   test('an unknown flag: one error line, exit 2', () => {
     const r = cluster(['start', '--replicas', '2']);
-    expect({ code: r.code, lines: r.lines }).toEqual({ code: 2, lines: [expect.stringMatching(/^error: unknown option --replicas for start/)] });
+    expect({ code: r.code, lines: r.lines }).toEqual({
+      code: 2,
+      lines: [expect.stringMatching(/^error: unknown option --replicas for start/)],
+    });
   });
 
   test('a port out of range and a port in use: one error line each, exit 2', async () => {
-    expect(cluster(['start', '--port', '70000'])).toMatchObject({ code: 2, lines: [expect.stringMatching(/^error: --port must be a whole number from 1 to 65535, not 70000$/)] });
+    expect(cluster(['start', '--port', '70000'])).toMatchObject({
+      code: 2,
+      lines: [expect.stringMatching(/^error: --port must be a whole number from 1 to 65535, not 70000$/)],
+    });
     busy = createServer();
-    const port = await new Promise<number>((resolve) => busy!.listen(0, '127.0.0.1', () => resolve((busy!.address() as { port: number }).port)));
-    expect(cluster(['start', '--port', String(port)])).toMatchObject({ code: 2, lines: [`error: port ${port} is in use: give another with --port`] });
+    const port = await new Promise<number>((resolve) =>
+      busy!.listen(0, '127.0.0.1', () => resolve((busy!.address() as { port: number }).port)),
+    );
+    expect(cluster(['start', '--port', String(port)])).toMatchObject({
+      code: 2,
+      lines: [`error: port ${port} is in use: give another with --port`],
+    });
   });
 
   test('PostgreSQL missing: one error line naming it, exit 2', () => {
@@ -62,14 +80,23 @@ describe('npm run cluster as a process', () => {
     // Port 1 is never free for an unprivileged bind but is for root: either error is a refusal before anything starts.
     expect(r.code).toBe(2);
     expect(r.lines).toHaveLength(1);
-    expect(r.lines[0]).toMatch(/^error: (LOOPWRIGHT_PG_BIN is set to .* which has no postgres binary|port 1 is in use)/);
+    expect(r.lines[0]).toMatch(
+      /^error: (LOOPWRIGHT_PG_BIN is set to .* which has no postgres binary|port 1 is in use)/,
+    );
   });
 
   test('Go missing and no Temporal server built: one error line naming Go, exit 2', async () => {
-    const withoutGo = (process.env.PATH ?? '').split(path.delimiter).filter((dir) => !existsSync(path.join(dir, 'go'))).join(path.delimiter);
+    const withoutGo = (process.env.PATH ?? '')
+      .split(path.delimiter)
+      .filter((dir) => !existsSync(path.join(dir, 'go')))
+      .join(path.delimiter);
     const r = cluster(['start', '--port', String(await freePort())], { PATH: withoutGo });
     expect(r.code).toBe(2);
-    expect(r.lines).toEqual([expect.stringMatching(/^error: the Temporal server 1\.\d+\.\d+ is not installed and Go is not on PATH to build it/)]);
+    expect(r.lines).toEqual([
+      expect.stringMatching(
+        /^error: the Temporal server 1\.\d+\.\d+ is not installed and Go is not on PATH to build it/,
+      ),
+    ]);
   });
 
   test('status and stop without a cluster say so and exit 0', () => {

@@ -32,7 +32,11 @@ afterEach(async () => {
 });
 
 function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': 'default', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Namespace': 'default', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 }
 
 const jsonPayload = { metadata: { encoding: b64('json/plain') }, data: b64(JSON.stringify({ task: MARKER })) };
@@ -73,12 +77,27 @@ describe('the codec server', () => {
       [post(`${server.url}/decode`, { payloads: [{ data: 'not base64!' }] }), 400, /payloads\.0\.data: must be base64/],
       [post(`${server.url}/decode`, { payload: [] }), 400, /\(body\): Unrecognized key: "payload"/],
       [post(`${server.url}/decode`, [jsonPayload]), 400, /\(body\): Invalid input: expected object, received array/],
-      [post(`${server.url}/decode`, { payloads: [jsonPayload] }, { 'Content-Type': 'text/plain' }), 415, /send application\/json/],
+      [
+        post(`${server.url}/decode`, { payloads: [jsonPayload] }, { 'Content-Type': 'text/plain' }),
+        415,
+        /send application\/json/,
+      ],
       [post(`${server.url}/decode`, { payloads: [{ data: 'A'.repeat(8000) }] }), 413, /over 4096 bytes/],
       [fetch(`${server.url}/decode`), 405, /use POST/],
       [post(`${server.url}/elsewhere`, {}), 404, /POST \/encode or \/decode/],
       // Ciphertext under a key the ring does not hold: which key, and what to do.
-      [post(`${server.url}/decode`, { payloads: [{ metadata: { encoding: b64('binary/encrypted'), 'encryption-key-id': b64('lost') }, data: b64('x'.repeat(40)) }] }), 422, /key lost is not in the key ring/],
+      [
+        post(`${server.url}/decode`, {
+          payloads: [
+            {
+              metadata: { encoding: b64('binary/encrypted'), 'encryption-key-id': b64('lost') },
+              data: b64('x'.repeat(40)),
+            },
+          ],
+        }),
+        422,
+        /key lost is not in the key ring/,
+      ],
     ];
     for (const [pending, status, message] of cases) {
       const res = await pending;
@@ -91,17 +110,29 @@ describe('the codec server', () => {
   test("lets the Web UI's origin in (preflight and POST) and refuses any other origin", async () => {
     server = await startCodecServer({ ring, port: 0 });
     expect(server.allowOrigins).toEqual(DEFAULT_UI_ORIGINS);
-    const preflight = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { Origin: UI, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type,x-namespace' } });
+    const preflight = await fetch(`${server.url}/decode`, {
+      method: 'OPTIONS',
+      headers: {
+        Origin: UI,
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'content-type,x-namespace',
+      },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe(UI);
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
-    expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(expect.stringContaining('x-namespace'));
+    expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(
+      expect.stringContaining('x-namespace'),
+    );
     const ok = await post(`${server.url}/decode`, { payloads: [jsonPayload] }, { Origin: 'http://127.0.0.1:8233' });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe('http://127.0.0.1:8233');
 
     for (const origin of ['http://evil.example', 'http://localhost:8234', 'null']) {
-      const pre = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
+      const pre = await fetch(`${server.url}/decode`, {
+        method: 'OPTIONS',
+        headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' },
+      });
       expect(pre.status).toBe(403);
       expect(pre.headers.get('access-control-allow-origin')).toBeNull();
       const res = await post(`${server.url}/decode`, { payloads: [jsonPayload] }, { Origin: origin });
@@ -112,7 +143,11 @@ describe('the codec server', () => {
 
     await server.close();
     server = await startCodecServer({ ring, port: 0, allowOrigins: ['https://temporal.example.com'] });
-    expect((await post(`${server.url}/decode`, { payloads: [] }, { Origin: 'https://temporal.example.com' })).headers.get('access-control-allow-origin')).toBe('https://temporal.example.com');
+    expect(
+      (await post(`${server.url}/decode`, { payloads: [] }, { Origin: 'https://temporal.example.com' })).headers.get(
+        'access-control-allow-origin',
+      ),
+    ).toBe('https://temporal.example.com');
     expect((await post(`${server.url}/decode`, { payloads: [] }, { Origin: UI })).status).toBe(403);
   });
 
@@ -128,9 +163,18 @@ describe('the codec server', () => {
     const ok = await post(`${url}/encode`, { payloads: [jsonPayload] }, { Authorization: `Bearer ${token}` });
     expect(ok.status).toBe(200);
     // The preflight carries no credentials; it is answered for the UI's origin, and the POST is still checked.
-    expect((await fetch(`${url}/decode`, { method: 'OPTIONS', headers: { Origin: UI, 'Access-Control-Request-Method': 'POST' } })).status).toBe(204);
+    expect(
+      (
+        await fetch(`${url}/decode`, {
+          method: 'OPTIONS',
+          headers: { Origin: UI, 'Access-Control-Request-Method': 'POST' },
+        })
+      ).status,
+    ).toBe(204);
 
-    await expect(startCodecServer({ ring, port: 0, host: '0.0.0.0' })).rejects.toThrow(/binding 0\.0\.0\.0 \(beyond localhost\) needs a bearer token/);
+    await expect(startCodecServer({ ring, port: 0, host: '0.0.0.0' })).rejects.toThrow(
+      /binding 0\.0\.0\.0 \(beyond localhost\) needs a bearer token/,
+    );
     await expect(startCodecServer({ ring, port: 0, host: '0.0.0.0', token: 'short' })).rejects.toThrow(/at least 16/);
   });
 
@@ -138,16 +182,42 @@ describe('the codec server', () => {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME };
     // Set empty: no ring, whatever the suite's or this home's.
     const noKeys = await runCli(['codec-server', '--port', '0'], { ...env, LOOPWRIGHT_KEYS: '' });
-    expect([noKeys.code, noKeys.stdout, noKeys.stderr]).toEqual([2, '', expect.stringMatching(/^error: the codec server needs the key ring and LOOPWRIGHT_KEYS is not set: [^\n]*\n$/)]);
-    const noToken = await runCli(['codec-server', '--port', '0', '--host', '0.0.0.0'], { ...env, LOOPWRIGHT_KEYS: keyFile });
-    expect([noToken.code, noToken.stdout, noToken.stderr]).toEqual([2, '', expect.stringMatching(/^error: .*binding 0\.0\.0\.0 \(beyond localhost\) needs a bearer token: set LOOPWRIGHT_CODEC_TOKEN or --token\n$/)]);
-    const badOrigin = await runCli(['codec-server', '--port', '0', '--allow-origin', 'localhost:8233'], { ...env, LOOPWRIGHT_KEYS: keyFile });
-    expect([badOrigin.code, badOrigin.stderr]).toEqual([2, expect.stringMatching(/^error: --allow-origin localhost:8233 is not an origin: give scheme:\/\/host\[:port\][^\n]*\n$/)]);
+    expect([noKeys.code, noKeys.stdout, noKeys.stderr]).toEqual([
+      2,
+      '',
+      expect.stringMatching(/^error: the codec server needs the key ring and LOOPWRIGHT_KEYS is not set: [^\n]*\n$/),
+    ]);
+    const noToken = await runCli(['codec-server', '--port', '0', '--host', '0.0.0.0'], {
+      ...env,
+      LOOPWRIGHT_KEYS: keyFile,
+    });
+    expect([noToken.code, noToken.stdout, noToken.stderr]).toEqual([
+      2,
+      '',
+      expect.stringMatching(
+        /^error: .*binding 0\.0\.0\.0 \(beyond localhost\) needs a bearer token: set LOOPWRIGHT_CODEC_TOKEN or --token\n$/,
+      ),
+    ]);
+    const badOrigin = await runCli(['codec-server', '--port', '0', '--allow-origin', 'localhost:8233'], {
+      ...env,
+      LOOPWRIGHT_KEYS: keyFile,
+    });
+    expect([badOrigin.code, badOrigin.stderr]).toEqual([
+      2,
+      expect.stringMatching(
+        /^error: --allow-origin localhost:8233 is not an origin: give scheme:\/\/host\[:port\][^\n]*\n$/,
+      ),
+    ]);
   });
 
   test('`loopwright codec-server` serves the key ring of LOOPWRIGHT_KEYS with the token of LOOPWRIGHT_CODEC_TOKEN until Ctrl-C', async () => {
     const token = 'env-token-0123456789abcdef';
-    const cli = startCli(['codec-server', '--port', '0', '--host', '0.0.0.0'], { PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_KEYS: keyFile, LOOPWRIGHT_CODEC_TOKEN: token });
+    const cli = startCli(['codec-server', '--port', '0', '--host', '0.0.0.0'], {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LOOPWRIGHT_KEYS: keyFile,
+      LOOPWRIGHT_CODEC_TOKEN: token,
+    });
     try {
       const url = (await cli.waitFor(/codec server listening on http:\/\/127\.0\.0\.1:\d+/, 30_000)).split(' ').at(-1)!;
       expect(cli.output()).toContain('bearer token required');

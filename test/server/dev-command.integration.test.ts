@@ -19,8 +19,17 @@ let printed = '';
 beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), 'lw-dev-ports-'));
   const [port, uiPort, metrics] = [await freePort(), await freePort(), await freePort()];
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPWRIGHT_HOME: home, LOOPWRIGHT_SANDBOX: 'off', TEMPORAL_CLI: process.env.LOOPWRIGHT_TEMPORAL_CLI };
-  dev = startCli(['dev', '--port', String(port), '--ui-port', String(uiPort), '--metrics', `127.0.0.1:${metrics}`], env);
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    LOOPWRIGHT_HOME: home,
+    LOOPWRIGHT_SANDBOX: 'off',
+    TEMPORAL_CLI: process.env.LOOPWRIGHT_TEMPORAL_CLI,
+  };
+  dev = startCli(
+    ['dev', '--port', String(port), '--ui-port', String(uiPort), '--metrics', `127.0.0.1:${metrics}`],
+    env,
+  );
   await dev.waitFor(/worker: task queue/, 120_000);
   printed = dev.output();
 }, 180_000);
@@ -34,11 +43,18 @@ afterAll(async () => {
 function printedPorts(): Record<string, number[]> {
   const block = /^listening on 127\.0\.0\.1 only:\n((?: {2}.*\n)+)/m.exec(printed)?.[1] ?? '';
   return Object.fromEntries(
-    block.trimEnd().split('\n').map((line) => {
-      const [, name, rest] = /^ {2}(gRPC|Web UI|HTTP API|metrics|internal|codec)\s+(.*)$/.exec(line) ?? [undefined, `unknown line: ${line}`, ''];
-      // Only numbers before the first "(" (the note may contain a URL with the port again); `codec none` has none.
-      return [name, [...rest.split('(')[0].matchAll(/\d+/g)].map((m) => Number(m[0]))];
-    }),
+    block
+      .trimEnd()
+      .split('\n')
+      .map((line) => {
+        const [, name, rest] = /^ {2}(gRPC|Web UI|HTTP API|metrics|internal|codec)\s+(.*)$/.exec(line) ?? [
+          undefined,
+          `unknown line: ${line}`,
+          '',
+        ];
+        // Only numbers before the first "(" (the note may contain a URL with the port again); `codec none` has none.
+        return [name, [...rest.split('(')[0].matchAll(/\d+/g)].map((m) => Number(m[0]))];
+      }),
   );
 }
 
@@ -52,27 +68,40 @@ it('prints the gRPC, Web UI, HTTP API, metrics and internal ports, with the HTTP
   expect(printed).toMatch(/Web UI: http:\/\/localhost:\d+/);
 });
 
-(process.platform === 'linux' ? it : it.skip)('nothing listens that it did not print, nor anywhere but 127.0.0.1 (Linux only: reads /proc)', () => {
-  const lock = readDevServerLock(join(home, 'dev.lock'));
-  expect(lock?.ownerPid).toBe(dev!.child.pid);
-  const server = boundSockets(lock!.pid);
-  const devProcess = boundSockets(dev!.child.pid!);
-  for (const s of [...server, ...devProcess]) expect(s).toMatchObject({ proto: 'tcp', address: '127.0.0.1' });
-  const { codec, ...serverPorts } = printedPorts();
-  expect(server.map((s) => s.port).sort()).toEqual(Object.values(serverPorts).flat().sort());
-  const workerMetrics = Number(/^worker metrics: http:\/\/127\.0\.0\.1:(\d+)\/metrics$/m.exec(printed)?.[1]);
-  expect(devProcess.map((s) => s.port).sort()).toEqual([workerMetrics, ...codec].sort());
-});
+(process.platform === 'linux' ? it : it.skip)(
+  'nothing listens that it did not print, nor anywhere but 127.0.0.1 (Linux only: reads /proc)',
+  () => {
+    const lock = readDevServerLock(join(home, 'dev.lock'));
+    expect(lock?.ownerPid).toBe(dev!.child.pid);
+    const server = boundSockets(lock!.pid);
+    const devProcess = boundSockets(dev!.child.pid!);
+    for (const s of [...server, ...devProcess]) expect(s).toMatchObject({ proto: 'tcp', address: '127.0.0.1' });
+    const { codec, ...serverPorts } = printedPorts();
+    expect(server.map((s) => s.port).sort()).toEqual(Object.values(serverPorts).flat().sort());
+    const workerMetrics = Number(/^worker metrics: http:\/\/127\.0\.0\.1:(\d+)\/metrics$/m.exec(printed)?.[1]);
+    expect(devProcess.map((s) => s.port).sort()).toEqual([workerMetrics, ...codec].sort());
+  },
+);
 
 it('the printed HTTP API port (the one the server says it serves) refuses a text/plain POST: no workflow starts', async () => {
   const [http] = printedPorts()['HTTP API'];
-  expect(readFileSync(join(home, 'dev-server.log'), 'utf8')).toMatch(new RegExp(`^Temporal HTTP:\\s+localhost:${http}$`, 'm'));
+  expect(readFileSync(join(home, 'dev-server.log'), 'utf8')).toMatch(
+    new RegExp(`^Temporal HTTP:\\s+localhost:${http}$`, 'm'),
+  );
   const workflowId = `csrf-from-a-page-${Date.now()}`;
-  const answer = await httpRequest(http, 'POST', `/api/v1/namespaces/default/workflows/${workflowId}`, { 'Content-Type': 'text/plain', Host: `127.0.0.1:${http}` }, '{"workflowType":{"name":"x"},"taskQueue":{"name":"loopwright"}}');
+  const answer = await httpRequest(
+    http,
+    'POST',
+    `/api/v1/namespaces/default/workflows/${workflowId}`,
+    { 'Content-Type': 'text/plain', Host: `127.0.0.1:${http}` },
+    '{"workflowType":{"name":"x"},"taskQueue":{"name":"loopwright"}}',
+  );
   expect(answer.status).toBe(403);
   const connection = await Connection.connect({ address: `127.0.0.1:${printedPorts().gRPC[0]}` });
   try {
-    await expect(new Client({ connection }).workflow.getHandle(workflowId).describe()).rejects.toThrow(WorkflowNotFoundError);
+    await expect(new Client({ connection }).workflow.getHandle(workflowId).describe()).rejects.toThrow(
+      WorkflowNotFoundError,
+    );
   } finally {
     await connection.close();
   }

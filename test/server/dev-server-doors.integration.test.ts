@@ -6,7 +6,7 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { randomBytes } from 'crypto';
 import { join } from 'path';
-import { DevServer, freePort, startDevServer } from '../../server/dev-server';
+import { type DevServer, freePort, startDevServer } from '../../server/dev-server';
 import { isPidAlive } from '../../server/dev-server-lock';
 import { findTemporalCli } from '../../server/temporal-binary';
 import { removeDir, tempDir } from './fake-bin';
@@ -70,7 +70,9 @@ async function exists(client: Client, workflowId: string): Promise<boolean> {
 
 async function signalsIn(client: Client, workflowId: string): Promise<string[]> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).flatMap((e) => (e.workflowExecutionSignaledEventAttributes ? [e.workflowExecutionSignaledEventAttributes.signalName ?? ''] : []));
+  return (history.events ?? []).flatMap((e) =>
+    e.workflowExecutionSignaledEventAttributes ? [e.workflowExecutionSignaledEventAttributes.signalName ?? ''] : [],
+  );
 }
 
 describe('ports', () => {
@@ -83,16 +85,21 @@ describe('ports', () => {
     expect(started(server).metricsUrl).toBe(`http://127.0.0.1:${ports.metrics}/metrics`);
   });
 
-  (onLinux ? it : it.skip)('listens on 127.0.0.1 only, on exactly the ports it reports, and binds no UDP socket (Linux only: reads /proc)', () => {
-    for (const s of [started(server), started(open)]) {
-      const { grpc, ui, http, metrics, internal } = s.ports;
-      const sockets = boundSockets(s.pid);
-      expect(sockets.filter((x) => x.proto.startsWith('udp'))).toEqual([]);
-      expect(sockets.filter((x) => x.address !== '127.0.0.1')).toEqual([]);
-      const reported = [grpc, ui, http, metrics, ...Object.values(internal)].filter((p): p is number => p !== undefined);
-      expect(sockets.map((x) => x.port).sort()).toEqual(reported.sort());
-    }
-  });
+  (onLinux ? it : it.skip)(
+    'listens on 127.0.0.1 only, on exactly the ports it reports, and binds no UDP socket (Linux only: reads /proc)',
+    () => {
+      for (const s of [started(server), started(open)]) {
+        const { grpc, ui, http, metrics, internal } = s.ports;
+        const sockets = boundSockets(s.pid);
+        expect(sockets.filter((x) => x.proto.startsWith('udp'))).toEqual([]);
+        expect(sockets.filter((x) => x.address !== '127.0.0.1')).toEqual([]);
+        const reported = [grpc, ui, http, metrics, ...Object.values(internal)].filter(
+          (p): p is number => p !== undefined,
+        );
+        expect(sockets.map((x) => x.port).sort()).toEqual(reported.sort());
+      }
+    },
+  );
 });
 
 describe('HTTP API, off by default', () => {
@@ -101,8 +108,18 @@ describe('HTTP API, off by default', () => {
     const client = await clientOf(s);
     for (const host of [`127.0.0.1:${s.ports.http}`, `localhost:${s.ports.http}`, `rebind.example:${s.ports.http}`]) {
       const workflowId = id('start');
-      const answer = await httpRequest(s.ports.http, 'POST', `/api/v1/namespaces/default/workflows/${workflowId}`, simplePost(host), startBody);
-      expect({ host, status: answer.status, body: answer.body }).toEqual({ host, status: 403, body: '{"code": 7, "message": "Host not allowed"}' });
+      const answer = await httpRequest(
+        s.ports.http,
+        'POST',
+        `/api/v1/namespaces/default/workflows/${workflowId}`,
+        simplePost(host),
+        startBody,
+      );
+      expect({ host, status: answer.status, body: answer.body }).toEqual({
+        host,
+        status: 403,
+        body: '{"code": 7, "message": "Host not allowed"}',
+      });
       expect(await exists(client, workflowId)).toBe(false);
     }
   });
@@ -110,7 +127,9 @@ describe('HTTP API, off by default', () => {
   it('refuses a request without a Host header too (HTTP/1.0), which would match an empty allow-list', async () => {
     const s = started(server);
     const workflowId = id('nohost');
-    expect(await http10WithoutHost(s.ports.http, `/api/v1/namespaces/default/workflows/${workflowId}`, startBody)).toMatch(/^HTTP\/1\.[01] 403 /);
+    expect(
+      await http10WithoutHost(s.ports.http, `/api/v1/namespaces/default/workflows/${workflowId}`, startBody),
+    ).toMatch(/^HTTP\/1\.[01] 403 /);
     expect(await exists(await clientOf(s), workflowId)).toBe(false);
   });
 
@@ -119,7 +138,13 @@ describe('HTTP API, off by default', () => {
     const client = await clientOf(s);
     const workflowId = id('signal');
     await client.workflow.start('csrfWorkflow', { taskQueue: 'nobody-polls-this', workflowId });
-    const answer = await httpRequest(s.ports.http, 'POST', `/api/v1/namespaces/default/workflows/${workflowId}/signal/decision`, simplePost(`127.0.0.1:${s.ports.http}`), signalBody);
+    const answer = await httpRequest(
+      s.ports.http,
+      'POST',
+      `/api/v1/namespaces/default/workflows/${workflowId}/signal/decision`,
+      simplePost(`127.0.0.1:${s.ports.http}`),
+      signalBody,
+    );
     expect(answer.status).toBe(403);
     await client.workflow.getHandle(workflowId).signal('viaGrpc');
     expect(await signalsIn(client, workflowId)).toEqual(['viaGrpc']);
@@ -133,10 +158,22 @@ describe('HTTP API with httpApi: true (the control)', () => {
     const client = await clientOf(s);
     const workflowId = id('open');
     const host = `127.0.0.1:${s.ports.http}`;
-    const start = await httpRequest(s.ports.http, 'POST', `/api/v1/namespaces/default/workflows/${workflowId}`, simplePost(host), startBody);
+    const start = await httpRequest(
+      s.ports.http,
+      'POST',
+      `/api/v1/namespaces/default/workflows/${workflowId}`,
+      simplePost(host),
+      startBody,
+    );
     expect(start.status).toBe(200);
     expect(await exists(client, workflowId)).toBe(true);
-    const signal = await httpRequest(s.ports.http, 'POST', `/api/v1/namespaces/default/workflows/${workflowId}/signal/decision`, simplePost(host), signalBody);
+    const signal = await httpRequest(
+      s.ports.http,
+      'POST',
+      `/api/v1/namespaces/default/workflows/${workflowId}/signal/decision`,
+      simplePost(host),
+      signalBody,
+    );
     expect(signal.status).toBe(200);
     expect(await signalsIn(client, workflowId)).toEqual(['decision']);
     await client.workflow.getHandle(workflowId).terminate('test done');
@@ -145,7 +182,13 @@ describe('HTTP API with httpApi: true (the control)', () => {
   it('still refuses a Host other than 127.0.0.1 or localhost on its port (a DNS-rebinding page)', async () => {
     const s = started(open);
     const workflowId = id('rebind');
-    const answer = await httpRequest(s.ports.http, 'POST', `/api/v1/namespaces/default/workflows/${workflowId}`, simplePost(`rebind.example:${s.ports.http}`), startBody);
+    const answer = await httpRequest(
+      s.ports.http,
+      'POST',
+      `/api/v1/namespaces/default/workflows/${workflowId}`,
+      simplePost(`rebind.example:${s.ports.http}`),
+      startBody,
+    );
     expect(answer.status).toBe(403);
     expect(await exists(await clientOf(s), workflowId)).toBe(false);
   });
@@ -175,12 +218,21 @@ describe('Web UI and metrics', () => {
     const s = started(server);
     const uiPort = s.ports.ui!;
     const workflowId = id('uicsrf');
-    const answer = await httpRequest(uiPort, 'POST', `/api/v1/namespaces/default/workflows/${workflowId}`, simplePost(`localhost:${uiPort}`), startBody);
+    const answer = await httpRequest(
+      uiPort,
+      'POST',
+      `/api/v1/namespaces/default/workflows/${workflowId}`,
+      simplePost(`localhost:${uiPort}`),
+      startBody,
+    );
     expect(answer.status).toBe(400);
     expect(answer.body).toMatch(/missing csrf token/);
     expect(await exists(await clientOf(s), workflowId)).toBe(false);
     const preflight = await httpRequest(uiPort, 'OPTIONS', `/api/v1/namespaces/default/workflows/${workflowId}`, {
-      Host: `localhost:${uiPort}`, Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization,x-csrf-token',
+      Host: `localhost:${uiPort}`,
+      Origin: 'http://evil.example',
+      'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization,x-csrf-token',
     });
     expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
   });

@@ -6,7 +6,13 @@ import { Connection } from '@temporalio/client';
 import { existsSync } from 'fs';
 import { join } from 'path';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
-import { DevServer, DevServerRunningError, freePort, PortInUseError, startDevServer } from '../../server/dev-server';
+import {
+  type DevServer,
+  DevServerRunningError,
+  freePort,
+  PortInUseError,
+  startDevServer,
+} from '../../server/dev-server';
 import { isPidAlive, readDevServerLock } from '../../server/dev-server-lock';
 import { runCommand } from '../../server/run-command';
 import { findTemporalCli, findTestServer } from '../../server/temporal-binary';
@@ -55,7 +61,9 @@ it('answers on its address with 30-day retention and every search attribute regi
     const ns = await connection.workflowService.describeNamespace({ namespace: 'default' });
     expect(Number(ns.config?.workflowExecutionRetentionTtl?.seconds ?? 0)).toBeGreaterThanOrEqual(30 * 86_400);
     const attrs = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
-    expect(Object.keys(attrs.customAttributes ?? {}).sort()).toEqual(expect.arrayContaining(SEARCH_ATTRIBUTES.map((a) => a.name)));
+    expect(Object.keys(attrs.customAttributes ?? {}).sort()).toEqual(
+      expect.arrayContaining(SEARCH_ATTRIBUTES.map((a) => a.name)),
+    );
   } finally {
     await connection.close();
   }
@@ -67,9 +75,17 @@ it('writes the lock with the server pid and address', () => {
 });
 
 it('refuses a second start on the same lock file', async () => {
-  const second = startDevServer({ cli, dbFile: join(root, 'other.db'), port: await freePort(), headless: true, lockFile });
+  const second = startDevServer({
+    cli,
+    dbFile: join(root, 'other.db'),
+    port: await freePort(),
+    headless: true,
+    lockFile,
+  });
   await expect(second).rejects.toThrow(DevServerRunningError);
-  await expect(second).rejects.toThrow(`loopwright dev is already running (pid ${running().pid}, address ${running().address})`);
+  await expect(second).rejects.toThrow(
+    `loopwright dev is already running (pid ${running().pid}, address ${running().address})`,
+  );
 });
 
 it('refuses a second server on the same port', async () => {
@@ -80,7 +96,16 @@ it('refuses a second server on the same port', async () => {
 
 it('registers search attributes an existing database lacks', async () => {
   const target = { cli, address: running().address, namespace: 'default' };
-  const removed = await runCommand(cli, ['operator', 'search-attribute', 'remove', '--name', 'LoopTokens', '--yes', '--address', target.address]);
+  const removed = await runCommand(cli, [
+    'operator',
+    'search-attribute',
+    'remove',
+    '--name',
+    'LoopTokens',
+    '--yes',
+    '--address',
+    target.address,
+  ]);
   expect(removed.code).toBe(0);
   expect(await ensureSearchAttributes(target)).toEqual(['LoopTokens']);
   expect(await ensureSearchAttributes(target)).toEqual([]);

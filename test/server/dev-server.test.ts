@@ -1,10 +1,17 @@
 import { spawnSync } from 'child_process';
 import { existsSync, readFileSync, writeFileSync } from 'fs';
-import { createServer, Server } from 'net';
+import { createServer, type Server } from 'net';
 import { join } from 'path';
 import { UsageError } from '../../common/errors';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
-import { acquireDevServerLock, isHolderAlive, isPidAlive, processStart, readDevServerLock, releaseDevServerLock } from '../../server/dev-server-lock';
+import {
+  acquireDevServerLock,
+  isHolderAlive,
+  isPidAlive,
+  processStart,
+  readDevServerLock,
+  releaseDevServerLock,
+} from '../../server/dev-server-lock';
 import {
   DevServerRunningError,
   DevServerStartError,
@@ -42,7 +49,11 @@ describe('dev server arguments', () => {
   const base = { dbFile: '/d/t.db', port: 7233, uiPort: 8233, httpPort: 7243, metricsPort: 7244, namespace: 'default' };
   /** The value of every `--dynamic-config-value KEY=VALUE`, by key. */
   const dynamicConfig = (args: string[]) =>
-    Object.fromEntries(args.flatMap((a, i) => (args[i - 1] === '--dynamic-config-value' ? [[a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]] : [])));
+    Object.fromEntries(
+      args.flatMap((a, i) =>
+        args[i - 1] === '--dynamic-config-value' ? [[a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]] : [],
+      ),
+    );
 
   it('register every search attribute, use SQLite WAL and turn off the version check and news feed', () => {
     const args = devServerArgs(base).join(' ');
@@ -64,7 +75,10 @@ describe('dev server arguments', () => {
     const off = JSON.parse(dynamicConfig(devServerArgs(base))['frontend.httpAllowedHosts']) as string[];
     expect(off).toHaveLength(1);
     expect(off[0]).toMatch(/ /); // a space: no valid Host header can equal it
-    expect(JSON.parse(dynamicConfig(devServerArgs({ ...base, httpApi: true }))['frontend.httpAllowedHosts'])).toEqual(['127.0.0.1:7243', 'localhost:7243']);
+    expect(JSON.parse(dynamicConfig(devServerArgs({ ...base, httpApi: true }))['frontend.httpAllowedHosts'])).toEqual([
+      '127.0.0.1:7243',
+      'localhost:7243',
+    ]);
   });
 
   it('drop the UI when headless and create a non-default namespace', () => {
@@ -126,13 +140,21 @@ Temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)
 `;
 
 describe('dev server ports', () => {
-  it('reads the internal services\' gRPC ports from the printed config, leaving out the frontend\'s chosen ports', () => {
-    expect(internalPorts(CONFIG_PRINT.replace('PPROF', '0').replace('MEMBERSHIP', '0'))).toEqual({ history: 38419, matching: 45299, worker: 36825 });
+  it("reads the internal services' gRPC ports from the printed config, leaving out the frontend's chosen ports", () => {
+    expect(internalPorts(CONFIG_PRINT.replace('PPROF', '0').replace('MEMBERSHIP', '0'))).toEqual({
+      history: 38419,
+      matching: 45299,
+      worker: 36825,
+    });
   });
 
   it('also lists a membership or pprof port when the config has one', () => {
     expect(internalPorts(CONFIG_PRINT.replace('PPROF', '7936').replace('MEMBERSHIP', '6935'))).toEqual({
-      history: 38419, matching: 45299, 'matching membership': 6935, worker: 36825, pprof: 7936,
+      history: 38419,
+      matching: 45299,
+      'matching membership': 6935,
+      worker: 36825,
+      pprof: 7936,
     });
   });
 
@@ -144,16 +166,29 @@ describe('dev server ports', () => {
     const ports = { grpc: 7233, ui: 8233, http: 7243, metrics: 7244, internal: { history: 1, matching: 2, worker: 3 } };
     const off = describePorts(ports, false).join('\n');
     expect(off).toMatch(/^listening on 127\.0\.0\.1 only:/);
-    for (const text of ['gRPC      7233', 'Web UI    8233', 'HTTP API  7243 (refuses every request; --http-api turns it on)', 'metrics   7244 (http://127.0.0.1:7244/metrics)', 'history 1, matching 2, worker 3']) {
+    for (const text of [
+      'gRPC      7233',
+      'Web UI    8233',
+      'HTTP API  7243 (refuses every request; --http-api turns it on)',
+      'metrics   7244 (http://127.0.0.1:7244/metrics)',
+      'history 1, matching 2, worker 3',
+    ]) {
       expect(off).toContain(text);
     }
-    expect(describePorts({ ...ports, ui: undefined }, true).join('\n')).toMatch(/HTTP API {2}7243 \(serves requests to 127\.0\.0\.1:7243 and localhost:7243; any web page you open can reach it\)/);
+    expect(describePorts({ ...ports, ui: undefined }, true).join('\n')).toMatch(
+      /HTTP API {2}7243 \(serves requests to 127\.0\.0\.1:7243 and localhost:7243; any web page you open can reach it\)/,
+    );
     expect(describePorts({ ...ports, ui: undefined }, true).join('\n')).not.toContain('Web UI');
   });
 });
 
 describe('dev server lock', () => {
-  const lock = { pid: process.pid, address: '127.0.0.1:7233', uiUrl: 'http://localhost:8233', startedAt: '2026-01-01T00:00:00Z' };
+  const lock = {
+    pid: process.pid,
+    address: '127.0.0.1:7233',
+    uiUrl: 'http://localhost:8233',
+    startedAt: '2026-01-01T00:00:00Z',
+  };
 
   it('refuses a second owner while the pid is alive, naming pid and UI', () => {
     const file = join(root, 'dev.lock');
@@ -221,9 +256,18 @@ describe('startDevServer failures (fake temporal)', () => {
     await new Promise<void>((r) => blocker.listen(taken, '127.0.0.1', r));
     const lockFile = join(root, 'dev.lock');
     try {
-      const started = startDevServer({ cli: '/bin/false', dbFile: join(root, 't.db'), port: await freePort(), headless: true, lockFile, [option]: taken });
+      const started = startDevServer({
+        cli: '/bin/false',
+        dbFile: join(root, 't.db'),
+        port: await freePort(),
+        headless: true,
+        lockFile,
+        [option]: taken,
+      });
       await expect(started).rejects.toThrow(ServerPortInUseError);
-      await expect(started).rejects.toThrow(`${what} port ${taken} is already in use: set ${flag}, or leave it out for a free port`);
+      await expect(started).rejects.toThrow(
+        `${what} port ${taken} is already in use: set ${flag}, or leave it out for a free port`,
+      );
       expect(existsSync(lockFile)).toBe(false);
     } finally {
       blocker.close();
@@ -232,13 +276,21 @@ describe('startDevServer failures (fake temporal)', () => {
 
   it('refuses an HTTP API port that is the gRPC port', async () => {
     const port = await freePort();
-    await expect(startDevServer({ cli: '/bin/false', dbFile: join(root, 't.db'), port, httpPort: port, headless: true })).rejects.toThrow(ServerPortInUseError);
+    await expect(
+      startDevServer({ cli: '/bin/false', dbFile: join(root, 't.db'), port, httpPort: port, headless: true }),
+    ).rejects.toThrow(ServerPortInUseError);
   });
 
   it('rejects with the log tail when the server exits early', async () => {
     const cli = writeScript(root, 'temporal', 'echo "FATAL: cannot open database"; exit 1');
     const lockFile = join(root, 'dev.lock');
-    const started = startDevServer({ cli, dbFile: join(root, 'db', 't.db'), port: await freePort(), headless: true, lockFile });
+    const started = startDevServer({
+      cli,
+      dbFile: join(root, 'db', 't.db'),
+      port: await freePort(),
+      headless: true,
+      lockFile,
+    });
     await expect(started).rejects.toThrow(DevServerStartError);
     await expect(started).rejects.toThrow(/exited early \(code 1\)[\s\S]*FATAL: cannot open database/);
     expect(existsSync(lockFile)).toBe(false);
@@ -247,8 +299,18 @@ describe('startDevServer failures (fake temporal)', () => {
 
   it('gives up after the start timeout, kills what it started and says so', async () => {
     const pidFile = join(root, 'pid');
-    const cli = writeScript(root, 'temporal', `if [ "$1" = server ]; then echo $$ > ${pidFile}; echo "still booting"; exec sleep 60; fi\nexit 1`);
-    const started = startDevServer({ cli, dbFile: join(root, 't.db'), port: await freePort(), headless: true, startTimeoutMs: 1000 });
+    const cli = writeScript(
+      root,
+      'temporal',
+      `if [ "$1" = server ]; then echo $$ > ${pidFile}; echo "still booting"; exec sleep 60; fi\nexit 1`,
+    );
+    const started = startDevServer({
+      cli,
+      dbFile: join(root, 't.db'),
+      port: await freePort(),
+      headless: true,
+      startTimeoutMs: 1000,
+    });
     await expect(started).rejects.toThrow(/was not ready after 1 s[\s\S]*still booting/);
     expect(isPidAlive(Number(readFileSync(pidFile, 'utf8')))).toBe(false);
   });
@@ -256,7 +318,9 @@ describe('startDevServer failures (fake temporal)', () => {
   it('refuses to start while another owner holds the lock', async () => {
     const lockFile = join(root, 'dev.lock');
     acquireDevServerLock(lockFile, { pid: process.pid, address: '127.0.0.1:1', startedAt: 'now' });
-    await expect(startDevServer({ cli: '/bin/false', dbFile: join(root, 't.db'), lockFile, headless: true })).rejects.toThrow(DevServerRunningError);
+    await expect(
+      startDevServer({ cli: '/bin/false', dbFile: join(root, 't.db'), lockFile, headless: true }),
+    ).rejects.toThrow(DevServerRunningError);
     expect(readDevServerLock(lockFile)?.address).toBe('127.0.0.1:1');
   });
 });

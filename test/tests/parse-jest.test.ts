@@ -36,7 +36,15 @@ describe('parseJestJson (jest 30 --json)', () => {
   });
 
   test('an unknown status is not a pass', () => {
-    const text = JSON.stringify({ testResults: [{ name: '/w/a.test.js', status: 'passed', assertionResults: [{ ancestorTitles: [], title: 't', status: 'weird' }] }] });
+    const text = JSON.stringify({
+      testResults: [
+        {
+          name: '/w/a.test.js',
+          status: 'passed',
+          assertionResults: [{ ancestorTitles: [], title: 't', status: 'weird' }],
+        },
+      ],
+    });
     expect(parseJestJson(text, '/w')).toEqual([{ file: 'a.test.js', name: 't', outcome: 'not_run' }]);
   });
 });
@@ -55,7 +63,10 @@ describe('parseVitestJson (vitest 3 --reporter=json)', () => {
       'test/math.test.js > skipped suite (on purpose: parser fixture) > inside a skipped suite': 'skipped',
       'test/math.test.js > top level passes': 'passed',
     });
-    expect(results.find((t) => t.name === 'math > adds two numbers')).toMatchObject({ line: 7, message: expect.stringMatching(/expected -1 to be 5/) });
+    expect(results.find((t) => t.name === 'math > adds two numbers')).toMatchObject({
+      line: 7,
+      message: expect.stringMatching(/expected -1 to be 5/),
+    });
     expect(results[0].message).toMatch(/Failed to parse source/);
   });
 });

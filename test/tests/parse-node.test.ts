@@ -40,7 +40,13 @@ describe('parseNodeEvents (node 20 test runner, through Loopwright reporter)', (
 
   test('keeps the line and the failure message, relative files with / separators', () => {
     const add = results().find((t) => t.name === 'add adds two numbers')!;
-    expect(add).toEqual({ file: 'test/math.test.js', name: 'add adds two numbers', outcome: 'failed', line: 9, message: 'Expected values to be strictly equal:\n\n-1 !== 5\n' });
+    expect(add).toEqual({
+      file: 'test/math.test.js',
+      name: 'add adds two numbers',
+      outcome: 'failed',
+      line: 9,
+      message: 'Expected values to be strictly equal:\n\n-1 !== 5\n',
+    });
     expect(results().every((t) => t.file && !t.file.startsWith('/'))).toBe(true);
   });
 
@@ -48,7 +54,9 @@ describe('parseNodeEvents (node 20 test runner, through Loopwright reporter)', (
     const names = results().map((t) => t.name);
     expect(names).not.toContain('outer');
     expect(names).not.toContain('esm suite');
-    expect(names).toEqual(expect.arrayContaining(['skipped suite (on purpose: parser fixture)', 'suite whose hook fails']));
+    expect(names).toEqual(
+      expect.arrayContaining(['skipped suite (on purpose: parser fixture)', 'suite whose hook fails']),
+    );
   });
 
   test('ignores torn, foreign and malformed lines, and files outside the workspace stay absolute', () => {
@@ -60,6 +68,8 @@ describe('parseNodeEvents (node 20 test runner, through Loopwright reporter)', (
       'not json',
       '{"type":"test:fail","name":"b","nest',
     ].join('\n');
-    expect(parseNodeEvents(text, '/work')).toEqual([{ file: '/elsewhere/a.test.js', name: 'a', outcome: 'passed', line: 1 }]);
+    expect(parseNodeEvents(text, '/work')).toEqual([
+      { file: '/elsewhere/a.test.js', name: 'a', outcome: 'passed', line: 1 },
+    ]);
   });
 });

@@ -22,7 +22,9 @@ describe('readResultsFile', () => {
   test('a symlink swapped in for the report (to a worker file) is refused, not followed', async () => {
     writeFileSync(path.join(dir, 'secret'), 'worker secret');
     symlinkSync(path.join(dir, 'secret'), path.join(dir, 'r.json'));
-    await expect(readResultsFile(path.join(dir, 'r.json'))).rejects.toThrow(/r\.json is a symlink, not the runner's report: refused/);
+    await expect(readResultsFile(path.join(dir, 'r.json'))).rejects.toThrow(
+      /r\.json is a symlink, not the runner's report: refused/,
+    );
   });
 
   test('a FIFO is refused at once instead of blocking the worker', async () => {
@@ -32,7 +34,9 @@ describe('readResultsFile', () => {
 
   test('a report over the cap is refused with its size; one older than the run is stale and skipped', async () => {
     writeFileSync(path.join(dir, 'big.json'), 'x'.repeat(2000));
-    await expect(readResultsFile(path.join(dir, 'big.json'), 1000)).rejects.toThrow(new TestResultsError('big.json has 2000 bytes, more than the 1000 read'));
+    await expect(readResultsFile(path.join(dir, 'big.json'), 1000)).rejects.toThrow(
+      new TestResultsError('big.json has 2000 bytes, more than the 1000 read'),
+    );
     const old = new Date(Date.now() - 60_000);
     utimesSync(path.join(dir, 'big.json'), old, old);
     await expect(readResultsFile(path.join(dir, 'big.json'), 5000, Date.now() - 1000)).resolves.toBeUndefined();

@@ -1,5 +1,15 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createSandbox, sandboxConfigFromEnv, type SandboxConfig } from '../../activities/sandbox/sandbox';
@@ -14,7 +24,10 @@ import { outcomes } from './fixtures';
  */
 const REPO = path.join(__dirname, '..', '..');
 // jest is the project's own: the sandbox may read its node_modules (as LOOPWRIGHT_SANDBOX_READ would).
-const config: SandboxConfig = sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: realpathSync(path.join(REPO, 'node_modules')) });
+const config: SandboxConfig = sandboxConfigFromEnv({
+  ...process.env,
+  LOOPWRIGHT_SANDBOX_READ: realpathSync(path.join(REPO, 'node_modules')),
+});
 const sandbox = createSandbox(config);
 
 /** The first `name` on PATH, as the sandbox would find it (only what it mounts is there), if it runs `args`. */
@@ -47,7 +60,8 @@ function project(files: Record<string, string>): string {
   return ws;
 }
 
-const run = (spec: TestSpec, workspace: string, timeoutMs = 60_000): Promise<TestRun> => runTests(spec, { sandbox, workspace, timeoutMs });
+const run = (spec: TestSpec, workspace: string, timeoutMs = 60_000): Promise<TestRun> =>
+  runTests(spec, { sandbox, workspace, timeoutMs });
 const files = (ws: string) => readdirSync(ws, { recursive: true }).map(String).sort();
 
 const NODE_TESTS = {
@@ -116,7 +130,10 @@ describe('runTests through the real sandbox', () => {
   });
 
   test('a run killed at its timeout keeps what was reported before and says so', async () => {
-    const ws = project({ 'test/slow.test.js': "const test = require('node:test');\ntest('quick', () => {});\ntest('hangs', () => new Promise(() => setInterval(() => {}, 1000)));\n" });
+    const ws = project({
+      'test/slow.test.js':
+        "const test = require('node:test');\ntest('quick', () => {});\ntest('hangs', () => new Promise(() => setInterval(() => {}, 1000)));\n",
+    });
     const r = await run({ command: 'node --test' }, ws, 5_000);
     expect(r.timedOut).toBe(true);
     expect(r.problem).toMatch(/^the command timed out after 5s/);
@@ -127,7 +144,8 @@ describe('runTests through the real sandbox', () => {
   test('jest: describe > test by file, skip and todo as jest reports them, a file that does not parse is a failed test', async () => {
     const ws = project({
       'package.json': JSON.stringify({ name: 'sample-jest', private: true, jest: { testEnvironment: 'node' } }),
-      'test/math.test.js': "describe('math', () => {\n  test('adds', () => expect(1 + 1).toBe(2));\n  test('subtracts', () => expect(1 - 1).toBe(1));\n  test.skip('skipped', () => {});\n  test.todo('later');\n});\n",
+      'test/math.test.js':
+        "describe('math', () => {\n  test('adds', () => expect(1 + 1).toBe(2));\n  test('subtracts', () => expect(1 - 1).toBe(1));\n  test.skip('skipped', () => {});\n  test.todo('later');\n});\n",
       'test/broken.test.js': "test('x', () => {\n",
     });
     const r = await run({ command: `node ${path.join(REPO, 'node_modules', 'jest', 'bin', 'jest.js')} --ci` }, ws);
@@ -160,12 +178,26 @@ describe('runTests through the real sandbox', () => {
       const ws = project({
         'tests/__init__.py': '',
         'tests/test_math.py': [
-          'import pytest', '',
-          'def test_adds():', '    assert 1 + 1 == 2', '',
-          'def test_subtracts():', '    assert 1 - 1 == 1', '',
-          '@pytest.mark.skip(reason="later")', 'def test_skipped():', '    pass', '',
-          '@pytest.mark.xfail(reason="known")', 'def test_known():', '    assert False', '',
-          'class TestGroup:', '    def test_inside(self):', '        pass', '',
+          'import pytest',
+          '',
+          'def test_adds():',
+          '    assert 1 + 1 == 2',
+          '',
+          'def test_subtracts():',
+          '    assert 1 - 1 == 1',
+          '',
+          '@pytest.mark.skip(reason="later")',
+          'def test_skipped():',
+          '    pass',
+          '',
+          '@pytest.mark.xfail(reason="known")',
+          'def test_known():',
+          '    assert False',
+          '',
+          'class TestGroup:',
+          '    def test_inside(self):',
+          '        pass',
+          '',
         ].join('\n'),
       });
       const r = await run({ command: 'python3 -m pytest -p no:cacheprovider' }, ws);
@@ -181,39 +213,57 @@ describe('runTests through the real sandbox', () => {
     },
   );
 
-  (HAS_GO ? test : test.skip)(`go test: package > test > subtest; pass, fail and skip${HAS_GO ? '' : ' (skipped: no go on a PATH the sandbox can see)'}`, async () => {
-    const ws = project({
-      'go.mod': 'module example.com/m\n\ngo 1.21\n',
-      'm_test.go': [
-        'package m', '', 'import "testing"', '',
-        'func TestAdd(t *testing.T) { if 1+1 != 2 { t.Fatal("no") } }',
-        'func TestSub(t *testing.T) { t.Errorf("1-1 = %d", 1-1) }',
-        'func TestSkip(t *testing.T) { t.Skip("later") }',
-        'func TestTable(t *testing.T) { t.Run("one case", func(t *testing.T) {}) }', '',
-      ].join('\n'),
-    });
-    const r = await run({ command: 'go test ./...' }, ws, 180_000);
-    expect(r).toMatchObject({ runner: 'go', sandbox: 'bwrap' });
-    expect(outcomes(r.results)).toEqual({
-      'example.com/m > TestAdd': 'passed',
-      'example.com/m > TestSub': 'failed',
-      'example.com/m > TestSkip': 'skipped',
-      'example.com/m > TestTable': 'passed',
-      'example.com/m > TestTable > one_case': 'passed',
-    });
-    expect(r.output).toMatch(/--- FAIL: TestSub/);
-  }, 200_000);
+  (HAS_GO ? test : test.skip)(
+    `go test: package > test > subtest; pass, fail and skip${HAS_GO ? '' : ' (skipped: no go on a PATH the sandbox can see)'}`,
+    async () => {
+      const ws = project({
+        'go.mod': 'module example.com/m\n\ngo 1.21\n',
+        'm_test.go': [
+          'package m',
+          '',
+          'import "testing"',
+          '',
+          'func TestAdd(t *testing.T) { if 1+1 != 2 { t.Fatal("no") } }',
+          'func TestSub(t *testing.T) { t.Errorf("1-1 = %d", 1-1) }',
+          'func TestSkip(t *testing.T) { t.Skip("later") }',
+          'func TestTable(t *testing.T) { t.Run("one case", func(t *testing.T) {}) }',
+          '',
+        ].join('\n'),
+      });
+      const r = await run({ command: 'go test ./...' }, ws, 180_000);
+      expect(r).toMatchObject({ runner: 'go', sandbox: 'bwrap' });
+      expect(outcomes(r.results)).toEqual({
+        'example.com/m > TestAdd': 'passed',
+        'example.com/m > TestSub': 'failed',
+        'example.com/m > TestSkip': 'skipped',
+        'example.com/m > TestTable': 'passed',
+        'example.com/m > TestTable > one_case': 'passed',
+      });
+      expect(r.output).toMatch(/--- FAIL: TestSub/);
+    },
+    200_000,
+  );
 
   test('junit: reports the run wrote under junitPath are read; stale ones and symlinks are not; a junitPath leading out is refused', async () => {
-    const xml = (name: string) => `<testsuite name="s"><testcase classname="com.example.T" name="${name}"/></testsuite>`;
+    const xml = (name: string) =>
+      `<testsuite name="s"><testcase classname="com.example.T" name="${name}"/></testsuite>`;
     const ws = project({ 'fresh.xml.in': xml('fresh'), 'reports/old.xml': xml('stale') });
     const old = new Date(Date.now() - 3_600_000);
     utimesSync(path.join(ws, 'reports', 'old.xml'), old, old);
     symlinkSync('/etc/passwd', path.join(ws, 'reports', 'link.xml'));
-    const r = await run({ command: 'mkdir -p reports/sub && cp fresh.xml.in reports/sub/TEST-fresh.xml', runner: 'junit', junitPath: 'reports' }, ws);
+    const r = await run(
+      {
+        command: 'mkdir -p reports/sub && cp fresh.xml.in reports/sub/TEST-fresh.xml',
+        runner: 'junit',
+        junitPath: 'reports',
+      },
+      ws,
+    );
     expect(r.problem).toBeUndefined();
     expect(outcomes(r.results)).toEqual({ 'com.example.T > fresh': 'passed' });
-    await expect(run({ command: 'true', runner: 'junit', junitPath: '../elsewhere' }, ws)).rejects.toThrow(/junitPath \.\.\/elsewhere leads outside the repository/);
+    await expect(run({ command: 'true', runner: 'junit', junitPath: '../elsewhere' }, ws)).rejects.toThrow(
+      /junitPath \.\.\/elsewhere leads outside the repository/,
+    );
     symlinkSync(dir, path.join(ws, 'out'));
     await expect(run({ command: 'true', runner: 'junit', junitPath: 'out' }, ws)).rejects.toThrow(/through a symlink/);
     await expect(run({ command: 'true', runner: 'junit' }, ws)).rejects.toThrow(ConfigError);
@@ -229,7 +279,7 @@ describe('runTests through the real sandbox', () => {
   });
 
   test('a command whose runner cannot be told is refused before anything runs, saying how to name it', async () => {
-    const ws = project({ 'Makefile': 'test:\n\ttouch ran\n' });
+    const ws = project({ Makefile: 'test:\n\ttouch ran\n' });
     await expect(run({ command: 'make test' }, ws)).rejects.toThrow(UnknownTestRunnerError);
     expect(existsSync(path.join(ws, 'ran'))).toBe(false);
   });

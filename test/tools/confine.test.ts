@@ -36,7 +36,9 @@ describe('resolveInside', () => {
   });
 
   test('a path that does not exist yet resolves inside the root (for writes)', () => {
-    expect(resolveInside(root, 'new/dir/file.txt', { forWrite: true })).toBe(path.join(realpathSync(root), 'new', 'dir', 'file.txt'));
+    expect(resolveInside(root, 'new/dir/file.txt', { forWrite: true })).toBe(
+      path.join(realpathSync(root), 'new', 'dir', 'file.txt'),
+    );
   });
 
   test('a `..` that stays inside the root is allowed', () => {
@@ -95,7 +97,9 @@ describe('resolveInside', () => {
   test('writes into .git/ are refused, reads are not', () => {
     mkdirSync(path.join(root, '.git'));
     writeFileSync(path.join(root, '.git', 'config'), '[core]\n');
-    expect(refusal('.git/config', { forWrite: true })).toBe('path .git/config is inside .git/: writing there is refused');
+    expect(refusal('.git/config', { forWrite: true })).toBe(
+      'path .git/config is inside .git/: writing there is refused',
+    );
     expect(refusal('.git/hooks/pre-commit', { forWrite: true })).toContain('inside .git/');
     expect(refusal('sub/../.git/config', { forWrite: true })).toContain('inside .git/');
     expect(resolveInside(root, '.git/config')).toBe(path.join(realpathSync(root), '.git', 'config'));
@@ -133,16 +137,35 @@ describe('resolveInsideAsync', () => {
     symlinkSync('src', path.join(root, 'alias'));
     symlinkSync('.git', path.join(root, 'gitdir'));
     const cases: Array<[string, { forWrite?: boolean }]> = [
-      ['src/a.ts', {}], ['.', {}], ['new/dir/file.txt', { forWrite: true }], ['src/../src/a.ts', {}], ['../x', {}], ['a/../../x', { forWrite: true }],
-      ['/etc/passwd', {}], ['src/a.ts\0.png', {}], ['etc-link/passwd', {}], ['etc-link/new-file', { forWrite: true }], ['src/link/secret.txt', {}],
-      ['src/link/deep/new.txt', { forWrite: true }], ['dangling.txt', { forWrite: true }], ['alias/a.ts', {}], ['.git/config', {}],
-      ['.git/config', { forWrite: true }], ['gitdir/config', { forWrite: true }], ['src/a.ts/below', {}],
+      ['src/a.ts', {}],
+      ['.', {}],
+      ['new/dir/file.txt', { forWrite: true }],
+      ['src/../src/a.ts', {}],
+      ['../x', {}],
+      ['a/../../x', { forWrite: true }],
+      ['/etc/passwd', {}],
+      ['src/a.ts\0.png', {}],
+      ['etc-link/passwd', {}],
+      ['etc-link/new-file', { forWrite: true }],
+      ['src/link/secret.txt', {}],
+      ['src/link/deep/new.txt', { forWrite: true }],
+      ['dangling.txt', { forWrite: true }],
+      ['alias/a.ts', {}],
+      ['.git/config', {}],
+      ['.git/config', { forWrite: true }],
+      ['gitdir/config', { forWrite: true }],
+      ['src/a.ts/below', {}],
     ];
     for (const [relPath, opts] of cases) {
       const expected = outcomeOf(() => resolveInside(root, relPath, opts));
-      expect([relPath, await asyncOutcomeOf(() => resolveInsideAsync(root, relPath, opts))]).toEqual([relPath, expected]);
+      expect([relPath, await asyncOutcomeOf(() => resolveInsideAsync(root, relPath, opts))]).toEqual([
+        relPath,
+        expected,
+      ]);
     }
     // A root that cannot be resolved is the worker's problem (a plain Error), not the model's.
-    expect(await asyncOutcomeOf(() => resolveInsideAsync(path.join(root, 'missing-root'), 'a.ts'))).toBe(outcomeOf(() => resolveInside(path.join(root, 'missing-root'), 'a.ts')));
+    expect(await asyncOutcomeOf(() => resolveInsideAsync(path.join(root, 'missing-root'), 'a.ts'))).toBe(
+      outcomeOf(() => resolveInside(path.join(root, 'missing-root'), 'a.ts')),
+    );
   });
 });

@@ -25,7 +25,8 @@ afterEach(() => {
   removeDir(outside);
 });
 
-const call = (name: string, input: unknown, overrides = {}): Promise<ToolOutcome> => executeTool(registry, name, input, toolContext(root, overrides));
+const call = (name: string, input: unknown, overrides = {}): Promise<ToolOutcome> =>
+  executeTool(registry, name, input, toolContext(root, overrides));
 
 function expectError(outcome: ToolOutcome, fragment: string): void {
   expect(outcome.content).toContain(fragment);
@@ -71,7 +72,10 @@ describe('read_file', () => {
 
   test('a symlink inside the workspace is followed', async () => {
     symlinkSync('src/a.ts', path.join(root, 'alias.ts'));
-    expect(await call('read_file', { path: 'alias.ts' })).toEqual({ content: 'export const a = 1;\n// TODO: fix a\n', isError: false });
+    expect(await call('read_file', { path: 'alias.ts' })).toEqual({
+      content: 'export const a = 1;\n// TODO: fix a\n',
+      isError: false,
+    });
   });
 });
 
@@ -80,7 +84,10 @@ describe('list_files', () => {
     mkdirSync(path.join(root, '.git'));
     writeFileSync(path.join(root, 'b.txt'), '12345');
     const outcome = await call('list_files', { path: '.' });
-    expect(outcome).toEqual({ content: ['README.md (19 bytes)', 'b.txt (5 bytes)', 'src/'].join('\n'), isError: false });
+    expect(outcome).toEqual({
+      content: ['README.md (19 bytes)', 'b.txt (5 bytes)', 'src/'].join('\n'),
+      isError: false,
+    });
   });
 
   test('lists a subdirectory without descending further', async () => {
@@ -106,23 +113,31 @@ describe('list_files', () => {
 
   test(`a huge directory lists its first ${MAX_LIST_ENTRIES} entries by name and says how many more there are`, async () => {
     mkdirSync(path.join(root, 'huge'));
-    for (let i = 0; i < MAX_LIST_ENTRIES + 5; i += 1) writeFileSync(path.join(root, 'huge', `f${String(i).padStart(4, '0')}`), '');
+    for (let i = 0; i < MAX_LIST_ENTRIES + 5; i += 1)
+      writeFileSync(path.join(root, 'huge', `f${String(i).padStart(4, '0')}`), '');
     const lines = (await call('list_files', { path: 'huge' })).content.split('\n');
     expect(lines).toHaveLength(MAX_LIST_ENTRIES + 1);
     expect(lines[0]).toBe('f0000 (0 bytes)');
     expect(lines[MAX_LIST_ENTRIES - 1]).toBe(`f${String(MAX_LIST_ENTRIES - 1).padStart(4, '0')} (0 bytes)`);
-    expect(lines[MAX_LIST_ENTRIES]).toBe(`… 5 more entries (list_files shows ${MAX_LIST_ENTRIES}); use search or a narrower path`);
+    expect(lines[MAX_LIST_ENTRIES]).toBe(
+      `… 5 more entries (list_files shows ${MAX_LIST_ENTRIES}); use search or a narrower path`,
+    );
   });
 });
 
 describe('search', () => {
   test('finds matches recursively as file:line: text with relative paths', async () => {
     const outcome = await call('search', { pattern: 'TODO: fix \\w' });
-    expect(outcome).toEqual({ content: 'src/a.ts:2: // TODO: fix a\nsrc/nested/b.ts:1: export const b = 2; // TODO: fix b', isError: false });
+    expect(outcome).toEqual({
+      content: 'src/a.ts:2: // TODO: fix a\nsrc/nested/b.ts:1: export const b = 2; // TODO: fix b',
+      isError: false,
+    });
   });
 
   test('searches only under the given path', async () => {
-    expect((await call('search', { pattern: 'TODO', path: 'src/nested' })).content).toBe('src/nested/b.ts:1: export const b = 2; // TODO: fix b');
+    expect((await call('search', { pattern: 'TODO', path: 'src/nested' })).content).toBe(
+      'src/nested/b.ts:1: export const b = 2; // TODO: fix b',
+    );
   });
 
   test('skips .git, node_modules and binary files', async () => {
@@ -144,7 +159,10 @@ describe('search', () => {
   });
 
   test('caps its output at outputCapChars', async () => {
-    writeFileSync(path.join(root, 'many.txt'), Array.from({ length: 100 }, (_, i) => `match ${i} ${'x'.repeat(50)}`).join('\n'));
+    writeFileSync(
+      path.join(root, 'many.txt'),
+      Array.from({ length: 100 }, (_, i) => `match ${i} ${'x'.repeat(50)}`).join('\n'),
+    );
     const outcome = await call('search', { pattern: 'match' }, { outputCapChars: 500 });
     expect(outcome.content.length).toBeLessThan(600);
     expect(outcome.content).toMatch(/\[… \d+ chars cut …\]$/);
@@ -155,7 +173,10 @@ describe('search', () => {
   });
 
   test('no match says so', async () => {
-    expect(await call('search', { pattern: 'nothing-like-this' })).toEqual({ content: 'no matches for /nothing-like-this/ under .', isError: false });
+    expect(await call('search', { pattern: 'nothing-like-this' })).toEqual({
+      content: 'no matches for /nothing-like-this/ under .',
+      isError: false,
+    });
   });
 
   test('a search path leading outside is refused', async () => {
@@ -185,7 +206,10 @@ describe('write_file', () => {
     expectError(await call('write_file', { path: '../escaped.txt', content: 'x' }), 'leaves the workspace');
     expectError(await call('write_file', { path: 'out/new.txt', content: 'x' }), 'points outside the workspace');
     expectError(await call('write_file', { path: 'out/secret.txt', content: 'x' }), 'points outside the workspace');
-    expectError(await call('write_file', { path: 'etc-link/loopwright-test', content: 'x' }), 'points outside the workspace');
+    expectError(
+      await call('write_file', { path: 'etc-link/loopwright-test', content: 'x' }),
+      'points outside the workspace',
+    );
     expect(readFileSync(path.join(root, '.git', 'config'), 'utf8')).toBe('[core]\n');
     expect(existsSync(path.join(path.dirname(root), 'escaped.txt'))).toBe(false);
     expect(existsSync(path.join(outside, 'new.txt'))).toBe(false);
@@ -194,11 +218,20 @@ describe('write_file', () => {
 
   test(`content over ${MAX_WRITE_BYTES} bytes is refused with its size and the limit, and nothing is written`, async () => {
     const outcome = await call('write_file', { path: 'big.txt', content: 'x'.repeat(MAX_WRITE_BYTES + 1) });
-    expectError(outcome, `content for big.txt would be 2.0 MB (${MAX_WRITE_BYTES + 1} bytes), over the 2 MB limit (${MAX_WRITE_BYTES} bytes)`);
+    expectError(
+      outcome,
+      `content for big.txt would be 2.0 MB (${MAX_WRITE_BYTES + 1} bytes), over the 2 MB limit (${MAX_WRITE_BYTES} bytes)`,
+    );
     expect(existsSync(path.join(root, 'big.txt'))).toBe(false);
     // The limit is on UTF-8 bytes, not characters.
-    expectError(await call('write_file', { path: 'big.txt', content: 'é'.repeat(MAX_WRITE_BYTES / 2 + 1) }), 'over the 2 MB limit');
-    expect(await call('write_file', { path: 'big.txt', content: 'x'.repeat(MAX_WRITE_BYTES) })).toEqual({ content: `wrote ${MAX_WRITE_BYTES} bytes to big.txt`, isError: false });
+    expectError(
+      await call('write_file', { path: 'big.txt', content: 'é'.repeat(MAX_WRITE_BYTES / 2 + 1) }),
+      'over the 2 MB limit',
+    );
+    expect(await call('write_file', { path: 'big.txt', content: 'x'.repeat(MAX_WRITE_BYTES) })).toEqual({
+      content: `wrote ${MAX_WRITE_BYTES} bytes to big.txt`,
+      isError: false,
+    });
   });
 
   test('writing through a symlink inside the workspace changes its target', async () => {
@@ -210,7 +243,11 @@ describe('write_file', () => {
 
 describe('edit_file', () => {
   test('replaces the one occurrence and keeps $ patterns literal', async () => {
-    const outcome = await call('edit_file', { path: 'src/a.ts', old_text: 'const a = 1;', new_text: "const a = '$&';" });
+    const outcome = await call('edit_file', {
+      path: 'src/a.ts',
+      old_text: 'const a = 1;',
+      new_text: "const a = '$&';",
+    });
     expect(outcome.isError).toBe(false);
     expect(outcome.content).toContain('edited src/a.ts at line 1');
     expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe("export const a = '$&';\n// TODO: fix a\n");
@@ -229,12 +266,24 @@ describe('edit_file', () => {
       expect(first.isError).toBe(false);
       expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe(edited);
       // Another call (another key) with the same input is a new edit, and finds nothing to replace.
-      expectError(await call('edit_file', edit, { idempotency: { ...idempotency, key: 'wf/run/8' } }), 'old_text not found');
+      expectError(
+        await call('edit_file', edit, { idempotency: { ...idempotency, key: 'wf/run/8' } }),
+        'old_text not found',
+      );
     });
 
     test('a worker lost after recording the intent but before writing: the retry applies the edit once', async () => {
       const ledger = ledgerOf();
-      const crashing = { key: 'wf/run/9', ledger: { get: ledger.get, put: async (k: string, v: unknown) => { await ledger.put(k, v); throw new Error('worker lost'); } } };
+      const crashing = {
+        key: 'wf/run/9',
+        ledger: {
+          get: ledger.get,
+          put: async (k: string, v: unknown) => {
+            await ledger.put(k, v);
+            throw new Error('worker lost');
+          },
+        },
+      };
       expectError(await call('edit_file', edit, { idempotency: crashing }), 'worker lost');
       expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe('export const a = 1;\n// TODO: fix a\n');
       const retry = await call('edit_file', edit, { idempotency: { key: 'wf/run/9', ledger } });
@@ -251,19 +300,32 @@ describe('edit_file', () => {
   });
 
   test('old_text that does not occur is an error and the file is unchanged', async () => {
-    expectError(await call('edit_file', { path: 'src/a.ts', old_text: 'const z', new_text: 'x' }), 'old_text not found in src/a.ts');
+    expectError(
+      await call('edit_file', { path: 'src/a.ts', old_text: 'const z', new_text: 'x' }),
+      'old_text not found in src/a.ts',
+    );
     expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe('export const a = 1;\n// TODO: fix a\n');
   });
 
   test('old_text that occurs twice is an error asking for more context', async () => {
     writeFileSync(path.join(root, 'twice.ts'), 'let x = 1;\nlet x = 1;\n');
-    expectError(await call('edit_file', { path: 'twice.ts', old_text: 'let x = 1;', new_text: 'y' }), 'old_text occurs 2 times in twice.ts: give more context');
+    expectError(
+      await call('edit_file', { path: 'twice.ts', old_text: 'let x = 1;', new_text: 'y' }),
+      'old_text occurs 2 times in twice.ts: give more context',
+    );
     expect(readFileSync(path.join(root, 'twice.ts'), 'utf8')).toBe('let x = 1;\nlet x = 1;\n');
   });
 
   test('an edit whose result would be over 2 MB is refused and the file is unchanged', async () => {
-    const outcome = await call('edit_file', { path: 'src/a.ts', old_text: 'const a = 1;', new_text: 'x'.repeat(MAX_WRITE_BYTES) });
-    expectError(outcome, `the edited src/a.ts would be 2.0 MB (${MAX_WRITE_BYTES + 23} bytes), over the 2 MB limit (${MAX_WRITE_BYTES} bytes)`);
+    const outcome = await call('edit_file', {
+      path: 'src/a.ts',
+      old_text: 'const a = 1;',
+      new_text: 'x'.repeat(MAX_WRITE_BYTES),
+    });
+    expectError(
+      outcome,
+      `the edited src/a.ts would be 2.0 MB (${MAX_WRITE_BYTES + 23} bytes), over the 2 MB limit (${MAX_WRITE_BYTES} bytes)`,
+    );
     expect(readFileSync(path.join(root, 'src', 'a.ts'), 'utf8')).toBe('export const a = 1;\n// TODO: fix a\n');
   });
 

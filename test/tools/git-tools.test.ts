@@ -12,7 +12,8 @@ beforeEach(() => {
 });
 afterEach(() => removeDir(root));
 
-const call = (name: string, overrides = {}): Promise<ToolOutcome> => executeTool(registry, name, {}, toolContext(root, overrides));
+const call = (name: string, overrides = {}): Promise<ToolOutcome> =>
+  executeTool(registry, name, {}, toolContext(root, overrides));
 
 function commitBaseline(): void {
   gitInit(root);
@@ -42,7 +43,10 @@ describe('git_diff', () => {
 
   test('a clean repository says there is nothing to show', async () => {
     commitBaseline();
-    expect(await call('git_diff')).toEqual({ content: 'no changes to tracked files since HEAD\n\nno untracked files', isError: false });
+    expect(await call('git_diff')).toEqual({
+      content: 'no changes to tracked files since HEAD\n\nno untracked files',
+      isError: false,
+    });
   });
 
   test('a repository without commits diffs the added files against the empty tree', async () => {
@@ -56,7 +60,10 @@ describe('git_diff', () => {
 
   test('a workspace that is not a git repository is an error', async () => {
     const outcome = await call('git_diff');
-    expect(outcome).toEqual({ content: 'the workspace is not a git repository: git_diff and git_status need one', isError: true });
+    expect(outcome).toEqual({
+      content: 'the workspace is not a git repository: git_diff and git_status need one',
+      isError: true,
+    });
   });
 
   test('a large diff is capped at outputCapChars', async () => {
@@ -99,7 +106,16 @@ describe('on a repository with hostile config and hooks', () => {
       chmodSync(path.join(evil, role), 0o755);
       return path.join(evil, role);
     };
-    for (const [key, role] of [['core.fsmonitor', 'fsmonitor'], ['filter.x.clean', 'clean'], ['filter.x.smudge', 'smudge'], ['diff.x.textconv', 'textconv'], ['diff.x.command', 'diff-command'], ['diff.external', 'external-diff'], ['core.pager', 'pager'], ['pager.status', 'pager-status']]) {
+    for (const [key, role] of [
+      ['core.fsmonitor', 'fsmonitor'],
+      ['filter.x.clean', 'clean'],
+      ['filter.x.smudge', 'smudge'],
+      ['diff.x.textconv', 'textconv'],
+      ['diff.x.command', 'diff-command'],
+      ['diff.external', 'external-diff'],
+      ['core.pager', 'pager'],
+      ['pager.status', 'pager-status'],
+    ]) {
       git(root, 'config', key, program(role));
     }
     git(root, 'config', 'color.ui', 'always');

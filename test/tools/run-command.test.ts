@@ -13,7 +13,12 @@ beforeEach(() => {
 afterEach(() => removeDir(root));
 
 const run = (command: string, overrides: Partial<ToolContext> = {}): Promise<ToolOutcome> =>
-  executeTool(registry, 'run_command', { command }, toolContext(root, { allowedCommands: ['node', 'npm test'], ...overrides }));
+  executeTool(
+    registry,
+    'run_command',
+    { command },
+    toolContext(root, { allowedCommands: ['node', 'npm test'], ...overrides }),
+  );
 
 describe('run_command', () => {
   test('an allowed command runs in the workspace root and ends with its exit code', async () => {
@@ -29,7 +34,9 @@ describe('run_command', () => {
   });
 
   test('quoted arguments reach the program intact, metacharacters included', async () => {
-    const outcome = await run(`node -e "console.log(process.argv.slice(1).join('|'))" 'a b' "c \\"d\\"" e\\ f 'x; y > z'`);
+    const outcome = await run(
+      `node -e "console.log(process.argv.slice(1).join('|'))" 'a b' "c \\"d\\"" e\\ f 'x; y > z'`,
+    );
     expect(outcome.content).toBe('a b|c "d"|e f|x; y > z\n[exit code 0]');
   });
 
@@ -71,12 +78,18 @@ describe('run_command', () => {
     expect(outcome.isError).toBe(true);
     expect(outcome.content).toBe('spawned\n[timed out after 0.5s]');
     expect(await waitNoneNamed(name)).toBe(true);
-    expect(await waitNoneNamed(`node -e require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore'}); console.log('spawned'); setTimeout(()=>{},10000)`)).toBe(true);
+    expect(
+      await waitNoneNamed(
+        `node -e require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore'}); console.log('spawned'); setTimeout(()=>{},10000)`,
+      ),
+    ).toBe(true);
   });
 
   test('a background process the command started, even in a session of its own, is killed when the command exits', async () => {
     const name = sleeper('2');
-    const outcome = await run(`node -e "require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore',detached:true}).unref(); console.log('left it running')"`);
+    const outcome = await run(
+      `node -e "require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore',detached:true}).unref(); console.log('left it running')"`,
+    );
     expect(outcome.isError).toBe(false);
     expect(outcome.content).toContain('left it running');
     expect(await waitNoneNamed(name)).toBe(true);
@@ -87,9 +100,12 @@ describe('run_command', () => {
     const started = Date.now();
     const name = sleeper('3');
     setTimeout(() => controller.abort(new Error('activity cancelled')), 500);
-    await expect(run(`node -e "require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore'}); require('fs').writeFileSync('started', ''); setTimeout(()=>{},10000)"`, { signal: controller.signal })).rejects.toThrow(
-      'activity cancelled',
-    );
+    await expect(
+      run(
+        `node -e "require('child_process').spawn('sleep',['${name.split(' ')[1]}'],{stdio:'ignore'}); require('fs').writeFileSync('started', ''); setTimeout(()=>{},10000)"`,
+        { signal: controller.signal },
+      ),
+    ).rejects.toThrow('activity cancelled');
     expect(Date.now() - started).toBeLessThan(3000);
     expect(existsSync(path.join(root, 'started'))).toBe(true);
     expect(await waitNoneNamed(name)).toBe(true);
@@ -99,12 +115,16 @@ describe('run_command', () => {
   test('an activity already cancelled runs nothing and rethrows the abort', async () => {
     const controller = new AbortController();
     controller.abort(new Error('cancelled before'));
-    await expect(run(`node -e "require('fs').writeFileSync('ran', '')"`, { signal: controller.signal })).rejects.toThrow('cancelled before');
+    await expect(
+      run(`node -e "require('fs').writeFileSync('ran', '')"`, { signal: controller.signal }),
+    ).rejects.toThrow('cancelled before');
     expect(existsSync(path.join(root, 'ran'))).toBe(false);
   });
 
   test('long output is capped, keeping its head and tail', async () => {
-    const outcome = await run(`node -e "process.stdout.write('START' + 'x'.repeat(5000) + 'END')"`, { outputCapChars: 1000 });
+    const outcome = await run(`node -e "process.stdout.write('START' + 'x'.repeat(5000) + 'END')"`, {
+      outputCapChars: 1000,
+    });
     expect(outcome.isError).toBe(false);
     expect(outcome.content.startsWith('START')).toBe(true);
     expect(outcome.content).toContain('[… 4008 chars cut …]');
@@ -113,7 +133,15 @@ describe('run_command', () => {
   });
 
   describe('with secrets in the worker environment', () => {
-    const names = ['ANTHROPIC_API_KEY', 'OPENAI_KEY', 'GH_PAT', 'DATABASE_URL', 'AWS_ACCESS_KEY_ID', 'SSH_AUTH_SOCK', 'LOOPWRIGHT_VISIBLE'];
+    const names = [
+      'ANTHROPIC_API_KEY',
+      'OPENAI_KEY',
+      'GH_PAT',
+      'DATABASE_URL',
+      'AWS_ACCESS_KEY_ID',
+      'SSH_AUTH_SOCK',
+      'LOOPWRIGHT_VISIBLE',
+    ];
     const saved = new Map(names.map((n) => [n, process.env[n]]));
     beforeEach(() => {
       for (const name of names) process.env[name] = `value-of-${name}`;
@@ -130,12 +158,16 @@ describe('run_command', () => {
       expect(outcome.content).toBe('none\n[exit code 0]');
     });
 
-    test('the environment is an allow-list: nothing of the worker\'s is inherited, whatever its name', async () => {
+    test("the environment is an allow-list: nothing of the worker's is inherited, whatever its name", async () => {
       const outcome = await run(`node -e "console.log(JSON.stringify(process.env))"`);
       const env = JSON.parse(outcome.content.split('\n')[0]) as Record<string, string>;
       for (const name of names) expect(env[name]).toBeUndefined();
       // bubblewrap adds PWD (the workspace) as it changes into it.
-      expect(Object.keys(env).filter((n) => n !== 'PWD').sort()).toEqual(['CI', 'HOME', 'PATH', 'TMPDIR', ...(process.env.LANG ? ['LANG'] : [])].sort());
+      expect(
+        Object.keys(env)
+          .filter((n) => n !== 'PWD')
+          .sort(),
+      ).toEqual(['CI', 'HOME', 'PATH', 'TMPDIR', ...(process.env.LANG ? ['LANG'] : [])].sort());
       expect(env.PATH).toBe(process.env.PATH);
       expect(env.CI).toBe('true');
     });
@@ -148,6 +180,10 @@ describe('run_command', () => {
 
   test('a command missing from PATH is an error that says so', async () => {
     const outcome = await run('no-such-program-loopwright', { allowedCommands: ['no-such-program-loopwright'] });
-    expect(outcome).toEqual({ content: 'cannot run no-such-program-loopwright: no-such-program-loopwright was not found on the PATH inside the sandbox', isError: true });
+    expect(outcome).toEqual({
+      content:
+        'cannot run no-such-program-loopwright: no-such-program-loopwright was not found on the PATH inside the sandbox',
+      isError: true,
+    });
   });
 });

@@ -37,7 +37,10 @@ async function fastest(fn: () => Promise<ToolOutcome>, runs = 3): Promise<{ ms: 
 function abLines(count: number, length: number, seed = 7): string {
   let state = seed;
   const next = () => (state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-  return Array.from({ length: count }, () => Array.from({ length }, () => (next() < 0.5 ? 'a' : 'b')).join('') + '!').join('\n');
+  return Array.from(
+    { length: count },
+    () => Array.from({ length }, () => (next() < 0.5 ? 'a' : 'b')).join('') + '!',
+  ).join('\n');
 }
 
 describe('search runs in linear time (RE2)', () => {
@@ -47,29 +50,39 @@ describe('search runs in linear time (RE2)', () => {
     ['(a|aa)+$', `${'a'.repeat(4000)}!`],
     ['(x+x+)+y', 'x'.repeat(4000)],
     ['^(\\w+\\s?)*$', `${'word '.repeat(800)}!`],
-  ])('catastrophic pattern %s on 1 MB of long non-matching lines finishes within a small factor of a plain pattern', async (pattern, line) => {
-    writeFileSync(path.join(root, 'big.txt'), Array.from({ length: 250 }, () => line).join('\n'));
-    const baseline = await fastest(() => call({ pattern: 'needle[0-9]', path: 'big.txt' }));
-    const hostile = await fastest(() => call({ pattern, path: 'big.txt' }));
-    expect(baseline.outcome).toEqual({ content: 'no matches for /needle[0-9]/ under big.txt', isError: false });
-    expect(hostile.outcome).toEqual({ content: `no matches for /${pattern}/ under big.txt`, isError: false });
-    expect(hostile.ms / baseline.ms).toBeLessThan(50);
-  });
+  ])(
+    'catastrophic pattern %s on 1 MB of long non-matching lines finishes within a small factor of a plain pattern',
+    async (pattern, line) => {
+      writeFileSync(path.join(root, 'big.txt'), Array.from({ length: 250 }, () => line).join('\n'));
+      const baseline = await fastest(() => call({ pattern: 'needle[0-9]', path: 'big.txt' }));
+      const hostile = await fastest(() => call({ pattern, path: 'big.txt' }));
+      expect(baseline.outcome).toEqual({ content: 'no matches for /needle[0-9]/ under big.txt', isError: false });
+      expect(hostile.outcome).toEqual({ content: `no matches for /${pattern}/ under big.txt`, isError: false });
+      expect(hostile.ms / baseline.ms).toBeLessThan(50);
+    },
+  );
 
   test('matches what a JavaScript RegExp would on ordinary patterns, (?i) included', async () => {
     writeFileSync(path.join(root, 'a.ts'), 'export const Answer = 42;\nconst answer_2 = "x";\n// no\n');
-    expect((await call({ pattern: '^(export )?const \\w+ = \\d+;$' })).content).toBe('a.ts:1: export const Answer = 42;');
-    expect((await call({ pattern: '(?i)answer' })).content).toBe('a.ts:1: export const Answer = 42;\na.ts:2: const answer_2 = "x";');
+    expect((await call({ pattern: '^(export )?const \\w+ = \\d+;$' })).content).toBe(
+      'a.ts:1: export const Answer = 42;',
+    );
+    expect((await call({ pattern: '(?i)answer' })).content).toBe(
+      'a.ts:1: export const Answer = 42;\na.ts:2: const answer_2 = "x";',
+    );
   });
 });
 
 describe('search refuses what RE2 cannot do, as tool errors', () => {
-  test.each(['(a)\\1', '(?=a)b', '(?!a)b', '(?<=a)b', '(?<!a)b', '(unclosed', 'a{2000}'])('%s is an invalid pattern that names RE2', async (pattern) => {
-    const outcome = await call({ pattern });
-    expect(outcome.isError).toBe(true);
-    expect(outcome.content).toContain(`invalid regular expression ${pattern}: `);
-    expect(outcome.content).toContain('search uses RE2 syntax: no backreferences, lookahead or lookbehind');
-  });
+  test.each(['(a)\\1', '(?=a)b', '(?!a)b', '(?<=a)b', '(?<!a)b', '(unclosed', 'a{2000}'])(
+    '%s is an invalid pattern that names RE2',
+    async (pattern) => {
+      const outcome = await call({ pattern });
+      expect(outcome.isError).toBe(true);
+      expect(outcome.content).toContain(`invalid regular expression ${pattern}: `);
+      expect(outcome.content).toContain('search uses RE2 syntax: no backreferences, lookahead or lookbehind');
+    },
+  );
 
   test('a pattern that compiles to too large a program is refused with its size and the limit', async () => {
     const outcome = await call({ pattern: '(\\w+\\s?){1000}$' });
@@ -90,7 +103,9 @@ describe('search bounds its work and says which bound it hit', () => {
     const outcome = await call({ pattern: 'needle' });
     const [match, note] = outcome.content.split('\n');
     expect(match).toBe(`min.js:2: needle${'y'.repeat(294)}…`);
-    expect(note).toBe(`[2 line(s) longer than ${MAX_MATCH_LINE_CHARS} characters were matched only in their first ${MAX_MATCH_LINE_CHARS}]`);
+    expect(note).toBe(
+      `[2 line(s) longer than ${MAX_MATCH_LINE_CHARS} characters were matched only in their first ${MAX_MATCH_LINE_CHARS}]`,
+    );
   });
 
   test('stops after 32 MB read and says so; files over 2 MB are skipped and counted', async () => {
@@ -111,11 +126,14 @@ describe('search bounds its work and says which bound it hit', () => {
   test(`stops after ${MAX_SEARCH_FILES} files and says so, after listing and counting what it found`, async () => {
     const dir = path.join(root, 'many');
     mkdirSync(dir);
-    for (let i = 0; i <= MAX_SEARCH_FILES; i += 1) writeFileSync(path.join(dir, `f${String(i).padStart(5, '0')}.txt`), 'needle\n');
+    for (let i = 0; i <= MAX_SEARCH_FILES; i += 1)
+      writeFileSync(path.join(dir, `f${String(i).padStart(5, '0')}.txt`), 'needle\n');
     const lines = (await call({ pattern: 'needle' })).content.split('\n');
     expect(lines[0]).toBe('many/f00000.txt:1: needle');
     expect(lines[200]).toBe(`… ${MAX_SEARCH_FILES - 200} more`);
-    expect(lines[201]).toBe(`[search stopped early, after ${MAX_SEARCH_FILES} files (the most one search reads): search a narrower path for the rest]`);
+    expect(lines[201]).toBe(
+      `[search stopped early, after ${MAX_SEARCH_FILES} files (the most one search reads): search a narrower path for the rest]`,
+    );
   });
 
   test('gives the event loop back throughout a long search: timers keep firing while it runs', async () => {
@@ -138,8 +156,14 @@ describe('search bounds its work and says which bound it hit', () => {
   test('a search still running at its deadline comes back as a timeout and stops working', async () => {
     writeFileSync(path.join(root, 'ab.txt'), abLines(60, 4095));
     let beats = 0;
-    const outcome = await call({ pattern: 'a[ab]{450}$', path: 'ab.txt' }, { deadlineMs: 300, heartbeat: () => (beats += 1) });
-    expect(outcome).toEqual({ content: expect.stringMatching(/^search timed out after 0\.3s: the call was stopped/), isError: true });
+    const outcome = await call(
+      { pattern: 'a[ab]{450}$', path: 'ab.txt' },
+      { deadlineMs: 300, heartbeat: () => (beats += 1) },
+    );
+    expect(outcome).toEqual({
+      content: expect.stringMatching(/^search timed out after 0\.3s: the call was stopped/),
+      isError: true,
+    });
     // The search heartbeats between slices; once its signal is aborted it throws at the next one.
     const atTimeout = beats;
     await new Promise((resolve) => setTimeout(resolve, 1000));

@@ -14,24 +14,43 @@ function refusal(command: string): string {
 describe('splitCommand', () => {
   test('splits on whitespace and honours single quotes, double quotes and backslashes', () => {
     expect(splitCommand('npm  test\t-- --runInBand')).toEqual(['npm', 'test', '--', '--runInBand']);
-    expect(splitCommand(`node -e 'a "b" \\c' "d \\"e\\" \\\\ \\n" f\\ g ''`)).toEqual(['node', '-e', 'a "b" \\c', 'd "e" \\ \\n', 'f g', '']);
+    expect(splitCommand(`node -e 'a "b" \\c' "d \\"e\\" \\\\ \\n" f\\ g ''`)).toEqual([
+      'node',
+      '-e',
+      'a "b" \\c',
+      'd "e" \\ \\n',
+      'f g',
+      '',
+    ]);
     expect(splitCommand(`pre'mid'"post"`)).toEqual(['premidpost']);
   });
 
   test('metacharacters inside quotes are kept literally', () => {
-    expect(splitCommand(`node -e "a; b && c | d > e < f \`g\` $(h)" 'x\ny'`)).toEqual(['node', '-e', 'a; b && c | d > e < f `g` $(h)', 'x\ny']);
+    expect(splitCommand(`node -e "a; b && c | d > e < f \`g\` $(h)" 'x\ny'`)).toEqual([
+      'node',
+      '-e',
+      'a; b && c | d > e < f `g` $(h)',
+      'x\ny',
+    ]);
   });
 
   test('an escaped metacharacter outside quotes is literal', () => {
     expect(splitCommand('echo a\\;b')).toEqual(['echo', 'a;b']);
   });
 
-  test.each(['npm test; rm -rf /', 'npm test && echo', 'npm test | cat', 'npm test > out.txt', 'npm test < in', 'echo `id`', 'echo $(id)', 'npm test &', 'npm test\nrm -rf /'])(
-    'refuses %j because there is no shell',
-    (command) => {
-      expect(refusal(command)).toContain('commands run without a shell');
-    },
-  );
+  test.each([
+    'npm test; rm -rf /',
+    'npm test && echo',
+    'npm test | cat',
+    'npm test > out.txt',
+    'npm test < in',
+    'echo `id`',
+    'echo $(id)',
+    'npm test &',
+    'npm test\nrm -rf /',
+  ])('refuses %j because there is no shell', (command) => {
+    expect(refusal(command)).toContain('commands run without a shell');
+  });
 
   test('an unterminated quote is refused', () => {
     expect(refusal(`node -e "oops`)).toContain('unterminated " quote');

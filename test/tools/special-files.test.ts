@@ -29,19 +29,27 @@ afterEach(() => {
   removeDir(root);
 });
 
-const call = (name: string, input: unknown): Promise<ToolOutcome> => executeTool(registry, name, input, toolContext(root));
+const call = (name: string, input: unknown): Promise<ToolOutcome> =>
+  executeTool(registry, name, input, toolContext(root));
 
 /** A FIFO at `name` in the workspace, with a valve that opens its other end once (`w` writes to it, `r` reads it). */
 function fifo(name: string, valveOpens: 'w' | 'r' = 'w'): string {
   const file = path.join(root, name);
   execFileSync('mkfifo', [file]);
-  const valve = spawn(process.execPath, ['-e', `const fs = require('fs'); fs.closeSync(fs.openSync(process.argv[1], '${valveOpens}'));`, file], { stdio: 'ignore' });
+  const valve = spawn(
+    process.execPath,
+    ['-e', `const fs = require('fs'); fs.closeSync(fs.openSync(process.argv[1], '${valveOpens}'));`, file],
+    { stdio: 'ignore' },
+  );
   valves.push(valve);
   return file;
 }
 
 function expectRefused(outcome: ToolOutcome, name: string): void {
-  expect(outcome).toEqual({ content: `path ${name} is a named pipe (FIFO), not a regular file: only regular files can be read or written`, isError: true });
+  expect(outcome).toEqual({
+    content: `path ${name} is a named pipe (FIFO), not a regular file: only regular files can be read or written`,
+    isError: true,
+  });
 }
 
 describe('a FIFO in the workspace', () => {
@@ -69,7 +77,10 @@ describe('a FIFO in the workspace', () => {
 
   test('list_files shows it as a named pipe without opening it', async () => {
     fifo('pipe');
-    expect(await call('list_files', { path: '.' })).toEqual({ content: 'notes.txt (11 bytes)\npipe (a named pipe (FIFO))', isError: false });
+    expect(await call('list_files', { path: '.' })).toEqual({
+      content: 'notes.txt (11 bytes)\npipe (a named pipe (FIFO))',
+      isError: false,
+    });
   });
 
   test('many FIFO reads at once leave the file tools working (no threadpool thread is held)', async () => {
@@ -93,8 +104,14 @@ describe('a socket in the workspace', () => {
     const file = path.join(root, 'daemon.sock');
     server = createServer();
     await new Promise<void>((resolve) => server!.listen(file, resolve));
-    expect(await call('read_file', { path: 'daemon.sock' })).toEqual({ content: 'path daemon.sock is a socket, not a regular file: only regular files can be read or written', isError: true });
-    expect(await call('write_file', { path: 'daemon.sock', content: 'x' })).toEqual({ content: 'path daemon.sock is a socket, not a regular file: only regular files can be read or written', isError: true });
+    expect(await call('read_file', { path: 'daemon.sock' })).toEqual({
+      content: 'path daemon.sock is a socket, not a regular file: only regular files can be read or written',
+      isError: true,
+    });
+    expect(await call('write_file', { path: 'daemon.sock', content: 'x' })).toEqual({
+      content: 'path daemon.sock is a socket, not a regular file: only regular files can be read or written',
+      isError: true,
+    });
     expect(lstatSync(file).isSocket()).toBe(true);
   });
 });

@@ -59,7 +59,11 @@ export function processesNamed(cmdline: string): number[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ') === cmdline && !processGone(Number(entry))) found.push(Number(entry));
+      if (
+        readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ') === cmdline &&
+        !processGone(Number(entry))
+      )
+        found.push(Number(entry));
     } catch {
       // gone while we looked
     }

@@ -9,10 +9,15 @@ type Recorded = 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget
 
 /** A committed history (test/replay/histories), as `fetchHistory()` would return it; `summaries` rewrites the UI summaries. */
 function recorded(name: Recorded, summaries?: (summary: string) => string): History {
-  const json = JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8')) as { events: Array<{ userMetadata?: { summary?: { data: string } } }> };
+  const json = JSON.parse(
+    readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8'),
+  ) as { events: Array<{ userMetadata?: { summary?: { data: string } } }> };
   for (const e of json.events) {
     const summary = e.userMetadata?.summary;
-    if (summary && summaries) summary.data = Buffer.from(JSON.stringify(summaries(JSON.parse(Buffer.from(summary.data, 'base64').toString('utf8')) as string))).toString('base64');
+    if (summary && summaries)
+      summary.data = Buffer.from(
+        JSON.stringify(summaries(JSON.parse(Buffer.from(summary.data, 'base64').toString('utf8')) as string)),
+      ).toString('base64');
   }
   return historyFromJSON(json);
 }
@@ -24,23 +29,39 @@ function portSummary(summary: string): string {
   const single = /^claude \(worker\): (attempt \d+)(?:, try (\d+))?$/.exec(summary);
   if (single) return modelCallSummary('worker', 'claude-sonnet-5-5', single[1], Number(single[2] ?? 1));
   const judge = /^check (\S+) \(judge\): attempt (\d+)(?:, try (\d+))?$/.exec(summary);
-  if (judge) return modelCallSummary('checker', 'claude-haiku-5-5', `check ${judge[1]} (attempt ${judge[2]})`, Number(judge[3] ?? 1));
+  if (judge)
+    return modelCallSummary(
+      'checker',
+      'claude-haiku-5-5',
+      `check ${judge[1]} (attempt ${judge[2]})`,
+      Number(judge[3] ?? 1),
+    );
   return summary;
 }
 
 describe('buildTrace over recorded histories', () => {
   test('pass run: one attempt, one passing verdict, completed (passed), no waits', () => {
     const trace = buildTrace([recorded('pass')]);
-    expect(trace.attempts.map((a) => [a.n, a.passed, a.candidate, a.checks.map((c) => [c.check, c.passed])])).toEqual([[1, true, 'a crash at dawn', [['judge', true]]]]);
+    expect(trace.attempts.map((a) => [a.n, a.passed, a.candidate, a.checks.map((c) => [c.check, c.passed])])).toEqual([
+      [1, true, 'a crash at dawn', [['judge', true]]],
+    ]);
     expect(trace.attempts[0].feedback).toBeNull();
     expect(trace.escalations).toEqual([]);
-    expect(trace.outcome).toMatchObject({ status: 'completed', state: 'completed', stopReason: 'passed', ok: true, output: 'a crash at dawn' });
+    expect(trace.outcome).toMatchObject({
+      status: 'completed',
+      state: 'completed',
+      stopReason: 'passed',
+      ok: true,
+      output: 'a crash at dawn',
+    });
   });
 
   test('sandbox run: the command check ran in bubblewrap, and the trace says so; runs from before the sandbox say nothing', () => {
     const trace = buildTrace([recorded('sandbox')]);
     expect(trace.sandbox).toBe('bwrap');
-    expect(trace.attempts[0].checks).toEqual([expect.objectContaining({ check: 'answer', kind: 'command', passed: true, sandbox: 'bwrap' })]);
+    expect(trace.attempts[0].checks).toEqual([
+      expect.objectContaining({ check: 'answer', kind: 'command', passed: true, sandbox: 'bwrap' }),
+    ]);
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed' });
     const old = buildTrace([recorded('effect')]);
     expect(old.sandbox).toBeNull();
@@ -51,7 +72,13 @@ describe('buildTrace over recorded histories', () => {
     const trace = buildTrace([recorded('budget')]);
     expect(trace.budget.maxAttempts).toBe(1);
     expect(trace.attempts.map((a) => a.passed)).toEqual([false]);
-    expect(trace.escalations).toEqual([expect.objectContaining({ kind: 'budget', reason: 'attempt budget exhausted: 1/1 attempts used', outcome: 'timed_out' })]);
+    expect(trace.escalations).toEqual([
+      expect.objectContaining({
+        kind: 'budget',
+        reason: 'attempt budget exhausted: 1/1 attempts used',
+        outcome: 'timed_out',
+      }),
+    ]);
     expect(Date.parse(trace.escalations[0].deadline!) - Date.parse(trace.escalations[0].at)).toBe(2000);
     expect(trace.decisions).toEqual([]);
     expect(trace.outcome).toMatchObject({ state: 'budget_exhausted', stopReason: 'attempts', ok: false, output: null });
@@ -61,34 +88,92 @@ describe('buildTrace over recorded histories', () => {
     const trace = buildTrace([recorded('effect')]);
     expect(trace).toMatchObject({ loop: 'fix-test', autonomy: 'L2', itemKey: 'add adds two numbers' });
     const [cheat, fix] = trace.attempts;
-    expect(cheat.checks.map((c) => [c.check, c.passed])).toEqual([['tests pass', true], ['change policy', false]]);
+    expect(cheat.checks.map((c) => [c.check, c.passed])).toEqual([
+      ['tests pass', true],
+      ['change policy', false],
+    ]);
     expect(cheat.checks[1].reason).toMatch(/removed test cases from test\/math\.test\.js/);
     expect(cheat.feedback).toMatchObject({ toAttempt: 2 });
     expect(fix.toolCalls.map((c) => [c.name, c.summary, c.allowed])).toEqual([
-      ['read_file', 'src/math.js', true], ['read_file', 'test/math.test.js', true], ['edit_file', 'src/math.js', true], ['write_file', 'test/math.test.js', true], ['run_command', 'node --test', true],
+      ['read_file', 'src/math.js', true],
+      ['read_file', 'test/math.test.js', true],
+      ['edit_file', 'src/math.js', true],
+      ['write_file', 'test/math.test.js', true],
+      ['run_command', 'node --test', true],
     ]);
     expect(fix.passed).toBe(true);
     expect(trace.escalations).toEqual([expect.objectContaining({ kind: 'approval', outcome: 'decided' })]);
-    expect(trace.decisions).toEqual([expect.objectContaining({ kind: 'approve', by: 'ada', note: 'ship it', status: 'applied', override: false })]);
-    expect(trace.effects).toEqual([expect.objectContaining({ key: 'replay-effect/commit/1', name: 'commit', kind: 'git_commit', target: 'main', commit: expect.stringMatching(/^[0-9a-f]{40}$/), alreadyApplied: false, error: null })]);
+    expect(trace.decisions).toEqual([
+      expect.objectContaining({ kind: 'approve', by: 'ada', note: 'ship it', status: 'applied', override: false }),
+    ]);
+    expect(trace.effects).toEqual([
+      expect.objectContaining({
+        key: 'replay-effect/commit/1',
+        name: 'commit',
+        kind: 'git_commit',
+        target: 'main',
+        commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+        alreadyApplied: false,
+        error: null,
+      }),
+    ]);
     expect(Date.parse(trace.effects[0].at)).toBeGreaterThan(Date.parse(trace.decisions[0].at));
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed', override: false });
   });
 
   test('feedback run: two attempts, the first fails with the judge reason and its feedback goes to attempt 2', () => {
     const trace = buildTrace([recorded('feedback')]);
-    expect(trace).toMatchObject({ version: 1, workflowId: 'replay-feedback', runs: 1, loop: 'evaluate-optimize', specVersion: '2', autonomy: 'L1', task: 'Write a haiku about crashes.' });
+    expect(trace).toMatchObject({
+      version: 1,
+      workflowId: 'replay-feedback',
+      runs: 1,
+      loop: 'evaluate-optimize',
+      specVersion: '2',
+      autonomy: 'L1',
+      task: 'Write a haiku about crashes.',
+    });
     expect(trace.trigger).toEqual({ kind: 'client', by: null });
     expect(trace.budget.maxAttempts).toBe(2);
     expect(trace.rubricHash).toMatch(/^sha256:/);
-    expect(trace.attempts.map((a) => [a.n, a.passed, a.candidate])).toEqual([[1, false, 'first'], [2, true, 'a crash, fixed']]);
+    expect(trace.attempts.map((a) => [a.n, a.passed, a.candidate])).toEqual([
+      [1, false, 'first'],
+      [2, true, 'a crash, fixed'],
+    ]);
     const [first, second] = trace.attempts;
-    expect(first.modelCalls).toEqual([expect.objectContaining({ activity: 'generateCandidate', attempt: 1, turn: null, try: 1, tokens: 101, error: null })]);
-    expect(first.checks).toEqual([expect.objectContaining({ check: 'judge', kind: 'judge', passed: false, reason: 'misses: mentions a crash', failedItems: ['mentions a crash'] })]);
-    expect(first.feedback).toMatchObject({ toAttempt: 2, reasons: ['misses: mentions a crash'], corrections: ['Fix: mentions a crash.'] });
+    expect(first.modelCalls).toEqual([
+      expect.objectContaining({
+        activity: 'generateCandidate',
+        attempt: 1,
+        turn: null,
+        try: 1,
+        tokens: 101,
+        error: null,
+      }),
+    ]);
+    expect(first.checks).toEqual([
+      expect.objectContaining({
+        check: 'judge',
+        kind: 'judge',
+        passed: false,
+        reason: 'misses: mentions a crash',
+        failedItems: ['mentions a crash'],
+      }),
+    ]);
+    expect(first.feedback).toMatchObject({
+      toAttempt: 2,
+      reasons: ['misses: mentions a crash'],
+      corrections: ['Fix: mentions a crash.'],
+    });
     expect(second.feedback).toBeNull();
     expect(second.checks[0].passed).toBe(true);
-    expect(trace.outcome).toMatchObject({ status: 'completed', state: 'completed', stopReason: 'passed', ok: true, override: false, output: 'a crash, fixed' });
+    expect(trace.outcome).toMatchObject({
+      status: 'completed',
+      state: 'completed',
+      stopReason: 'passed',
+      ok: true,
+      override: false,
+      output: 'a crash, fixed',
+    });
     expect(trace.usage.inputTokens + trace.usage.outputTokens).toBe(1101);
     expect(trace.escalations).toEqual([]);
     expect(trace.decisions).toEqual([]);
@@ -100,10 +185,23 @@ describe('buildTrace over recorded histories', () => {
   test('escalate run: escalates when the attempt budget is spent, then a retry by ada with guidance runs attempt 2', () => {
     const trace = buildTrace([recorded('escalate')]);
     expect(trace.escalations).toEqual([
-      expect.objectContaining({ kind: 'budget', reason: 'attempt budget exhausted: 1/1 attempts used', outcome: 'decided', deadline: expect.any(String) }),
+      expect.objectContaining({
+        kind: 'budget',
+        reason: 'attempt budget exhausted: 1/1 attempts used',
+        outcome: 'decided',
+        deadline: expect.any(String),
+      }),
     ]);
     expect(trace.decisions).toEqual([
-      expect.objectContaining({ kind: 'retry', by: 'ada', guidance: 'Name the crash.', attempts: 1, status: 'applied', refusal: null, override: false }),
+      expect.objectContaining({
+        kind: 'retry',
+        by: 'ada',
+        guidance: 'Name the crash.',
+        attempts: 1,
+        status: 'applied',
+        refusal: null,
+        override: false,
+      }),
     ]);
     expect(trace.decisions[0].offsetMs).toBeGreaterThan(trace.escalations[0].offsetMs);
     expect(trace.attempts[1].offsetMs).toBeGreaterThan(trace.decisions[0].offsetMs);
@@ -116,8 +214,16 @@ describe('buildTrace over recorded histories', () => {
     expect(trace.attempts).toHaveLength(1);
     expect(trace.attempts[0].passed).toBe(false);
     expect(trace.attempts[0].feedback).toBeNull();
-    expect(trace.decisions).toEqual([expect.objectContaining({ kind: 'approve', by: 'ada', note: 'override', status: 'applied', override: true })]);
-    expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'approved', ok: true, override: true, output: 'first' });
+    expect(trace.decisions).toEqual([
+      expect.objectContaining({ kind: 'approve', by: 'ada', note: 'override', status: 'applied', override: true }),
+    ]);
+    expect(trace.outcome).toMatchObject({
+      state: 'completed',
+      stopReason: 'approved',
+      ok: true,
+      override: true,
+      output: 'first',
+    });
   });
 
   test("agent run: the agent's tool calls in order, with the denied write_file and its reason", () => {
@@ -151,25 +257,39 @@ describe('buildTrace over recorded histories', () => {
 
   test('a run that continued as new is told as one story across its histories', () => {
     const events = recorded('feedback').events!;
-    const cut = events.findIndex((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'generateCandidate' && Number(e.eventId) > 8);
-    const first = { events: [...events.slice(0, cut), { eventTime: events[cut - 1].eventTime, workflowExecutionContinuedAsNewEventAttributes: {} } as HistoryEvent] };
+    const cut = events.findIndex(
+      (e) =>
+        e.activityTaskScheduledEventAttributes?.activityType?.name === 'generateCandidate' && Number(e.eventId) > 8,
+    );
+    const first = {
+      events: [
+        ...events.slice(0, cut),
+        { eventTime: events[cut - 1].eventTime, workflowExecutionContinuedAsNewEventAttributes: {} } as HistoryEvent,
+      ],
+    };
     const second = { events: [events[0], ...events.slice(cut)] };
     const trace = buildTrace([first, second]);
     expect(trace.runs).toBe(2);
-    expect(trace.attempts.map((a) => [a.n, a.passed, a.modelCalls.length, a.checks.length])).toEqual([[1, false, 1, 1], [2, true, 1, 1]]);
+    expect(trace.attempts.map((a) => [a.n, a.passed, a.modelCalls.length, a.checks.length])).toEqual([
+      [1, false, 1, 1],
+      [2, true, 1, 1],
+    ]);
     expect(trace.attempts[0].feedback?.toAttempt).toBe(2);
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed' });
   });
 
-  test.each<Recorded>(['agent', 'feedback', 'escalate', 'effect'])('%s run: model calls summarised the old way (claude) and the new way (role and model id) trace alike', (name) => {
-    const before = recorded(name);
-    const after = recorded(name, portSummary);
-    const summaries = (h: History) => h.events!.map((e) => summaryOf(e)).filter((x): x is string => x !== null);
-    expect(summaries(before).some((x) => x.startsWith('claude'))).toBe(true);
-    expect(summaries(after).some((x) => x.startsWith('claude'))).toBe(false);
-    expect(summaries(after).some((x) => /^(worker claude-sonnet-5-5|checker claude-haiku-5-5): /.test(x))).toBe(true);
-    expect(buildTrace([after])).toEqual(buildTrace([before]));
-  });
+  test.each<Recorded>(['agent', 'feedback', 'escalate', 'effect'])(
+    '%s run: model calls summarised the old way (claude) and the new way (role and model id) trace alike',
+    (name) => {
+      const before = recorded(name);
+      const after = recorded(name, portSummary);
+      const summaries = (h: History) => h.events!.map((e) => summaryOf(e)).filter((x): x is string => x !== null);
+      expect(summaries(before).some((x) => x.startsWith('claude'))).toBe(true);
+      expect(summaries(after).some((x) => x.startsWith('claude'))).toBe(false);
+      expect(summaries(after).some((x) => /^(worker claude-sonnet-5-5|checker claude-haiku-5-5): /.test(x))).toBe(true);
+      expect(buildTrace([after])).toEqual(buildTrace([before]));
+    },
+  );
 
   test('refuses a history that does not start a loopWorkflow', () => {
     expect(() => buildTrace([{ events: [] }])).toThrow(/does not start with a loopWorkflow start event/);

@@ -11,7 +11,11 @@ describe('redact', () => {
     ['a GitHub token', 'token ghp_0123456789abcdefghijABCDEFGHIJ0123', 'token [redacted]'],
     ['a Slack token', 'xoxb-1234567890-abcdefghij', '[redacted]'],
     ['an AWS access key id', 'aws AKIAIOSFODNN7EXAMPLE.', 'aws [redacted].'],
-    ['a bearer token, keeping the scheme', 'Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.abc', 'Authorization: Bearer [redacted]'],
+    [
+      'a bearer token, keeping the scheme',
+      'Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.abc',
+      'Authorization: Bearer [redacted]',
+    ],
   ])('replaces %s with [redacted]', (_what, input, expected) => {
     expect(redact(input)).toBe(expected);
   });
@@ -49,15 +53,25 @@ describe('redact by name and by value', () => {
   });
 
   test('configured names are redacted wherever assigned, case-insensitively', () => {
-    expect(redact('DB_PASS=hunter22 db_pass: hunter22 other=hunter22', { names: ['DB_PASS'] })).toBe('DB_PASS=[redacted] db_pass: [redacted] other=hunter22');
+    expect(redact('DB_PASS=hunter22 db_pass: hunter22 other=hunter22', { names: ['DB_PASS'] })).toBe(
+      'DB_PASS=[redacted] db_pass: [redacted] other=hunter22',
+    );
   });
 
   test('literal values are redacted on their own; short and boolean-like ones are not', () => {
-    expect(redact('the key hunter2-s3cret leaked; flag disabled', { values: ['hunter2-s3cret', 'disabled', 'abc'] })).toBe('the key [redacted] leaked; flag disabled');
+    expect(
+      redact('the key hunter2-s3cret leaked; flag disabled', { values: ['hunter2-s3cret', 'disabled', 'abc'] }),
+    ).toBe('the key [redacted] leaked; flag disabled');
   });
 
   test("redactionFromEnv takes LOOPWRIGHT_REDACT's names and the values of secret-named and configured variables", () => {
-    const r = redactionFromEnv({ LOOPWRIGHT_REDACT: 'DB_PASS, OTHER', DB_PASS: 'pw-0123456', ANTHROPIC_API_KEY: 'sk-live-key', HOME: '/root', GITHUB_TOKEN: '' });
+    const r = redactionFromEnv({
+      LOOPWRIGHT_REDACT: 'DB_PASS, OTHER',
+      DB_PASS: 'pw-0123456',
+      ANTHROPIC_API_KEY: 'sk-live-key',
+      HOME: '/root',
+      GITHUB_TOKEN: '',
+    });
     expect(r.names).toEqual(['db_pass', 'other']);
     expect(r.values).toEqual(['pw-0123456', 'sk-live-key']);
   });
@@ -68,7 +82,15 @@ test('a report effect (writeReport) redacts its title and body with the run name
   const saved = process.env.DB_PASS;
   process.env.DB_PASS = 'pw-0123456789';
   try {
-    const written = writeReport({ key: 'w/report/1', dir, item: 'item', title: 'leak sk-ant-api03-AAAAAAAAAAAA', markdown: 'db_pass: x1y2z3w4 and pw-0123456789 alone', workflowId: 'w', redact: ['DB_PASS'] });
+    const written = writeReport({
+      key: 'w/report/1',
+      dir,
+      item: 'item',
+      title: 'leak sk-ant-api03-AAAAAAAAAAAA',
+      markdown: 'db_pass: x1y2z3w4 and pw-0123456789 alone',
+      workflowId: 'w',
+      redact: ['DB_PASS'],
+    });
     const text = readFileSync(written.path, 'utf8');
     expect(text).toContain('# leak [redacted]');
     expect(text).toContain('db_pass: [redacted] and [redacted] alone');

@@ -8,7 +8,8 @@ import type { Trace } from '../../trace/types';
 type Name = 'feedback' | 'escalate' | 'approve' | 'agent' | 'effect';
 
 /** A committed history (test/replay/histories) as JSON, before `historyFromJSON`. */
-const rawHistory = (name: Name): unknown => JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8'));
+const rawHistory = (name: Name): unknown =>
+  JSON.parse(readFileSync(path.join(__dirname, '..', 'replay', 'histories', `replay-${name}.json`), 'utf8'));
 const traceOf = (name: Name): Trace => buildTrace([historyFromJSON(rawHistory(name))]);
 
 /** The lines a CommonMark reader sees outside fenced code blocks (top level, backtick fences). */
@@ -36,7 +37,12 @@ function tableRows(md: string): string[][][] {
     }
     if (!current) tables.push((current = []));
     if (/^\|(-+\|)+$/.test(line)) continue; // the delimiter row
-    current.push(line.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim()));
+    current.push(
+      line
+        .split(/(?<!\\)\|/)
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
   }
   return tables;
 }
@@ -59,7 +65,9 @@ describe('renderTraceMarkdown', () => {
 
   test('feedback run: a summary, two attempt sections, attempt 1 fails with the judge reason and feeds attempt 2, completed (passed)', () => {
     const md = renderTraceMarkdown(traceOf('feedback'));
-    expect(md.startsWith('# evaluate-optimize: Write a haiku about crashes.\n\n| Run | `replay-feedback` |\n|---|---|\n')).toBe(true);
+    expect(
+      md.startsWith('# evaluate-optimize: Write a haiku about crashes.\n\n| Run | `replay-feedback` |\n|---|---|\n'),
+    ).toBe(true);
     expect(md).toContain('| **Loop** | evaluate-optimize v2 |');
     expect(md).toContain('| **Outcome** | completed (passed) |');
     expect(md).toContain('| **Attempts** | 2 of 2 (budget: 2 attempts) |');
@@ -67,20 +75,39 @@ describe('renderTraceMarkdown', () => {
     expect(md).toContain('| **Cost** | $0.0020 |');
     expect(md).toMatch(/\| \*\*Rubric\*\* \| `sha256:[0-9a-f]{64}` \|/);
     expect(md).toContain('\n## Task\n\n> Write a haiku about crashes.\n');
-    expect(outsideFences(md).filter((l) => l.startsWith('## '))).toEqual(['## Task', '## Attempt 1', '## Attempt 2', '## Outcome']);
+    expect(outsideFences(md).filter((l) => l.startsWith('## '))).toEqual([
+      '## Task',
+      '## Attempt 1',
+      '## Attempt 2',
+      '## Outcome',
+    ]);
     const first = section(md, '## Attempt 1');
     expect(first).toContain('| worker | claude-sonnet-5-5 | 101 | $0.0003 | ok |');
-    expect(first).toContain('- ❌ **judge** (judge): misses: mentions a crash · 416 tokens, $0.0006\n  - failed: mentions a crash\n  - required correction: Fix: mentions a crash.');
-    expect(first).toContain('**Feedback to attempt 2**\n\n- misses: mentions a crash\n- correction: Fix: mentions a crash.');
+    expect(first).toContain(
+      '- ❌ **judge** (judge): misses: mentions a crash · 416 tokens, $0.0006\n  - failed: mentions a crash\n  - required correction: Fix: mentions a crash.',
+    );
+    expect(first).toContain(
+      '**Feedback to attempt 2**\n\n- misses: mentions a crash\n- correction: Fix: mentions a crash.',
+    );
     expect(section(md, '## Attempt 2')).toContain('- ✅ **judge** (judge)');
-    expect(section(md, '## Outcome')).toBe('\n## Outcome\n\n- **State:** completed\n- **Stop reason:** passed\n\n**Output**\n\n```\na crash, fixed\n```\n');
+    expect(section(md, '## Outcome')).toBe(
+      '\n## Outcome\n\n- **State:** completed\n- **Stop reason:** passed\n\n**Output**\n\n```\na crash, fixed\n```\n',
+    );
   });
 
   test('escalate run: the budget escalation, then the retry by ada with guidance, applied', () => {
     const md = renderTraceMarkdown(traceOf('escalate'));
     const [escalations, decisions] = tableRows(section(md, '## Escalations and decisions'));
-    expect(escalations[1]).toEqual(['+0.2s', 'budget', 'attempt budget exhausted: 1/1 attempts used', expect.stringMatching(/^2026-/), expect.stringMatching(/^decided at /)]);
-    expect(decisions.slice(1)).toEqual([['+0.4s', 'retry', 'ada (unverified)', 'guidance "Name the crash.", +1 attempt', 'applied']]);
+    expect(escalations[1]).toEqual([
+      '+0.2s',
+      'budget',
+      'attempt budget exhausted: 1/1 attempts used',
+      expect.stringMatching(/^2026-/),
+      expect.stringMatching(/^decided at /),
+    ]);
+    expect(decisions.slice(1)).toEqual([
+      ['+0.4s', 'retry', 'ada (unverified)', 'guidance "Name the crash.", +1 attempt', 'applied'],
+    ]);
     expect(md).toContain('| **Attempts** | 2 of 2 (budget: 1 attempt, +1 granted by decisions) |');
     expect(md).toContain('- **Stop reason:** passed');
   });
@@ -89,7 +116,9 @@ describe('renderTraceMarkdown', () => {
     const md = renderTraceMarkdown(traceOf('approve'));
     expect(md).toContain('| +0.4s | approve | ada (unverified) | note "override" | applied — human override |');
     expect(md).toContain('| **Outcome** | completed (approved) — human override |');
-    expect(section(md, '## Outcome')).toContain('- **Stop reason:** approved\n- **Human override:** a person accepted a candidate that did not pass its checks');
+    expect(section(md, '## Outcome')).toContain(
+      '- **Stop reason:** approved\n- **Human override:** a person accepted a candidate that did not pass its checks',
+    );
     expect(md).not.toContain('**Feedback to attempt');
   });
 
@@ -99,7 +128,12 @@ describe('renderTraceMarkdown', () => {
     expect(tools.slice(1)).toEqual([
       ['1', 'read_file', '`notes.txt`', 'allowed'],
       ['1', 'list_files', '`.`', 'allowed'],
-      ['2', 'write_file', '`x.txt`', 'denied: write_file is a write tool and this run is L1 (report only): only read tools are allowed'],
+      [
+        '2',
+        'write_file',
+        '`x.txt`',
+        'denied: write_file is a write tool and this run is L1 (report only): only read tools are allowed',
+      ],
     ]);
     expect(md).toContain('| 2 | claude-sonnet-5-5 | 490 | $0.0016 | → write_file |');
   });
@@ -131,7 +165,14 @@ describe('renderTraceMarkdown', () => {
   test('a pipe or a newline in a reason or a name does not break its table', () => {
     const trace = traceOf('approve');
     trace.escalations[0].reason = 'left | right\nnext line';
-    trace.decisions.push({ ...trace.decisions[0], by: 'eve|mallory', status: 'refused', refusal: 'not | waiting', override: false, note: null });
+    trace.decisions.push({
+      ...trace.decisions[0],
+      by: 'eve|mallory',
+      status: 'refused',
+      refusal: 'not | waiting',
+      override: false,
+      note: null,
+    });
     const md = renderTraceMarkdown(trace);
     for (const table of tableRows(md)) expect(table.map((row) => row.length)).toEqual(table.map(() => table[0].length));
     expect(md).toContain('| budget | left \\| right ⏎ next line |');
@@ -144,7 +185,9 @@ describe('renderTraceMarkdown', () => {
     const raw = JSON.stringify(rawHistory('feedback'), (k, v: unknown) => {
       if (k !== 'data' || typeof v !== 'string') return v;
       const text = Buffer.from(v, 'base64').toString('utf8');
-      return text.includes('a crash, fixed') ? Buffer.from(text.split('a crash, fixed').join(`a crash, fixed ${key}`)).toString('base64') : v;
+      return text.includes('a crash, fixed')
+        ? Buffer.from(text.split('a crash, fixed').join(`a crash, fixed ${key}`)).toString('base64')
+        : v;
     });
     const md = renderTraceMarkdown(buildTrace([historyFromJSON(JSON.parse(raw))]));
     expect(md).toContain('a crash, fixed [redacted]');

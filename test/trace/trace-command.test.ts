@@ -17,15 +17,21 @@ function capture(): Output & { lines: string[]; errors: string[] } {
 
 describe('loopwright trace on a real dev server', () => {
   test('tells a finished two-attempt run from history alone, as text and as JSON, with secrets redacted', async () => {
-    const { stack } = await setup.with('trace', script(
+    const { stack } = await setup.with(
+      'trace',
+      script(
         workerSays(1, 'first try, sent with Bearer abcdef0123456789'),
         judgeSays(1, false, ['mentions a crash'], 'Mention the crash.'),
         workerSays(2, 'a crash\nat night\nthree'),
         judgeSays(2, true),
-      ));
+      ),
+    );
     const s = stack;
     const { workflowId } = await s.run(async () => {
-      const started = await s.client.run('evaluate-optimize', { task: `Write a haiku about crashes. (key ${SECRET})`, rubric: ['mentions a crash'] });
+      const started = await s.client.run('evaluate-optimize', {
+        task: `Write a haiku about crashes. (key ${SECRET})`,
+        rubric: ['mentions a crash'],
+      });
       const record = await s.client.wait(started.workflowId);
       expect(record.state).toBe('completed');
       return started;
@@ -46,9 +52,18 @@ describe('loopwright trace on a real dev server', () => {
     const json = capture();
     expect(await traceCommand(s.client, workflowId, { json: true }, json)).toBe(0);
     const trace = JSON.parse(json.lines.join('\n')) as Trace;
-    expect(trace).toMatchObject({ version: 1, workflowId, runs: 1, loop: 'evaluate-optimize', trigger: { kind: 'client' } });
+    expect(trace).toMatchObject({
+      version: 1,
+      workflowId,
+      runs: 1,
+      loop: 'evaluate-optimize',
+      trigger: { kind: 'client' },
+    });
     expect(trace.task).toBe('Write a haiku about crashes. (key [redacted])');
-    expect(trace.attempts.map((a) => [a.n, a.passed])).toEqual([[1, false], [2, true]]);
+    expect(trace.attempts.map((a) => [a.n, a.passed])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
     expect(trace.attempts[0].candidate).toBe('first try, sent with Bearer [redacted]');
     expect(trace.attempts[0].feedback).toMatchObject({ toAttempt: 2, corrections: ['Mention the crash.'] });
     expect(trace.attempts[0].modelCalls[0]).toMatchObject({ activity: 'generateCandidate', tokens: 120, error: null });
@@ -64,7 +79,10 @@ describe('loopwright trace on a real dev server', () => {
     expect(report).toContain('## Attempt 2');
     expect(report).toContain('| **Outcome** | completed (passed) |');
     expect(report).not.toContain(SECRET);
-    await expect(traceCommand(s.client, workflowId, { markdown: true, json: true }, capture())).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/give one$/) });
+    await expect(traceCommand(s.client, workflowId, { markdown: true, json: true }, capture())).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/give one$/),
+    });
   });
 
   test('an unknown run id is a RunNotFoundError (exit 2) and prints nothing', async () => {
@@ -72,9 +90,17 @@ describe('loopwright trace on a real dev server', () => {
     const s = stack;
     const io = capture();
     // The worker runs (and shuts down) around the call only so the stack can close cleanly.
-    const failed = await s.run(() => traceCommand(s.client, 'no-such-run/123', {}, io).then(() => undefined, (err: unknown) => err));
+    const failed = await s.run(() =>
+      traceCommand(s.client, 'no-such-run/123', {}, io).then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    );
     expect(failed).toBeInstanceOf(RunNotFoundError);
-    expect(failed).toMatchObject({ exitCode: 2, message: 'no run with id no-such-run/123: check the id with `loopwright list`' });
+    expect(failed).toMatchObject({
+      exitCode: 2,
+      message: 'no run with id no-such-run/123: check the id with `loopwright list`',
+    });
     expect(io.lines).toEqual([]);
   });
 });

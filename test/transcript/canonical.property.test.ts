@@ -65,7 +65,11 @@ describe('canonical refs (property)', () => {
 
 const block = fc.oneof(
   fc.record({ type: fc.constant('text' as const), text: fc.string({ maxLength: 200 }) }),
-  fc.record({ type: fc.constant('tool_result' as const), tool_use_id: fc.string({ maxLength: 5 }), content: fc.string({ maxLength: 400 }) }),
+  fc.record({
+    type: fc.constant('tool_result' as const),
+    tool_use_id: fc.string({ maxLength: 5 }),
+    content: fc.string({ maxLength: 400 }),
+  }),
 );
 const message: fc.Arbitrary<TranscriptMessage> = fc.record({
   role: fc.constantFrom('user' as const, 'assistant' as const),
@@ -81,7 +85,8 @@ describe('elideOldToolResults (property)', () => {
         expect(messages).toEqual(before);
         expect(out.messages).toHaveLength(messages.length);
         expect(transcriptChars(out.messages)).toBeLessThanOrEqual(transcriptChars(messages));
-        if (transcriptChars(out.messages) > maxChars) expect(elideOldToolResults(out.messages, maxChars, keep).elided).toBe(0);
+        if (transcriptChars(out.messages) > maxChars)
+          expect(elideOldToolResults(out.messages, maxChars, keep).elided).toBe(0);
       }),
     );
   });

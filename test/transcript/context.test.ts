@@ -17,7 +17,9 @@ describe('capToolOutput', () => {
 
   test('one character over the cap keeps 2/3 head and 1/3 tail and says 1 character was cut', () => {
     const text = 'a'.repeat(60) + 'X' + 'b'.repeat(30);
-    expect(capToolOutput(text, REF, 90)).toBe(`${'a'.repeat(60)}\n[… 1 characters cut; full output stored as ${REF}]\n${'b'.repeat(30)}`);
+    expect(capToolOutput(text, REF, 90)).toBe(
+      `${'a'.repeat(60)}\n[… 1 characters cut; full output stored as ${REF}]\n${'b'.repeat(30)}`,
+    );
   });
 
   test('a long output keeps exactly capChars of its own text around a marker naming the ref', () => {
@@ -37,7 +39,9 @@ describe('capToolOutput', () => {
     const text = '\u{1F600}'.repeat(50); // 100 UTF-16 units
     const capped = capToolOutput(text, REF, 32); // head 21 and tail 11 would both split a pair
     expect(capped).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
-    expect(capped).toBe(`${'\u{1F600}'.repeat(10)}\n[… 70 characters cut; full output stored as ${REF}]\n${'\u{1F600}'.repeat(5)}`);
+    expect(capped).toBe(
+      `${'\u{1F600}'.repeat(10)}\n[… 70 characters cut; full output stored as ${REF}]\n${'\u{1F600}'.repeat(5)}`,
+    );
   });
 });
 
@@ -52,17 +56,34 @@ const call = (id: string): TranscriptMessage => ({
 /** task, then four tool turns of 1000 characters each: r1 (oldest) .. r4 (newest). */
 const conversation: TranscriptMessage[] = [
   { role: 'user', content: 'fix the test' },
-  call('1'), result('1', 1000),
-  call('2'), result('2', 1000),
-  call('3'), result('3', 1000),
-  call('4'), result('4', 1000),
+  call('1'),
+  result('1', 1000),
+  call('2'),
+  result('2', 1000),
+  call('3'),
+  result('3', 1000),
+  call('4'),
+  result('4', 1000),
 ];
-const contentOf = (m: TranscriptMessage): string => (typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'tool_result' ? b.content : '')).join(''));
+const contentOf = (m: TranscriptMessage): string =>
+  typeof m.content === 'string'
+    ? m.content
+    : m.content.map((b) => (b.type === 'tool_result' ? b.content : '')).join('');
 
 describe('transcriptChars', () => {
   test('counts strings, text, tool results, and tool names with their JSON input', () => {
     expect(transcriptChars([{ role: 'user', content: 'abc' }])).toBe(3);
-    expect(transcriptChars([{ role: 'assistant', content: [{ type: 'text', text: 'ab' }, { type: 'tool_use', id: 'x', name: 'run', input: { a: 1 } }] }])).toBe(2 + 3 + 7);
+    expect(
+      transcriptChars([
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'ab' },
+            { type: 'tool_use', id: 'x', name: 'run', input: { a: 1 } },
+          ],
+        },
+      ]),
+    ).toBe(2 + 3 + 7);
     expect(transcriptChars(conversation)).toBe(12 + 4 * (3 + 2) + 4000);
   });
 });
@@ -78,7 +99,17 @@ describe('elideOldToolResults', () => {
   test('over budget it elides the oldest results first, only as many as needed', () => {
     const out = elideOldToolResults(conversation, 3500);
     expect(out.elided).toBe(1);
-    expect(out.messages.map(contentOf)).toEqual(['fix the test', '', elisionMarker(1000), '', '2'.repeat(1000), '', '3'.repeat(1000), '', '4'.repeat(1000)]);
+    expect(out.messages.map(contentOf)).toEqual([
+      'fix the test',
+      '',
+      elisionMarker(1000),
+      '',
+      '2'.repeat(1000),
+      '',
+      '3'.repeat(1000),
+      '',
+      '4'.repeat(1000),
+    ]);
     expect(transcriptChars(out.messages)).toBeLessThanOrEqual(3500);
   });
 
@@ -100,7 +131,10 @@ describe('elideOldToolResults', () => {
   });
 
   test('keeps the block fields other than content, and skips results the marker would not shorten', () => {
-    const short: TranscriptMessage = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 's', content: 'ok', is_error: true }] };
+    const short: TranscriptMessage = {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 's', content: 'ok', is_error: true }],
+    };
     const out = elideOldToolResults([short, result('1', 1000), result('2', 10), result('3', 10)], 100);
     expect(out.messages[0]).toBe(short);
     expect(out.messages[1].content).toEqual([{ type: 'tool_result', tool_use_id: '1', content: elisionMarker(1000) }]);

@@ -33,7 +33,10 @@ beforeAll(() => {
   process.env.LOOPWRIGHT_TRANSCRIPTS = transcripts;
 });
 afterAll(() => {
-  for (const [name, value] of [['LOOPWRIGHT_KEYS', saved.keys], ['LOOPWRIGHT_TRANSCRIPTS', saved.transcripts]] as const) {
+  for (const [name, value] of [
+    ['LOOPWRIGHT_KEYS', saved.keys],
+    ['LOOPWRIGHT_TRANSCRIPTS', saved.transcripts],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
@@ -46,7 +49,9 @@ function capture(): Output & { lines: string[] } {
 }
 
 function filesUnder(root: string): string[] {
-  return readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+  return readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath, e.name));
 }
 
 test('a secret a tool read is ciphertext in every transcript blob, while the model got it and the trace shows the output decoded', async () => {
@@ -61,7 +66,13 @@ test('a secret a tool read is ciphertext in every transcript blob, while the mod
     judgeSays(1, true),
   );
   const workflowId = await stack.run(async () => {
-    const { workflowId: id } = await stack.client.run('evaluate-optimize', { task: 'What does vault.txt hold?', rubric: ['cites a file'], tools: ['read_file'], workspace, autonomy: 'L1' });
+    const { workflowId: id } = await stack.client.run('evaluate-optimize', {
+      task: 'What does vault.txt hold?',
+      rubric: ['cites a file'],
+      tools: ['read_file'],
+      workspace,
+      autonomy: 'L1',
+    });
     expect(await stack.client.wait(id)).toMatchObject({ state: 'completed' });
     return id;
   });

@@ -61,14 +61,16 @@ describe('createFileBlobStore with a key ring', () => {
     expect(await sealed.has(a)).toBe(true);
   });
 
-  test('a sealed blob copied under another blob\'s name does not open (the ref is bound to the ciphertext)', async () => {
+  test("a sealed blob copied under another blob's name does not open (the ref is bound to the ciphertext)", async () => {
     const store = createFileBlobStore(dir, { keys: old() });
     const a = await store.put({ who: 'a' });
     const b = await store.put({ who: 'b' });
     await copyFile(fileOf(a), fileOf(b));
     const fresh = createFileBlobStore(dir, { keys: old() });
     await expect(fresh.get(b)).rejects.toThrow(BlobUnreadableError);
-    await expect(fresh.get(b)).rejects.toThrow(new RegExp(`transcript blob ${b} is unreadable: .*does not authenticate.*delete the file and retry`));
+    await expect(fresh.get(b)).rejects.toThrow(
+      new RegExp(`transcript blob ${b} is unreadable: .*does not authenticate.*delete the file and retry`),
+    );
     // put repairs it: the value is known, so the blob is sealed again under its own name
     await fresh.put({ who: 'b' });
     expect(await createFileBlobStore(dir, { keys: old() }).get(b)).toEqual({ who: 'b' });
@@ -128,7 +130,9 @@ describe('createFileBlobStore with a key ring', () => {
 
   test('without a ring, a sealed blob fails with a KeyMissingError that says no ring is set', async () => {
     const ref = await storeText(createFileBlobStore(dir, { keys: old() }), 'under k1');
-    await expect(createFileBlobStore(dir).get(ref)).rejects.toThrow(/key k1 is not in the key ring \(none: LOOPWRIGHT_KEYS is not set in this process\)/);
+    await expect(createFileBlobStore(dir).get(ref)).rejects.toThrow(
+      /key k1 is not in the key ring \(none: LOOPWRIGHT_KEYS is not set in this process\)/,
+    );
   });
 
   test('without a ring, blobs are written exactly as before: the canonical JSON', async () => {
@@ -140,6 +144,8 @@ describe('createFileBlobStore with a key ring', () => {
     const ref = blobRef('x');
     await mkdir(path.dirname(fileOf(ref)), { recursive: true });
     await writeFile(fileOf(ref), 'lwsealed:9:k1\n0123456789012345678901234567890');
-    await expect(createFileBlobStore(dir, { keys: old() }).get(ref)).rejects.toThrow(/format version 9 is not 1: it was written by a newer Loopwright/);
+    await expect(createFileBlobStore(dir, { keys: old() }).get(ref)).rejects.toThrow(
+      /format version 9 is not 1: it was written by a newer Loopwright/,
+    );
   });
 });

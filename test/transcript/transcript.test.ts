@@ -69,7 +69,12 @@ describe('appendMessage and loadTranscript', () => {
     const left = await appendAll(base, [user('try A'), assistant('A done')]);
     const right = await appendAll(base, [user('try B')]);
     expect(left).not.toBe(right);
-    expect(await loadTranscript(store, left)).toEqual([user('task'), assistant('plan'), user('try A'), assistant('A done')]);
+    expect(await loadTranscript(store, left)).toEqual([
+      user('task'),
+      assistant('plan'),
+      user('try A'),
+      assistant('A done'),
+    ]);
     expect(await loadTranscript(store, right)).toEqual([user('task'), assistant('plan'), user('try B')]);
     expect(await loadTranscript(store, base)).toEqual([user('task'), assistant('plan')]);
   });

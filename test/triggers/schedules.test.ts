@@ -18,7 +18,11 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  for (const id of created) await admin.temporal.schedule.getHandle(id).delete().catch(() => undefined);
+  for (const id of created)
+    await admin.temporal.schedule
+      .getHandle(id)
+      .delete()
+      .catch(() => undefined);
   created.clear();
   await stack?.close();
   await model?.close();
@@ -37,8 +41,16 @@ const newId = (name: string) => {
   return id;
 };
 
-async function cli(taskQueue: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return runCli(args, { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: taskQueue });
+async function cli(
+  taskQueue: string,
+  ...args: string[]
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runCli(args, {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: testAddress(),
+    LOOPWRIGHT_TASK_QUEUE: taskQueue,
+  });
 }
 
 const oneErrorLine = (stderr: string, message: RegExp) => {
@@ -52,10 +64,32 @@ describe('loopwright schedule on a real dev server', () => {
     model = await startModelServer({ script: script(workerSays(1, 'hi'), judgeSays(1, true)), port: 0 });
     const s = (stack = await testStack('schedule-trigger', model.url));
     const id = newId('every');
-    const create = await cli(s.taskQueue, 'schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--id', id, '--json');
+    const create = await cli(
+      s.taskQueue,
+      'schedule',
+      'create',
+      'evaluate-optimize',
+      '--every',
+      '1h',
+      '--input',
+      INPUT,
+      '--id',
+      id,
+      '--json',
+    );
     expect(create.code).toBe(0);
     const details = JSON.parse(create.stdout);
-    expect(details).toMatchObject({ scheduleId: id, loop: 'evaluate-optimize', spec: { every: '1h' }, overlap: 'skip', paused: false, catchupWindowMs: 60_000, taskQueue: s.taskQueue, workflowIdPrefix: 'evaluate-optimize/scheduled', recentRuns: [] });
+    expect(details).toMatchObject({
+      scheduleId: id,
+      loop: 'evaluate-optimize',
+      spec: { every: '1h' },
+      overlap: 'skip',
+      paused: false,
+      catchupWindowMs: 60_000,
+      taskQueue: s.taskQueue,
+      workflowIdPrefix: 'evaluate-optimize/scheduled',
+      recentRuns: [],
+    });
     const next = new Date(details.nextRuns[0]).getTime();
     expect(next).toBeGreaterThan(Date.now());
     expect(next).toBeLessThanOrEqual(Date.now() + 3_600_000);
@@ -70,7 +104,10 @@ describe('loopwright schedule on a real dev server', () => {
       expect((await s.client.wait(started!)).state).toBe('completed');
       return started!;
     });
-    expect(model.requests.map((r) => [r.role, r.workflowId])).toEqual([['worker', workflowId], ['checker', workflowId]]);
+    expect(model.requests.map((r) => [r.role, r.workflowId])).toEqual([
+      ['worker', workflowId],
+      ['checker', workflowId],
+    ]);
     const run = await admin.temporal.workflow.getHandle(workflowId).describe();
     expect(run.typedSearchAttributes.get(LoopName)).toBe('evaluate-optimize');
     expect(run.typedSearchAttributes.get(LoopState)).toBe('completed');
@@ -81,7 +118,9 @@ describe('loopwright schedule on a real dev server', () => {
     const human = await cli(s.taskQueue, 'schedule', 'describe', id);
     expect(human.stdout.split('\n')[0]).toBe(id);
     expect(human.stdout).toMatch(/spec\s+every 1h \(overlap skip, catchup 60s\)/);
-    expect(human.stdout).toMatch(new RegExp(`recent\\n\\s+\\S+ \\S+\\s+${workflowId.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\s+completed`));
+    expect(human.stdout).toMatch(
+      new RegExp(`recent\\n\\s+\\S+ \\S+\\s+${workflowId.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\s+completed`),
+    );
 
     expect((await cli(s.taskQueue, 'schedule', 'delete', id)).code).toBe(0);
   });
@@ -89,16 +128,40 @@ describe('loopwright schedule on a real dev server', () => {
   test('pause with a note, unpause, list and delete work; the deleted schedule is unknown afterwards (exit 2)', async () => {
     const queue = uniqueQueue('schedule-admin');
     const id = newId('admin');
-    expect((await cli(queue, 'schedule', 'create', 'evaluate-optimize', '--cron', '0 9 * * MON-FRI', '--input', INPUT, '--id', id, '--overlap', 'buffer-one')).code).toBe(0);
+    expect(
+      (
+        await cli(
+          queue,
+          'schedule',
+          'create',
+          'evaluate-optimize',
+          '--cron',
+          '0 9 * * MON-FRI',
+          '--input',
+          INPUT,
+          '--id',
+          id,
+          '--overlap',
+          'buffer-one',
+        )
+      ).code,
+    ).toBe(0);
 
     const pause = await cli(queue, 'schedule', 'pause', id, '--note', 'maintenance window', '--json');
     expect(pause.code).toBe(0);
     expect(JSON.parse(pause.stdout)).toEqual({ scheduleId: id, paused: true });
-    expect(JSON.parse((await cli(queue, 'schedule', 'describe', id, '--json')).stdout)).toMatchObject({ paused: true, note: 'maintenance window', spec: { cron: '0 9 * * MON-FRI' }, overlap: 'buffer-one' });
+    expect(JSON.parse((await cli(queue, 'schedule', 'describe', id, '--json')).stdout)).toMatchObject({
+      paused: true,
+      note: 'maintenance window',
+      spec: { cron: '0 9 * * MON-FRI' },
+      overlap: 'buffer-one',
+    });
     expect((await cli(queue, 'schedule', 'describe', id)).stdout).toMatch(/state\s+paused \(maintenance window\)/);
 
     expect((await cli(queue, 'schedule', 'unpause', id)).code).toBe(0);
-    expect(JSON.parse((await cli(queue, 'schedule', 'describe', id, '--json')).stdout)).toMatchObject({ paused: false });
+    expect(JSON.parse((await cli(queue, 'schedule', 'describe', id, '--json')).stdout)).toMatchObject({
+      paused: false,
+    });
 
     // Listing goes through visibility, which is eventually consistent.
     let listed: Array<{ scheduleId: string }> = [];
@@ -106,7 +169,10 @@ describe('loopwright schedule on a real dev server', () => {
       listed = JSON.parse((await cli(queue, 'schedule', 'list', '--json')).stdout);
       if (!listed.some((r) => r.scheduleId === id)) await new Promise((r) => setTimeout(r, 200));
     }
-    expect(listed.find((r) => r.scheduleId === id)).toMatchObject({ loop: 'evaluate-optimize', spec: { cron: '0 9 * * MON-FRI' } });
+    expect(listed.find((r) => r.scheduleId === id)).toMatchObject({
+      loop: 'evaluate-optimize',
+      spec: { cron: '0 9 * * MON-FRI' },
+    });
 
     const del = await cli(queue, 'schedule', 'delete', id);
     expect(del.code).toBe(0);
@@ -122,25 +188,73 @@ describe('loopwright schedule on a real dev server', () => {
     const every = await cli(queue, 'schedule', 'create', 'evaluate-optimize', '--every', '90m', '--input', INPUT);
     expect(every.code).toBe(0);
     expect(every.stdout.split('\n')[0]).toBe('evaluate-optimize-every-90m');
-    const cron = await cli(queue, 'schedule', 'create', 'evaluate-optimize', '--cron', '*/15 * * * *', '--input', INPUT, '--json');
+    const cron = await cli(
+      queue,
+      'schedule',
+      'create',
+      'evaluate-optimize',
+      '--cron',
+      '*/15 * * * *',
+      '--input',
+      INPUT,
+      '--json',
+    );
     expect(cron.code).toBe(0);
-    expect(JSON.parse(cron.stdout)).toMatchObject({ scheduleId: 'evaluate-optimize-cron', spec: { cron: '*/15 * * * *' } });
+    expect(JSON.parse(cron.stdout)).toMatchObject({
+      scheduleId: 'evaluate-optimize-cron',
+      spec: { cron: '*/15 * * * *' },
+    });
     const again = await cli(queue, 'schedule', 'create', 'evaluate-optimize', '--cron', '0 0 * * *', '--input', INPUT);
     expect(again.code).toBe(2);
-    oneErrorLine(again.stderr, /a schedule with id evaluate-optimize-cron already exists: choose another --id or delete it/);
+    oneErrorLine(
+      again.stderr,
+      /a schedule with id evaluate-optimize-cron already exists: choose another --id or delete it/,
+    );
   });
 
   test.each([
-    ['both --every and --cron', ['create', 'evaluate-optimize', '--every', '1h', '--cron', '0 * * * *', '--input', INPUT], /give exactly one of --every DURATION/],
-    ['neither --every nor --cron', ['create', 'evaluate-optimize', '--input', INPUT], /give exactly one of --every DURATION/],
-    ['a duration without a unit', ['create', 'evaluate-optimize', '--every', '60', '--input', INPUT], /--every must be a duration such as 30m, 12h or 7d, not "60"/],
-    ['a duration under a second', ['create', 'evaluate-optimize', '--every', '500ms', '--input', INPUT], /--every "500ms" is not a duration of at least 1s/],
-    ['a cron expression that is not one', ['create', 'evaluate-optimize', '--cron', 'every tuesday', '--input', INPUT, '--id', 'test-bad-cron'], /--cron "every tuesday" is not a valid cron expression/],
-    ['input that fails the loop schema', ['create', 'evaluate-optimize', '--every', '1h', '--input', '{"task":"x"}', '--id', 'test-bad-input'], /invalid input for loop evaluate-optimize: rubric: /],
+    [
+      'both --every and --cron',
+      ['create', 'evaluate-optimize', '--every', '1h', '--cron', '0 * * * *', '--input', INPUT],
+      /give exactly one of --every DURATION/,
+    ],
+    [
+      'neither --every nor --cron',
+      ['create', 'evaluate-optimize', '--input', INPUT],
+      /give exactly one of --every DURATION/,
+    ],
+    [
+      'a duration without a unit',
+      ['create', 'evaluate-optimize', '--every', '60', '--input', INPUT],
+      /--every must be a duration such as 30m, 12h or 7d, not "60"/,
+    ],
+    [
+      'a duration under a second',
+      ['create', 'evaluate-optimize', '--every', '500ms', '--input', INPUT],
+      /--every "500ms" is not a duration of at least 1s/,
+    ],
+    [
+      'a cron expression that is not one',
+      ['create', 'evaluate-optimize', '--cron', 'every tuesday', '--input', INPUT, '--id', 'test-bad-cron'],
+      /--cron "every tuesday" is not a valid cron expression/,
+    ],
+    [
+      'input that fails the loop schema',
+      ['create', 'evaluate-optimize', '--every', '1h', '--input', '{"task":"x"}', '--id', 'test-bad-input'],
+      /invalid input for loop evaluate-optimize: rubric: /,
+    ],
     ['an unknown loop', ['create', 'no-such-loop', '--every', '1h', '--input', INPUT], /unknown loop "no-such-loop"/],
     ['an unknown schedule id (pause)', ['pause', 'test-no-such-schedule'], /no schedule with id test-no-such-schedule/],
-    ['an unknown schedule id (trigger)', ['trigger', 'test-no-such-schedule'], /no schedule with id test-no-such-schedule/],
-    ['an unknown schedule id (delete)', ['delete', 'test-no-such-schedule'], /no schedule with id test-no-such-schedule/],
+    [
+      'an unknown schedule id (trigger)',
+      ['trigger', 'test-no-such-schedule'],
+      /no schedule with id test-no-such-schedule/,
+    ],
+    [
+      'an unknown schedule id (delete)',
+      ['delete', 'test-no-such-schedule'],
+      /no schedule with id test-no-such-schedule/,
+    ],
   ])('%s is refused with one error line and exit 2', async (_name, args, message) => {
     created.add('test-bad-cron').add('test-bad-input');
     const result = await cli(uniqueQueue('schedule-bad'), 'schedule', ...args);
@@ -149,7 +263,18 @@ describe('loopwright schedule on a real dev server', () => {
   });
 
   test('an unknown --overlap policy is refused by the argument parser with exit 2', async () => {
-    const result = await cli(uniqueQueue('schedule-bad'), 'schedule', 'create', 'evaluate-optimize', '--every', '1h', '--input', INPUT, '--overlap', 'sometimes');
+    const result = await cli(
+      uniqueQueue('schedule-bad'),
+      'schedule',
+      'create',
+      'evaluate-optimize',
+      '--every',
+      '1h',
+      '--input',
+      INPUT,
+      '--overlap',
+      'sometimes',
+    );
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/option '--overlap <policy>' argument 'sometimes' is invalid/);
   });

@@ -10,20 +10,31 @@ let stack: TestStack | undefined;
 const scheduleId = `test-debt-${randomBytes(3).toString('hex')}`;
 
 afterAll(async () => {
-  await stack?.client.temporal.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+  await stack?.client.temporal.schedule
+    .getHandle(scheduleId)
+    .delete()
+    .catch(() => undefined);
   await stack?.close();
   await model?.close();
 });
 
 test('a scheduled run does not work while maxPendingReviews runs of its loop wait for a human, and says why', async () => {
-  model = await startModelServer({ script: script(workerSays(1, 'bad', { times: 3 }), judgeSays(1, false, ['r'], '', { times: 3 })), port: 0 });
+  model = await startModelServer({
+    script: script(workerSays(1, 'bad', { times: 3 }), judgeSays(1, false, ['r'], '', { times: 3 })),
+    port: 0,
+  });
   stack = await testStack('debt-schedule', model.url);
   const s = stack;
   const input = { task: 'T.', rubric: ['r'], maxAttempts: 1, maxPendingReviews: 1 };
   await s.run(async () => {
     const first = await s.client.run('evaluate-optimize', input);
     expect((await s.client.wait(first.workflowId)).state).toBe('awaiting_human');
-    for (let i = 0; i < 50 && !(await s.client.list({ state: 'awaiting_human', limit: 500 })).some((r) => r.workflowId === first.workflowId); i++) {
+    for (
+      let i = 0;
+      i < 50 &&
+      !(await s.client.list({ state: 'awaiting_human', limit: 500 })).some((r) => r.workflowId === first.workflowId);
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 200));
     }
     const calls = model!.requests.length;

@@ -54,7 +54,11 @@ export interface RawExchange {
  * Writes `chunks` to a fresh connection (waiting `gapMs` between them), then reads until the
  * server closes the connection or `waitMs` passes (then `closedAfterMs` is Infinity).
  */
-export function rawExchange(url: string, chunks: string[], opts: { gapMs?: number; waitMs?: number } = {}): Promise<RawExchange> {
+export function rawExchange(
+  url: string,
+  chunks: string[],
+  opts: { gapMs?: number; waitMs?: number } = {},
+): Promise<RawExchange> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const started = Date.now();

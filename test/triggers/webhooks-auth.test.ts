@@ -50,12 +50,15 @@ const PATH = '/events/evaluate-optimize';
 /** A fresh key, so every test's run id is its own. */
 const freshKey = () => `gh:issue/${randomBytes(4).toString('hex')}`;
 
-async function receiver(opts: { secret?: string; insecure?: boolean; limits?: Partial<WebhookLimits> } = { secret: SECRET }): Promise<WebhookServer> {
+async function receiver(
+  opts: { secret?: string; insecure?: boolean; limits?: Partial<WebhookLimits> } = { secret: SECRET },
+): Promise<WebhookServer> {
   hooks = await startWebhookServer({ client: counting, port: 0, ...opts });
   return hooks;
 }
 
-const post = (d: Delivery = {}): Promise<Answer> => deliver(`${hooks!.url}${PATH}`, { body: { key: freshKey(), input: INPUT }, ...d });
+const post = (d: Delivery = {}): Promise<Answer> =>
+  deliver(`${hooks!.url}${PATH}`, { body: { key: freshKey(), input: INPUT }, ...d });
 
 /** A refusal: the status, one `{ error }` line matching `message`, and no run asked for. */
 function expectRefused(res: Answer, status: number, message: RegExp): void {
@@ -70,15 +73,37 @@ describe('signatures (X-Hub-Signature-256)', () => {
   test('a delivery without a signature gets 401 naming the header, and starts nothing', async () => {
     await receiver();
     const key = freshKey();
-    expectRefused(await post({ body: { key, input: INPUT }, secret: false }), 401, /^missing X-Hub-Signature-256 header: sign the raw body with HMAC-SHA256/);
-    await expect(plain.temporal.workflow.getHandle(`evaluate-optimize/${key}`).describe()).rejects.toThrow(WorkflowNotFoundError);
+    expectRefused(
+      await post({ body: { key, input: INPUT }, secret: false }),
+      401,
+      /^missing X-Hub-Signature-256 header: sign the raw body with HMAC-SHA256/,
+    );
+    await expect(plain.temporal.workflow.getHandle(`evaluate-optimize/${key}`).describe()).rejects.toThrow(
+      WorkflowNotFoundError,
+    );
   });
 
   test.each([
-    ['signed with another secret', (raw: string) => sign(raw, 'not-the-secret'), /^X-Hub-Signature-256 does not match the body/],
-    ['signed over other bytes (the body was changed)', (raw: string) => sign(`${raw} `), /^X-Hub-Signature-256 does not match the body/],
-    ['signed with the secret itself as the header', () => `sha256=${SECRET}`, /^X-Hub-Signature-256 is malformed: expected sha256= and 64 hex digits$/],
-    ['with a SHA-1 signature (X-Hub-Signature format)', () => 'sha1=2fd4e1c67a2d28fced849ee1bb76e7391b93eb12', /^X-Hub-Signature-256 is malformed/],
+    [
+      'signed with another secret',
+      (raw: string) => sign(raw, 'not-the-secret'),
+      /^X-Hub-Signature-256 does not match the body/,
+    ],
+    [
+      'signed over other bytes (the body was changed)',
+      (raw: string) => sign(`${raw} `),
+      /^X-Hub-Signature-256 does not match the body/,
+    ],
+    [
+      'signed with the secret itself as the header',
+      () => `sha256=${SECRET}`,
+      /^X-Hub-Signature-256 is malformed: expected sha256= and 64 hex digits$/,
+    ],
+    [
+      'with a SHA-1 signature (X-Hub-Signature format)',
+      () => 'sha1=2fd4e1c67a2d28fced849ee1bb76e7391b93eb12',
+      /^X-Hub-Signature-256 is malformed/,
+    ],
     ['with a truncated signature', (raw: string) => sign(raw).slice(0, 40), /^X-Hub-Signature-256 is malformed/],
   ])('a delivery %s gets 401 and starts nothing', async (_name, signature, message) => {
     await receiver();
@@ -97,7 +122,10 @@ describe('signatures (X-Hub-Signature-256)', () => {
 
   test('a signed GitHub ping answers 200 { ping: true } and starts nothing', async () => {
     await receiver();
-    const res = await post({ body: { zen: 'Keep it logically awesome.', hook_id: 1 }, headers: { 'x-github-event': 'ping' } });
+    const res = await post({
+      body: { zen: 'Keep it logically awesome.', hook_id: 1 },
+      headers: { 'x-github-event': 'ping' },
+    });
     expect(res).toEqual({ status: 200, body: { ping: true } });
     expect(started).toEqual([]);
   });
@@ -112,7 +140,11 @@ describe('content type and browsers', () => {
     ['JSON in another charset', 'application/json; charset=iso-8859-1'],
   ])('a correctly signed delivery sent as %s gets 415 and starts nothing', async (_name, type) => {
     await receiver();
-    expectRefused(await post({ headers: { 'content-type': type } }), 415, /^(Content-Type must be application\/json \(got ".+"\): send the body as JSON|charset iso-8859-1 is not supported: send UTF-8 JSON)$/);
+    expectRefused(
+      await post({ headers: { 'content-type': type } }),
+      415,
+      /^(Content-Type must be application\/json \(got ".+"\): send the body as JSON|charset iso-8859-1 is not supported: send UTF-8 JSON)$/,
+    );
   });
 
   test('a delivery without any Content-Type gets 415', async () => {
@@ -125,20 +157,31 @@ describe('content type and browsers', () => {
     expect(started).toEqual([]);
   });
 
-  test.each(['application/json; charset=utf-8', 'Application/JSON'])('Content-Type %s is accepted (201)', async (type) => {
-    await receiver();
-    expect((await post({ headers: { 'content-type': type } })).status).toBe(201);
-    expect(started).toHaveLength(1);
-  });
+  test.each(['application/json; charset=utf-8', 'Application/JSON'])(
+    'Content-Type %s is accepted (201)',
+    async (type) => {
+      await receiver();
+      expect((await post({ headers: { 'content-type': type } })).status).toBe(201);
+      expect(started).toHaveLength(1);
+    },
+  );
 
   test('a correctly signed delivery with an Origin header (a web page) gets 403 and starts nothing', async () => {
     await receiver();
-    expectRefused(await post({ headers: { origin: 'https://evil.example' } }), 403, /^requests from a browser \(Origin https:\/\/evil\.example\) are refused/);
+    expectRefused(
+      await post({ headers: { origin: 'https://evil.example' } }),
+      403,
+      /^requests from a browser \(Origin https:\/\/evil\.example\) are refused/,
+    );
   });
 
   test('with --insecure an unsigned delivery is accepted, but text/plain and Origin are still refused', async () => {
     await receiver({ insecure: true });
-    expectRefused(await post({ secret: false, headers: { 'content-type': 'text/plain' } }), 415, /^Content-Type must be application\/json/);
+    expectRefused(
+      await post({ secret: false, headers: { 'content-type': 'text/plain' } }),
+      415,
+      /^Content-Type must be application\/json/,
+    );
     expectRefused(await post({ secret: false, headers: { origin: 'null' } }), 403, /^requests from a browser/);
     expect((await post({ secret: false, headers: { 'x-github-delivery': null } })).status).toBe(201);
     expect(started).toHaveLength(1);
@@ -146,7 +189,9 @@ describe('content type and browsers', () => {
 
   test('a receiver with neither a secret nor insecure refuses to start', async () => {
     await expect(startWebhookServer({ client: counting, port: 0 })).rejects.toThrow(UsageError);
-    await expect(startWebhookServer({ client: counting, port: 0, secret: '' })).rejects.toThrow(/needs a secret to verify signatures, or insecure: true/);
+    await expect(startWebhookServer({ client: counting, port: 0, secret: '' })).rejects.toThrow(
+      /needs a secret to verify signatures, or insecure: true/,
+    );
   });
 });
 
@@ -158,13 +203,19 @@ describe('replayed deliveries (X-GitHub-Delivery)', () => {
     expect((await post({ body, headers: { 'x-github-delivery': id } })).status).toBe(201);
     const again = await post({ body, headers: { 'x-github-delivery': id } });
     expect(again.status).toBe(409);
-    expect(again.body).toEqual({ error: `replayed delivery ${id}: a delivery with this id was accepted within the last 24 hours` });
+    expect(again.body).toEqual({
+      error: `replayed delivery ${id}: a delivery with this id was accepted within the last 24 hours`,
+    });
     expect(started).toEqual([`evaluate-optimize/${body.key}`]);
   });
 
   test('with a secret a delivery without X-GitHub-Delivery gets 400, and a malformed one 400', async () => {
     await receiver();
-    expectRefused(await post({ headers: { 'x-github-delivery': null } }), 400, /^missing X-GitHub-Delivery header: give every delivery a unique id/);
+    expectRefused(
+      await post({ headers: { 'x-github-delivery': null } }),
+      400,
+      /^missing X-GitHub-Delivery header: give every delivery a unique id/,
+    );
     expectRefused(await post({ headers: { 'x-github-delivery': 'a b' } }), 400, /^X-GitHub-Delivery is malformed/);
   });
 
@@ -172,8 +223,14 @@ describe('replayed deliveries (X-GitHub-Delivery)', () => {
     await receiver();
     const id = randomUUID();
     const unknown = { key: freshKey(), input: INPUT };
-    const first = await deliver(`${hooks!.url}/events/no-such-loop`, { body: unknown, headers: { 'x-github-delivery': id } });
-    const second = await deliver(`${hooks!.url}/events/no-such-loop`, { body: unknown, headers: { 'x-github-delivery': id } });
+    const first = await deliver(`${hooks!.url}/events/no-such-loop`, {
+      body: unknown,
+      headers: { 'x-github-delivery': id },
+    });
+    const second = await deliver(`${hooks!.url}/events/no-such-loop`, {
+      body: unknown,
+      headers: { 'x-github-delivery': id },
+    });
     expect([first.status, second.status]).toEqual([400, 400]);
     expect(second.body.error).toMatch(/^unknown loop "no-such-loop"/);
   });
@@ -185,7 +242,10 @@ describe('replayed deliveries (X-GitHub-Delivery)', () => {
     expect((await post({ body, headers: { 'x-github-delivery': id } })).status).toBe(201);
     expect((await post({ body, headers: { 'x-github-delivery': id } })).status).toBe(409);
     await new Promise((r) => setTimeout(r, 400));
-    expect(await post({ body, headers: { 'x-github-delivery': id } })).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(await post({ body, headers: { 'x-github-delivery': id } })).toMatchObject({
+      status: 200,
+      body: { duplicate: true },
+    });
   });
 
   test('past the cap on remembered ids the oldest is forgotten first', async () => {
@@ -198,11 +258,14 @@ describe('replayed deliveries (X-GitHub-Delivery)', () => {
 });
 
 describe('limits on size, time and connections', () => {
-  const head = (extra: string) => `POST ${PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Delivery: ${randomUUID()}\r\nX-Hub-Signature-256: ${sign('x')}\r\n${extra}\r\n`;
+  const head = (extra: string) =>
+    `POST ${PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Delivery: ${randomUUID()}\r\nX-Hub-Signature-256: ${sign('x')}\r\n${extra}\r\n`;
 
   test('a body declared larger than 1 MiB gets 413 before it is sent, and the connection is closed', async () => {
     await receiver();
-    const res = await rawExchange(hooks!.url, [head(`Content-Length: ${1024 * 1024 + 1}\r\n`), '{"key":'], { waitMs: 5_000 });
+    const res = await rawExchange(hooks!.url, [head(`Content-Length: ${1024 * 1024 + 1}\r\n`), '{"key":'], {
+      waitMs: 5_000,
+    });
     expect(statusOf(res.text)).toBe(413);
     expect(res.text).toContain('{"error":"body is larger than 1048576 bytes"}');
     expect(res.closedAfterMs).toBeLessThan(5_000);
@@ -212,7 +275,10 @@ describe('limits on size, time and connections', () => {
   test('a chunked body that grows past the cap gets 413 once it does', async () => {
     await receiver({ secret: SECRET, limits: { maxBodyBytes: 1_000 } });
     const chunk = `${(600).toString(16)}\r\n${'x'.repeat(600)}\r\n`;
-    const res = await rawExchange(hooks!.url, [head('Transfer-Encoding: chunked\r\n'), chunk, chunk, chunk], { gapMs: 50, waitMs: 5_000 });
+    const res = await rawExchange(hooks!.url, [head('Transfer-Encoding: chunked\r\n'), chunk, chunk, chunk], {
+      gapMs: 50,
+      waitMs: 5_000,
+    });
     expect(statusOf(res.text)).toBe(413);
     expect(res.text).toContain('body is larger than 1000 bytes');
     expect(started).toEqual([]);
@@ -221,7 +287,10 @@ describe('limits on size, time and connections', () => {
   test('headers sent a line at a time (slow loris) are cut off with 408 once the header timeout passes', async () => {
     await receiver({ secret: SECRET, limits: { headersTimeoutMs: 1_000 } });
     const drip = Array.from({ length: 30 }, (_, i) => `X-Drip-${i}: x\r\n`);
-    const res = await rawExchange(hooks!.url, [`POST ${PATH} HTTP/1.1\r\nHost: x\r\n`, ...drip], { gapMs: 200, waitMs: 5_000 });
+    const res = await rawExchange(hooks!.url, [`POST ${PATH} HTTP/1.1\r\nHost: x\r\n`, ...drip], {
+      gapMs: 200,
+      waitMs: 5_000,
+    });
     expect(statusOf(res.text)).toBe(408);
     expect(res.closedAfterMs).toBeGreaterThanOrEqual(1_000);
     expect(res.closedAfterMs).toBeLessThan(3_500);
@@ -239,9 +308,14 @@ describe('limits on size, time and connections', () => {
   test('connections beyond the cap are dropped on arrival; deliveries work again once others close', async () => {
     await receiver({ secret: SECRET, limits: { maxConnections: 2 } });
     const { hostname, port } = new URL(hooks!.url);
-    const idle: Socket[] = await Promise.all([0, 1].map(() => new Promise<Socket>((resolve) => {
-      const s = connect(Number(port), hostname, () => resolve(s));
-    })));
+    const idle: Socket[] = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise<Socket>((resolve) => {
+            const s = connect(Number(port), hostname, () => resolve(s));
+          }),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 200));
     const third = await rawExchange(hooks!.url, [head('Content-Length: 1\r\n'), 'x'], { waitMs: 3_000 });
     expect(third.text).toBe('');

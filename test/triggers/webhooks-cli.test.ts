@@ -20,12 +20,19 @@ describe('loopwright webhooks without a secret', () => {
   test.each([
     ['unset', NO_SERVER],
     ['empty', { ...NO_SERVER, LOOPWRIGHT_WEBHOOK_SECRET: '' }],
-  ])('with LOOPWRIGHT_WEBHOOK_SECRET %s and no --insecure it refuses to start: exit 2, one line naming the variable and --insecure', async (_name, env) => {
-    const res = await runCli(['webhooks', '--port', '0'], env);
-    expect(res.code).toBe(2);
-    expect(res.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^error: LOOPWRIGHT_WEBHOOK_SECRET is not set: .* or pass --insecure to accept unsigned deliveries/)]);
-    expect(res.stdout).toBe('');
-  });
+  ])(
+    'with LOOPWRIGHT_WEBHOOK_SECRET %s and no --insecure it refuses to start: exit 2, one line naming the variable and --insecure',
+    async (_name, env) => {
+      const res = await runCli(['webhooks', '--port', '0'], env);
+      expect(res.code).toBe(2);
+      expect(res.stderr.trimEnd().split('\n')).toEqual([
+        expect.stringMatching(
+          /^error: LOOPWRIGHT_WEBHOOK_SECRET is not set: .* or pass --insecure to accept unsigned deliveries/,
+        ),
+      ]);
+      expect(res.stdout).toBe('');
+    },
+  );
 
   test('its help says that signatures are verified and no longer says there is no authentication', async () => {
     const res = await runCli(['webhooks', '--help'], NO_SERVER);
@@ -44,15 +51,25 @@ describe('the `loopwright webhooks` process', () => {
     await proc?.stop('SIGKILL');
     proc = undefined;
   });
-  const env = (extra: Record<string, string>) => ({ ...NO_SERVER, TEMPORAL_ADDRESS: testAddress(), LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-cli'), ...extra });
+  const env = (extra: Record<string, string>) => ({
+    ...NO_SERVER,
+    TEMPORAL_ADDRESS: testAddress(),
+    LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-cli'),
+    ...extra,
+  });
 
   test('with LOOPWRIGHT_WEBHOOK_SECRET it refuses an unsigned delivery (401), starts a signed one (201) and stops on Ctrl-C with exit 0', async () => {
     proc = startCli(['webhooks', '--port', '0'], env({ LOOPWRIGHT_WEBHOOK_SECRET: SECRET }));
-    const url = /http:\/\/127\.0\.0\.1:\d+/.exec(await proc.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+ .*signed/))![0];
+    const url = /http:\/\/127\.0\.0\.1:\d+/.exec(
+      await proc.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+ .*signed/),
+    )![0];
     const key = `cli/${randomBytes(4).toString('hex')}`;
     const body = { key, input: { task: 'Say hi.', rubric: ['says hi'] } };
     expect((await deliver(`${url}/events/evaluate-optimize`, { body, secret: false })).status).toBe(401);
-    expect(await deliver(`${url}/events/evaluate-optimize`, { body })).toEqual({ status: 201, body: { workflowId: `evaluate-optimize/${key}`, duplicate: false } });
+    expect(await deliver(`${url}/events/evaluate-optimize`, { body })).toEqual({
+      status: 201,
+      body: { workflowId: `evaluate-optimize/${key}`, duplicate: false },
+    });
     expect(proc.output()).not.toMatch(/WARNING/);
     expect(await proc.stop('SIGINT')).toBe(0);
     expect(proc.output()).toMatch(/webhooks: stopped\./);
@@ -61,7 +78,9 @@ describe('the `loopwright webhooks` process', () => {
   test('with --insecure and no secret it starts and prints a loud warning that deliveries are not authenticated', async () => {
     proc = startCli(['webhooks', '--port', '0', '--insecure'], env({}));
     await proc.waitFor(/listening on .*unsigned/);
-    expect(proc.output()).toMatch(/^WARNING: --insecure: deliveries are NOT authenticated: any program that can reach http:\/\/127\.0\.0\.1:\d+ can start runs; set LOOPWRIGHT_WEBHOOK_SECRET instead$/m);
+    expect(proc.output()).toMatch(
+      /^WARNING: --insecure: deliveries are NOT authenticated: any program that can reach http:\/\/127\.0\.0\.1:\d+ can start runs; set LOOPWRIGHT_WEBHOOK_SECRET instead$/m,
+    );
     expect(await proc.stop('SIGINT')).toBe(0);
   });
 });

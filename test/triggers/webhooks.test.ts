@@ -17,7 +17,9 @@ let hooks: WebhookServer | undefined;
 let plain: LoopwrightClient;
 
 beforeAll(async () => {
-  plain = await LoopwrightClient.connect({ env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-no-worker') }) });
+  plain = await LoopwrightClient.connect({
+    env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: uniqueQueue('webhook-no-worker') }),
+  });
 });
 
 afterEach(async () => {
@@ -43,7 +45,8 @@ async function post(path: string, body: unknown, method = 'POST'): Promise<Answe
 async function executions(client: LoopwrightClient, workflowId: string, atLeast = 1): Promise<string[]> {
   for (let i = 0; ; i++) {
     const runs: string[] = [];
-    for await (const wf of client.temporal.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runs.push(wf.runId);
+    for await (const wf of client.temporal.workflow.list({ query: `WorkflowId = "${workflowId}"` }))
+      runs.push(wf.runId);
     if (runs.length >= atLeast || i >= 50) return runs;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -51,20 +54,32 @@ async function executions(client: LoopwrightClient, workflowId: string, atLeast 
 
 describe('the webhook receiver on a real dev server', () => {
   test('a POST starts the run (201), the same key again is a duplicate (200) with its state, and force after completion starts it again (201)', async () => {
-    model = await startModelServer({ script: script(workerSays(1, 'hi', { times: 2 }), judgeSays(1, true, [], '', { times: 2 })), port: 0 });
+    model = await startModelServer({
+      script: script(workerSays(1, 'hi', { times: 2 }), judgeSays(1, true, [], '', { times: 2 })),
+      port: 0,
+    });
     const s = (stack = await testStack('webhook', model.url));
     hooks = await startWebhookServer({ client: s.client, port: 0, secret: SECRET });
     expect(hooks.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const id = 'evaluate-optimize/gh:pull/7';
     await s.run(async () => {
-      expect(await post('/events/evaluate-optimize', { key: 'gh:pull/7', input: INPUT })).toEqual({ status: 201, body: { workflowId: id, duplicate: false } });
+      expect(await post('/events/evaluate-optimize', { key: 'gh:pull/7', input: INPUT })).toEqual({
+        status: 201,
+        body: { workflowId: id, duplicate: false },
+      });
       const again = await post('/events/evaluate-optimize', { key: 'gh:pull/7', input: INPUT });
       expect(again.status).toBe(200);
       expect(again.body).toMatchObject({ workflowId: id, duplicate: true });
       expect(['running', 'verifying', 'completed']).toContain(again.body.state);
       expect((await s.client.wait(id)).state).toBe('completed');
-      expect(await post('/events/evaluate-optimize', { key: 'gh:pull/7', input: INPUT })).toEqual({ status: 200, body: { workflowId: id, duplicate: true, state: 'completed' } });
-      expect(await post('/events/evaluate-optimize', { key: 'gh:pull/7', input: INPUT, force: true })).toEqual({ status: 201, body: { workflowId: id, duplicate: false } });
+      expect(await post('/events/evaluate-optimize', { key: 'gh:pull/7', input: INPUT })).toEqual({
+        status: 200,
+        body: { workflowId: id, duplicate: true, state: 'completed' },
+      });
+      expect(await post('/events/evaluate-optimize', { key: 'gh:pull/7', input: INPUT, force: true })).toEqual({
+        status: 201,
+        body: { workflowId: id, duplicate: false },
+      });
       expect((await s.client.wait(id)).state).toBe('completed');
     });
     expect(model.requests.filter((r) => r.role === 'worker').length).toBe(2);
@@ -103,14 +118,44 @@ describe('the webhook receiver on a real dev server', () => {
   });
 
   test.each([
-    ['malformed JSON', '/events/evaluate-optimize', '{"key": "a",', /^body is not valid JSON \(.+\): send \{ "key": \.\.\., "input": \.\.\. \}$/],
+    [
+      'malformed JSON',
+      '/events/evaluate-optimize',
+      '{"key": "a",',
+      /^body is not valid JSON \(.+\): send \{ "key": \.\.\., "input": \.\.\. \}$/,
+    ],
     ['a body that is not an object', '/events/evaluate-optimize', '[1, 2]', /^body must be a JSON object/],
-    ['a missing key', '/events/evaluate-optimize', { input: INPUT }, /^key: required, a string of letters, digits and \._:-\/ \(at most 200 characters\)$/],
-    ['an invalid key', '/events/evaluate-optimize', { key: 'a b?', input: INPUT }, /^event key "a b\?" has characters that are not allowed \(" " "\?"\)/],
+    [
+      'a missing key',
+      '/events/evaluate-optimize',
+      { input: INPUT },
+      /^key: required, a string of letters, digits and \._:-\/ \(at most 200 characters\)$/,
+    ],
+    [
+      'an invalid key',
+      '/events/evaluate-optimize',
+      { key: 'a b?', input: INPUT },
+      /^event key "a b\?" has characters that are not allowed \(" " "\?"\)/,
+    ],
     ['a missing input', '/events/evaluate-optimize', { key: 'k1' }, /^input: required/],
-    ['a force that is not a boolean', '/events/evaluate-optimize', { key: 'k1', input: INPUT, force: 'yes' }, /^force: expected true or false$/],
-    ['an unknown loop', '/events/no-such-loop', { key: 'k1', input: INPUT }, /^unknown loop "no-such-loop": known loops are evaluate-optimize/],
-    ['input that fails the loop schema', '/events/evaluate-optimize', { key: 'k1', input: { task: 'x' } }, /^invalid input for loop evaluate-optimize: rubric: /],
+    [
+      'a force that is not a boolean',
+      '/events/evaluate-optimize',
+      { key: 'k1', input: INPUT, force: 'yes' },
+      /^force: expected true or false$/,
+    ],
+    [
+      'an unknown loop',
+      '/events/no-such-loop',
+      { key: 'k1', input: INPUT },
+      /^unknown loop "no-such-loop": known loops are evaluate-optimize/,
+    ],
+    [
+      'input that fails the loop schema',
+      '/events/evaluate-optimize',
+      { key: 'k1', input: { task: 'x' } },
+      /^invalid input for loop evaluate-optimize: rubric: /,
+    ],
   ])('%s gets 400 with a one-line error naming the problem, and starts nothing', async (_name, path, body, message) => {
     hooks = await startWebhookServer({ client: plain, port: 0, secret: SECRET });
     const res = await post(path, body);
@@ -118,15 +163,23 @@ describe('the webhook receiver on a real dev server', () => {
     expect(Object.keys(res.body)).toEqual(['error']);
     expect(res.body.error).toMatch(message);
     expect(res.body.error).not.toMatch(/\n/);
-    await expect(plain.temporal.workflow.getHandle('evaluate-optimize/k1').describe()).rejects.toThrow(WorkflowNotFoundError);
+    await expect(plain.temporal.workflow.getHandle('evaluate-optimize/k1').describe()).rejects.toThrow(
+      WorkflowNotFoundError,
+    );
   });
 
   test('other paths get 404 and other methods on an event path get 405', async () => {
     hooks = await startWebhookServer({ client: plain, port: 0, secret: SECRET });
-    expect(await post('/', { key: 'k', input: INPUT })).toEqual({ status: 404, body: { error: 'no such endpoint /: POST events to /events/<loop>' } });
+    expect(await post('/', { key: 'k', input: INPUT })).toEqual({
+      status: 404,
+      body: { error: 'no such endpoint /: POST events to /events/<loop>' },
+    });
     expect((await post('/events/evaluate-optimize/extra', { key: 'k', input: INPUT })).status).toBe(404);
     expect((await post('/events/', { key: 'k', input: INPUT })).status).toBe(404);
-    expect(await post('/events/evaluate-optimize', undefined, 'GET')).toEqual({ status: 405, body: { error: 'GET is not allowed on /events/evaluate-optimize: use POST' } });
+    expect(await post('/events/evaluate-optimize', undefined, 'GET')).toEqual({
+      status: 405,
+      body: { error: 'GET is not allowed on /events/evaluate-optimize: use POST' },
+    });
   });
 });
 
@@ -135,11 +188,20 @@ describe('the webhook receiver when Temporal cannot be reached', () => {
     const unreachable: EventClient = {
       run: () => Promise.reject(new ServerUnavailableError('127.0.0.1:1')),
       temporal: undefined as never,
-      config: { temporalAddress: '127.0.0.1:1', namespace: 'default', taskQueue: 'none', workerModel: 'm', checkerModel: 'm', redact: [] },
+      config: {
+        temporalAddress: '127.0.0.1:1',
+        namespace: 'default',
+        taskQueue: 'none',
+        workerModel: 'm',
+        checkerModel: 'm',
+        redact: [],
+      },
     };
     hooks = await startWebhookServer({ client: unreachable, port: 0, secret: SECRET });
     const res = await post('/events/evaluate-optimize', { key: 'k', input: INPUT });
     expect(res.status).toBe(503);
-    expect(res.body.error).toMatch(/^cannot reach the Temporal server at 127\.0\.0\.1:1: start one with `npx loopwright dev`/);
+    expect(res.body.error).toMatch(
+      /^cannot reach the Temporal server at 127\.0\.0\.1:1: start one with `npx loopwright dev`/,
+    );
   });
 });

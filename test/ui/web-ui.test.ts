@@ -35,7 +35,10 @@ afterEach(async () => {
 
 function uiUrl(): string {
   const url = process.env.LOOPWRIGHT_TEST_UI_URL;
-  if (!url) throw new Error('LOOPWRIGHT_TEST_UI_URL is not set: run the tests through jest (test/global-setup.ts starts the dev server with its Web UI)');
+  if (!url)
+    throw new Error(
+      'LOOPWRIGHT_TEST_UI_URL is not set: run the tests through jest (test/global-setup.ts starts the dev server with its Web UI)',
+    );
   return url;
 }
 
@@ -51,7 +54,10 @@ async function renderUntil(url: string, ready: (dom: string) => boolean): Promis
 
 function decodeEntities(html: string): string {
   return html
-    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
     .replace(/&#(\d+);/g, (_, n: string) => String.fromCodePoint(Number(n)))
     .replace(/&amp;/g, '&');
 }
@@ -80,55 +86,76 @@ function heading(dom: string): string {
 }
 
 describe('a run in the Temporal Web UI, rendered by headless Chromium', () => {
-  test("shows a finished run's summary, details and current details, and an unknown run shows neither", async () => {
-    model = await startModelServer({ script: script(workerSays(1, 'A lighthouse keeps\nits one eye open all night\nships pass, unaware'), judgeSays(1, true)), port: 0 });
-    // Payloads in clear: the suite's server has no codec endpoint (test/ui/codec-ui.test.ts shows the UI decoding through one).
-    stack = await testStack('web-ui', model.url, { LOOPWRIGHT_KEYS: '' });
-    const s = stack;
-    const task = `Write a haiku about a lighthouse (${randomBytes(4).toString('hex')}).`;
-    const summary = `evaluate-optimize: ${task}`;
+  test(
+    "shows a finished run's summary, details and current details, and an unknown run shows neither",
+    async () => {
+      model = await startModelServer({
+        script: script(
+          workerSays(1, 'A lighthouse keeps\nits one eye open all night\nships pass, unaware'),
+          judgeSays(1, true),
+        ),
+        port: 0,
+      });
+      // Payloads in clear: the suite's server has no codec endpoint (test/ui/codec-ui.test.ts shows the UI decoding through one).
+      stack = await testStack('web-ui', model.url, { LOOPWRIGHT_KEYS: '' });
+      const s = stack;
+      const task = `Write a haiku about a lighthouse (${randomBytes(4).toString('hex')}).`;
+      const summary = `evaluate-optimize: ${task}`;
 
-    // The worker keeps running while Chromium looks: the UI asks it for the current details by query.
-    await s.run(async () => {
-      const { workflowId, runId } = await s.client.run('evaluate-optimize', { task, rubric: ['mentions a lighthouse'] });
-      const record = await s.client.wait(workflowId);
-      expect(record.state).toBe('completed');
+      // The worker keeps running while Chromium looks: the UI asks it for the current details by query.
+      await s.run(async () => {
+        const { workflowId, runId } = await s.client.run('evaluate-optimize', {
+          task,
+          rubric: ['mentions a lighthouse'],
+        });
+        const record = await s.client.wait(workflowId);
+        expect(record.state).toBe('completed');
 
-      const metadataUrl = `${uiUrl()}/namespaces/default/workflows/${encodeURIComponent(workflowId)}/${runId}/user-metadata`;
-      const dom = await renderUntil(metadataUrl, (d) => /\*\*evaluate-optimize\*\*: completed/.test(iframeMarkdown(d, 'user-metadata-current-details') ?? ''));
-      expect(heading(dom)).toContain(workflowId);
-      expect(pageText(dom)).toContain('Summary');
-      expect(iframeMarkdown(dom, 'user-metadata-summary')).toBe(summary);
-      const details = iframeMarkdown(dom, 'user-metadata-details');
-      expect(details).toContain(`**loop** evaluate-optimize v`);
-      expect(details).toContain(`**autonomy** ${record.autonomy}`);
-      const current = iframeMarkdown(dom, 'user-metadata-current-details');
-      expect(current).toContain('**evaluate-optimize**: completed (passed)');
-      expect(current).toContain('last verdict: pass');
+        const metadataUrl = `${uiUrl()}/namespaces/default/workflows/${encodeURIComponent(workflowId)}/${runId}/user-metadata`;
+        const dom = await renderUntil(metadataUrl, (d) =>
+          /\*\*evaluate-optimize\*\*: completed/.test(iframeMarkdown(d, 'user-metadata-current-details') ?? ''),
+        );
+        expect(heading(dom)).toContain(workflowId);
+        expect(pageText(dom)).toContain('Summary');
+        expect(iframeMarkdown(dom, 'user-metadata-summary')).toBe(summary);
+        const details = iframeMarkdown(dom, 'user-metadata-details');
+        expect(details).toContain(`**loop** evaluate-optimize v`);
+        expect(details).toContain(`**autonomy** ${record.autonomy}`);
+        const current = iframeMarkdown(dom, 'user-metadata-current-details');
+        expect(current).toContain('**evaluate-optimize**: completed (passed)');
+        expect(current).toContain('last verdict: pass');
 
-      // What the iframes show once rendered: the summary as text, the details' Markdown as bold labels.
-      const summaryFrame = await dumpDom(chromium, new URL(iframeSrc(dom, 'user-metadata-summary')!, uiUrl()).href);
-      expect(pageText(summaryFrame)).toContain(summary);
-      const detailsFrame = await dumpDom(chromium, new URL(iframeSrc(dom, 'user-metadata-details')!, uiUrl()).href);
-      expect(detailsFrame).toContain('<strong>autonomy</strong>');
-      expect(pageText(detailsFrame)).toContain(`autonomy ${record.autonomy}`);
+        // What the iframes show once rendered: the summary as text, the details' Markdown as bold labels.
+        const summaryFrame = await dumpDom(chromium, new URL(iframeSrc(dom, 'user-metadata-summary')!, uiUrl()).href);
+        expect(pageText(summaryFrame)).toContain(summary);
+        const detailsFrame = await dumpDom(chromium, new URL(iframeSrc(dom, 'user-metadata-details')!, uiUrl()).href);
+        expect(detailsFrame).toContain('<strong>autonomy</strong>');
+        expect(pageText(detailsFrame)).toContain(`autonomy ${record.autonomy}`);
 
-      // The link the CLI prints (`loopwright demo`) opens the run: its status, queue and input.
-      const runPage = await renderUntil(runUrl(uiUrl(), 'default', workflowId), (d) => heading(d).includes(workflowId) && pageText(d).includes(task));
-      expect(heading(runPage)).toContain(workflowId);
-      const runText = pageText(runPage);
-      expect(runText).toContain('Completed');
-      expect(runText).toContain(`Task Queue ${s.taskQueue}`);
-      expect(runText).toMatch(/Input › .*"task" : "Write a haiku about a lighthouse/);
-      expect(runText).toContain(task);
+        // The link the CLI prints (`loopwright demo`) opens the run: its status, queue and input.
+        const runPage = await renderUntil(
+          runUrl(uiUrl(), 'default', workflowId),
+          (d) => heading(d).includes(workflowId) && pageText(d).includes(task),
+        );
+        expect(heading(runPage)).toContain(workflowId);
+        const runText = pageText(runPage);
+        expect(runText).toContain('Completed');
+        expect(runText).toContain(`Task Queue ${s.taskQueue}`);
+        expect(runText).toMatch(/Input › .*"task" : "Write a haiku about a lighthouse/);
+        expect(runText).toContain(task);
 
-      // A run the server does not know: the page says so and shows no summary.
-      const unknownId = `no-such-run-${randomBytes(4).toString('hex')}`;
-      const unknown = await renderUntil(`${uiUrl()}/namespaces/default/workflows/${unknownId}/${runId}/user-metadata`, (d) => /Not Found/.test(pageText(d)));
-      expect(pageText(unknown)).toContain('Not Found');
-      expect(iframeSrc(unknown, 'user-metadata-summary')).toBeUndefined();
-      expect(unknown).not.toContain(encodeURIComponent(task));
-      expect(pageText(unknown)).not.toContain(task);
-    });
-  }, 5 * 60_000);
+        // A run the server does not know: the page says so and shows no summary.
+        const unknownId = `no-such-run-${randomBytes(4).toString('hex')}`;
+        const unknown = await renderUntil(
+          `${uiUrl()}/namespaces/default/workflows/${unknownId}/${runId}/user-metadata`,
+          (d) => /Not Found/.test(pageText(d)),
+        );
+        expect(pageText(unknown)).toContain('Not Found');
+        expect(iframeSrc(unknown, 'user-metadata-summary')).toBeUndefined();
+        expect(unknown).not.toContain(encodeURIComponent(task));
+        expect(pageText(unknown)).not.toContain(task);
+      });
+    },
+    5 * 60_000,
+  );
 });

@@ -59,7 +59,10 @@ describe('ActiveClock', () => {
   });
 
   test('with time moving forward through any pauses and resumes, used never decreases and is the sum of running intervals', () => {
-    const step = fc.record({ op: fc.constantFrom('pause' as const, 'resume' as const, 'read' as const), dt: fc.nat(10_000) });
+    const step = fc.record({
+      op: fc.constantFrom('pause' as const, 'resume' as const, 'read' as const),
+      dt: fc.nat(10_000),
+    });
     fc.assert(
       fc.property(fc.nat(1e9), fc.array(step, { maxLength: 40 }), (start, steps) => {
         const clock = new ActiveClock(start);

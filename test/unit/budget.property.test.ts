@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import type { ModelPrice } from '../../common/pricing';
-import { MIN_OUTPUT_TOKENS, attemptStop, extendLimits, planCall, spentStop, type BudgetLimits, type BudgetUse } from '../../common/budget';
+import {
+  MIN_OUTPUT_TOKENS,
+  attemptStop,
+  extendLimits,
+  planCall,
+  spentStop,
+  type BudgetLimits,
+  type BudgetUse,
+} from '../../common/budget';
 
 /** Dollars as the pricing module produces them: whole micro-dollars. */
 const dollars = (max: number) => fc.integer({ min: 0, max: max * 1e6 }).map((micro) => micro / 1e6);
@@ -98,7 +106,12 @@ describe('planCall properties', () => {
 
 describe('attemptStop and spentStop properties', () => {
   test('using more of any budget never turns a stop back into null', () => {
-    const moreArb = fc.record({ attempts: fc.nat(5), wallTimeMs: fc.nat(100_000), tokens: fc.nat(100_000), costUsd: dollars(5) });
+    const moreArb = fc.record({
+      attempts: fc.nat(5),
+      wallTimeMs: fc.nat(100_000),
+      tokens: fc.nat(100_000),
+      costUsd: dollars(5),
+    });
     fc.assert(
       fc.property(limitsArb, useArb, moreArb, (limits, used, more) => {
         const after: BudgetUse = {
@@ -139,7 +152,14 @@ describe('extendLimits properties', () => {
         // tokens and milliseconds as integers, dollars as whole micro-dollars
         const unit = which === 'cost' ? 1e-6 : 1;
         const limits: BudgetLimits = { maxAttempts: 10, [LIMIT[which]]: limit * unit };
-        const used: BudgetUse = { attempts: 0, wallTimeMs: 0, tokens: 0, costUsd: 0, sideEffects: 0, [USE[which]]: (limit + over) * unit };
+        const used: BudgetUse = {
+          attempts: 0,
+          wallTimeMs: 0,
+          tokens: 0,
+          costUsd: 0,
+          sideEffects: 0,
+          [USE[which]]: (limit + over) * unit,
+        };
         expect(spentStop(limits, used)).toBe(which);
         const extended = extendLimits(limits, { [EXT[which]]: (over + extra) * unit });
         expect(spentStop(extended, used)).toBeNull();
@@ -157,7 +177,12 @@ describe('extendLimits properties', () => {
       maxSideEffects: optional(fc.integer({ min: 0, max: 10 })),
     });
     const extArb = fc.record(
-      { attempts: fc.integer({ min: 1, max: 100 }), tokens: fc.integer({ min: 1, max: 1e6 }), wallTimeMs: fc.integer({ min: 1, max: 1e7 }), costUsd: dollars(100) },
+      {
+        attempts: fc.integer({ min: 1, max: 100 }),
+        tokens: fc.integer({ min: 1, max: 1e6 }),
+        wallTimeMs: fc.integer({ min: 1, max: 1e7 }),
+        costUsd: dollars(100),
+      },
       { requiredKeys: [] },
     );
     fc.assert(

@@ -22,43 +22,77 @@ const use = (more: Partial<BudgetUse>): BudgetUse => ({ ...NO_USE, ...more });
 
 describe('planCall', () => {
   test('with room to spare the call gets the requested max_tokens', () => {
-    expect(planCall({ maxAttempts: 3, maxTokens: 100_000, maxCostUsd: 10 }, NO_USE, { inputTokens: 1000, requested: 4096, price: PRICE })).toEqual({ ok: true, maxTokens: 4096 });
+    expect(
+      planCall({ maxAttempts: 3, maxTokens: 100_000, maxCostUsd: 10 }, NO_USE, {
+        inputTokens: 1000,
+        requested: 4096,
+        price: PRICE,
+      }),
+    ).toEqual({ ok: true, maxTokens: 4096 });
   });
 
   test('a token budget lowers max_tokens to what is left after the input', () => {
-    const plan = planCall({ maxAttempts: 3, maxTokens: 10_000 }, use({ tokens: 8000 }), { inputTokens: 1500, requested: 4096, price: PRICE });
+    const plan = planCall({ maxAttempts: 3, maxTokens: 10_000 }, use({ tokens: 8000 }), {
+      inputTokens: 1500,
+      requested: 4096,
+      price: PRICE,
+    });
     expect(plan).toEqual({ ok: true, maxTokens: 500 });
   });
 
   test('a cost budget lowers max_tokens to what the dollars left pay for at the output price', () => {
     // $0.01 left, input costs 1000 * $3/M = $0.003, so $0.007 buys 466 output tokens at $15/M
-    const plan = planCall({ maxAttempts: 3, maxCostUsd: 0.05 }, use({ costUsd: 0.04 }), { inputTokens: 1000, requested: 4096, price: PRICE });
+    const plan = planCall({ maxAttempts: 3, maxCostUsd: 0.05 }, use({ costUsd: 0.04 }), {
+      inputTokens: 1000,
+      requested: 4096,
+      price: PRICE,
+    });
     expect(plan).toEqual({ ok: true, maxTokens: 466 });
   });
 
   test('a call whose input leaves less than MIN_OUTPUT_TOKENS is refused on tokens with what it needs and what is left', () => {
-    const plan = planCall({ maxAttempts: 3, maxTokens: 1000 }, use({ tokens: 900 }), { inputTokens: 50, requested: 4096, price: PRICE });
+    const plan = planCall({ maxAttempts: 3, maxTokens: 1000 }, use({ tokens: 900 }), {
+      inputTokens: 50,
+      requested: 4096,
+      price: PRICE,
+    });
     expect(plan).toEqual({ ok: false, stop: 'tokens', needed: 50 + MIN_OUTPUT_TOKENS, left: 100 });
   });
 
   test('an overspent token budget is refused with zero left, never a negative amount', () => {
-    const plan = planCall({ maxAttempts: 3, maxTokens: 1000 }, use({ tokens: 1200 }), { inputTokens: 10, requested: 100, price: PRICE });
+    const plan = planCall({ maxAttempts: 3, maxTokens: 1000 }, use({ tokens: 1200 }), {
+      inputTokens: 10,
+      requested: 100,
+      price: PRICE,
+    });
     expect(plan).toMatchObject({ ok: false, stop: 'tokens', left: 0 });
   });
 
   test('a call the dollars left cannot pay the floor for is refused on cost with the amounts in dollars', () => {
-    const plan = planCall({ maxAttempts: 3, maxCostUsd: 0.01 }, use({ costUsd: 0.0095 }), { inputTokens: 1000, requested: 4096, price: PRICE });
+    const plan = planCall({ maxAttempts: 3, maxCostUsd: 0.01 }, use({ costUsd: 0.0095 }), {
+      inputTokens: 1000,
+      requested: 4096,
+      price: PRICE,
+    });
     // the floor costs 1000 * $3/M + 64 * $15/M = $0.00396, and $0.0005 is left
     expect(plan).toEqual({ ok: false, stop: 'cost', needed: 0.00396, left: 0.0005 });
   });
 
   test('a small request below MIN_OUTPUT_TOKENS is allowed when exactly that many tokens are left', () => {
-    expect(planCall({ maxAttempts: 1, maxTokens: 30 }, NO_USE, { inputTokens: 10, requested: 20, price: PRICE })).toEqual({ ok: true, maxTokens: 20 });
+    expect(
+      planCall({ maxAttempts: 1, maxTokens: 30 }, NO_USE, { inputTokens: 10, requested: 20, price: PRICE }),
+    ).toEqual({ ok: true, maxTokens: 20 });
   });
 
   test('a free model is never stopped by a cost budget', () => {
     const free: ModelPrice = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-    expect(planCall({ maxAttempts: 1, maxCostUsd: 1 }, use({ costUsd: 0.5 }), { inputTokens: 10, requested: 2048, price: free })).toEqual({ ok: true, maxTokens: 2048 });
+    expect(
+      planCall({ maxAttempts: 1, maxCostUsd: 1 }, use({ costUsd: 0.5 }), {
+        inputTokens: 10,
+        requested: 2048,
+        price: free,
+      }),
+    ).toEqual({ ok: true, maxTokens: 2048 });
   });
 });
 
@@ -98,11 +132,21 @@ describe('attemptStop and spentStop', () => {
 });
 
 describe('extendLimits', () => {
-  const limits: BudgetLimits = { maxAttempts: 3, maxWallTimeMs: 60_000, maxTokens: 1000, maxCostUsd: 0.1, maxSideEffects: 2 };
+  const limits: BudgetLimits = {
+    maxAttempts: 3,
+    maxWallTimeMs: 60_000,
+    maxTokens: 1000,
+    maxCostUsd: 0.1,
+    maxSideEffects: 2,
+  };
 
   test('adds each given amount to its limit and leaves the rest unchanged', () => {
     expect(extendLimits(limits, { tokens: 500 })).toEqual({ ...limits, maxTokens: 1500 });
-    expect(extendLimits(limits, { attempts: 2, wallTimeMs: 30_000 })).toEqual({ ...limits, maxAttempts: 5, maxWallTimeMs: 90_000 });
+    expect(extendLimits(limits, { attempts: 2, wallTimeMs: 30_000 })).toEqual({
+      ...limits,
+      maxAttempts: 5,
+      maxWallTimeMs: 90_000,
+    });
   });
 
   test('a cost extension adds to a defined limit and is rounded to micro-dollars', () => {
@@ -151,13 +195,15 @@ describe('effectStop: the side-effect gate', () => {
     const limits: BudgetLimits = { maxAttempts: 1, maxSideEffects: 2 };
     expect(effectStop(limits, use({ sideEffects: 1 }))).toBeNull();
     expect(effectStop(limits, use({ sideEffects: 2 }))).toBe('effects');
-    expect(describeStop('effects', limits, use({ sideEffects: 2 }))).toBe('side-effect budget exhausted: 2/2 effects applied');
+    expect(describeStop('effects', limits, use({ sideEffects: 2 }))).toBe(
+      'side-effect budget exhausted: 2/2 effects applied',
+    );
     expect(attemptStop(limits, use({ sideEffects: 5 }))).toBeNull();
     expect(effectStop({ maxAttempts: 1 }, use({ sideEffects: 99 }))).toBeNull();
   });
 });
 
-describe('the run record\'s budget', () => {
+describe("the run record's budget", () => {
   test('keeps its JSON shape: every limit (null when unlimited), then the use, then the extensions', () => {
     const budget = newRunBudget(limitsOf({ maxAttempts: 3, maxWallTime: '90s', maxCostUsd: 0.5 }));
     expect(JSON.stringify(budget)).toBe(
@@ -167,7 +213,10 @@ describe('the run record\'s budget', () => {
 
   test('holds the limits: an extension written into it reads back, and unlimited stays unlimited', () => {
     const budget = newRunBudget({ maxAttempts: 2, maxTokens: 1000 });
-    setLimits(budget, extendLimits(limitsIn(budget), extensionOf({ attempts: 1, tokens: 500, wallTime: '1m', costUsd: 1 })));
+    setLimits(
+      budget,
+      extendLimits(limitsIn(budget), extensionOf({ attempts: 1, tokens: 500, wallTime: '1m', costUsd: 1 })),
+    );
     expect(limitsIn(budget)).toEqual({ maxAttempts: 3, maxTokens: 1500 });
     expect(budget).toMatchObject({ maxAttempts: 3, maxTokens: 1500, maxWallTimeMs: null, maxCostUsd: null });
   });

@@ -16,12 +16,24 @@ afterEach(() => rmSync(workspace, { recursive: true, force: true }));
 afterAll(() => rmSync(runScratchDir(WORKFLOW_ID), { recursive: true, force: true }));
 
 const check = (command: string, timeout = '10s', candidate = 'the candidate') =>
-  runCommandCheck({ workflowId: WORKFLOW_ID, attempt: 1, check: { kind: 'command', name: 'test', command, timeout }, workspace, candidate });
+  runCommandCheck({
+    workflowId: WORKFLOW_ID,
+    attempt: 1,
+    check: { kind: 'command', name: 'test', command, timeout },
+    workspace,
+    candidate,
+  });
 
 describe('runCommandCheck', () => {
   test('a command that exits 0 passes with its output as evidence', async () => {
     const verdict = await check('echo all good');
-    expect(verdict).toMatchObject({ check: 'test', kind: 'command', passed: true, failedItems: [], requiredCorrection: '' });
+    expect(verdict).toMatchObject({
+      check: 'test',
+      kind: 'command',
+      passed: true,
+      failedItems: [],
+      requiredCorrection: '',
+    });
     expect(verdict.reason).toContain('exited 0');
     expect(verdict.evidence).toBe('all good\n');
     expect(verdict.usage).toEqual(ZERO_USAGE);
@@ -45,7 +57,9 @@ describe('runCommandCheck', () => {
   });
 
   test('the candidate file is outside the workspace and read-only', async () => {
-    const verdict = await check('printf %s "$LOOPWRIGHT_CANDIDATE_FILE"; echo changed > "$LOOPWRIGHT_CANDIDATE_FILE" && echo WROTE');
+    const verdict = await check(
+      'printf %s "$LOOPWRIGHT_CANDIDATE_FILE"; echo changed > "$LOOPWRIGHT_CANDIDATE_FILE" && echo WROTE',
+    );
     expect(verdict.evidence).not.toContain(workspace);
     expect(verdict.evidence).not.toContain('WROTE');
     expect(verdict.evidence).toMatch(/^\/run\/loopwright\/input/);
@@ -55,9 +69,22 @@ describe('runCommandCheck', () => {
     expect((await check('true')).sandbox).toBe('bwrap');
   });
 
-  test('without the candidate (a loop whose agent runs commands) the environment is exactly the agent\'s', async () => {
-    const verdict = await runCommandCheck({ workflowId: WORKFLOW_ID, attempt: 3, check: { kind: 'command', name: 'test', command: 'env | cut -d= -f1 | sort | tr "\\n" " "', timeout: '10s' }, workspace, candidate: 'c', withCandidate: false, env: { NODE_ENV: 'test' } });
-    expect(verdict.evidence!.trim().split(' ').filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n))).toEqual(['CI', 'HOME', ...(process.env.LANG ? ['LANG'] : []), 'NODE_ENV', 'PATH', 'TMPDIR']);
+  test("without the candidate (a loop whose agent runs commands) the environment is exactly the agent's", async () => {
+    const verdict = await runCommandCheck({
+      workflowId: WORKFLOW_ID,
+      attempt: 3,
+      check: { kind: 'command', name: 'test', command: 'env | cut -d= -f1 | sort | tr "\\n" " "', timeout: '10s' },
+      workspace,
+      candidate: 'c',
+      withCandidate: false,
+      env: { NODE_ENV: 'test' },
+    });
+    expect(
+      verdict
+        .evidence!.trim()
+        .split(' ')
+        .filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n)),
+    ).toEqual(['CI', 'HOME', ...(process.env.LANG ? ['LANG'] : []), 'NODE_ENV', 'PATH', 'TMPDIR']);
   });
 
   test('the command runs in the workspace', async () => {
@@ -67,7 +94,13 @@ describe('runCommandCheck', () => {
 
   test('a workspace that does not exist yet is created', async () => {
     const nested = path.join(workspace, 'not', 'yet');
-    const verdict = await runCommandCheck({ workflowId: WORKFLOW_ID, attempt: 2, check: { kind: 'command', name: 'test', command: 'pwd', timeout: '10s' }, workspace: nested, candidate: 'c' });
+    const verdict = await runCommandCheck({
+      workflowId: WORKFLOW_ID,
+      attempt: 2,
+      check: { kind: 'command', name: 'test', command: 'pwd', timeout: '10s' },
+      workspace: nested,
+      candidate: 'c',
+    });
     expect(verdict.passed).toBe(true);
     expect(existsSync(nested)).toBe(true);
   });

@@ -16,11 +16,19 @@ function usageErrorOf(kind: DecisionKind, opts: DecideOptions): UsageError {
 
 describe('decisionRequest', () => {
   test('approve keeps who and the note', () => {
-    expect(decisionRequest('approve', { by: 'ana', note: 'looks right' })).toEqual({ kind: 'approve', by: 'ana', note: 'looks right' });
+    expect(decisionRequest('approve', { by: 'ana', note: 'looks right' })).toEqual({
+      kind: 'approve',
+      by: 'ana',
+      note: 'looks right',
+    });
   });
 
   test('reject keeps who and the reason', () => {
-    expect(decisionRequest('reject', { by: 'ana', reason: 'off topic' })).toEqual({ kind: 'reject', by: 'ana', reason: 'off topic' });
+    expect(decisionRequest('reject', { by: 'ana', reason: 'off topic' })).toEqual({
+      kind: 'reject',
+      by: 'ana',
+      reason: 'off topic',
+    });
   });
 
   test('--by is trimmed', () => {
@@ -28,7 +36,12 @@ describe('decisionRequest', () => {
   });
 
   test('retry keeps the guidance and grants one attempt by default', () => {
-    expect(decisionRequest('retry', { by: 'ana', guidance: 'use shorter lines' })).toEqual({ kind: 'retry', by: 'ana', guidance: 'use shorter lines', attempts: 1 });
+    expect(decisionRequest('retry', { by: 'ana', guidance: 'use shorter lines' })).toEqual({
+      kind: 'retry',
+      by: 'ana',
+      guidance: 'use shorter lines',
+      attempts: 1,
+    });
   });
 
   test('retry with --attempts 3 grants three', () => {
@@ -36,7 +49,16 @@ describe('decisionRequest', () => {
   });
 
   test('a budget extension keeps every number it is given', () => {
-    expect(decisionRequest('extend', { by: 'ana', attempts: '2', tokens: '50000', cost: '0.25', time: '30m', note: 'one more go' })).toEqual({
+    expect(
+      decisionRequest('extend', {
+        by: 'ana',
+        attempts: '2',
+        tokens: '50000',
+        cost: '0.25',
+        time: '30m',
+        note: 'one more go',
+      }),
+    ).toEqual({
       kind: 'extend',
       by: 'ana',
       attempts: 2,
@@ -51,11 +73,14 @@ describe('decisionRequest', () => {
     expect(decisionRequest('extend', { by: 'ana', cost: '1.5' })).toMatchObject({ kind: 'extend', costUsd: 1.5 });
   });
 
-  test.each(['approve', 'reject', 'retry', 'extend'] as const)('%s without --by is a usage error asking for --by', (kind) => {
-    const err = usageErrorOf(kind, { guidance: 'g', attempts: '1' });
-    expect(err.message).toContain('--by');
-    expect(err.exitCode).toBe(2);
-  });
+  test.each(['approve', 'reject', 'retry', 'extend'] as const)(
+    '%s without --by is a usage error asking for --by',
+    (kind) => {
+      const err = usageErrorOf(kind, { guidance: 'g', attempts: '1' });
+      expect(err.message).toContain('--by');
+      expect(err.exitCode).toBe(2);
+    },
+  );
 
   test('a blank --by is a usage error too', () => {
     expect(usageErrorOf('approve', { by: '   ' }).message).toContain('--by');

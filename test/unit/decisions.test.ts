@@ -15,11 +15,15 @@ const extend: Decision = { kind: 'extend', id: 'd4', by: 'ana', attempts: 2 };
 const ALL = [approve, reject, retry, extend];
 
 /** A run in `state`, escalated for `kind`, whose attempts produced these candidates. */
-function run(opts: { state?: RunState; kind?: Escalation['kind'] | null; candidates?: Array<string | null> } = {}): RunRecord {
+function run(
+  opts: { state?: RunState; kind?: Escalation['kind'] | null; candidates?: Array<string | null> } = {},
+): RunRecord {
   const record = newRecord('evaluate-optimize/run-1', input, NOW);
   record.state = opts.state ?? 'awaiting_human';
   const candidates = opts.candidates ?? ['a haiku'];
-  candidates.forEach((candidate, i) => recordAttempt(record, { n: i + 1, candidate, usage: { ...ZERO_USAGE }, verdicts: [] }));
+  candidates.forEach((candidate, i) =>
+    recordAttempt(record, { n: i + 1, candidate, usage: { ...ZERO_USAGE }, verdicts: [] }),
+  );
   record.attempt = candidates.length;
   const kind = opts.kind === undefined ? 'budget' : opts.kind;
   record.escalation =

@@ -12,7 +12,8 @@ import { discoverySchemaOf } from '../../client/discovery';
 import { fixture, sampleRoot } from '../tests/fixtures';
 
 const node = () => parseNodeEvents(fixture('node/events.jsonl'), sampleRoot('node'));
-const names = (runner: Parameters<typeof failingTestItems>[0]['runner'], results: TestResult[]) => failingTestItems({ runner, results }).map((i) => i.name);
+const names = (runner: Parameters<typeof failingTestItems>[0]['runner'], results: TestResult[]) =>
+  failingTestItems({ runner, results }).map((i) => i.name);
 
 describe('failingTestItems (discovery items from test results by identity)', () => {
   test('node: failing leaves by full name (a top-level test keeps its own name), files that failed to load, no parents failing only through their tests', () => {
@@ -24,7 +25,10 @@ describe('failingTestItems (discovery items from test results by identity)', () 
       'test/syntax.test.js',
       'test/throws.test.js',
     ]);
-    expect(failingTestItems({ runner: 'node', results: node() })[0]).toEqual({ key: 'add-adds-two-numbers', name: 'add adds two numbers' });
+    expect(failingTestItems({ runner: 'node', results: node() })[0]).toEqual({
+      key: 'add-adds-two-numbers',
+      name: 'add adds two numbers',
+    });
   });
 
   test('skipped, todo and not-run tests are not work items', () => {
@@ -33,13 +37,21 @@ describe('failingTestItems (discovery items from test results by identity)', () 
   });
 
   test('jest: suite > test; pytest: the node id, as pytest users name tests; go: package > test > subtest', () => {
-    expect(names('jest', parseJestJson(fixture('jest/results.json'), sampleRoot('jest')))).toEqual(['math > adds two numbers', 'math > nested > deep fails', 'after a failed beforeAll', 'test/broken.test.js']);
+    expect(names('jest', parseJestJson(fixture('jest/results.json'), sampleRoot('jest')))).toEqual([
+      'math > adds two numbers',
+      'math > nested > deep fails',
+      'after a failed beforeAll',
+      'test/broken.test.js',
+    ]);
     const pytest = parseJunitXml(fixture('pytest/xunit1.xml'), { workspace: sampleRoot('pytest'), dialect: 'pytest' });
     expect(failingTestItems({ runner: 'pytest', results: pytest })).toEqual([
       { key: 'tests-test-math-py-test-adds', name: 'tests/test_math.py::test_adds' },
       { key: 'tests-test-math-py-test-param-2', name: 'tests/test_math.py::test_param[2]' },
       { key: 'tests-test-math-py-test-setup-error', name: 'tests/test_math.py::test_setup_error' },
-      { key: 'tests-test-math-py-testouter-testinner-test-deep', name: 'tests/test_math.py::TestOuter::TestInner::test_deep' },
+      {
+        key: 'tests-test-math-py-testouter-testinner-test-deep',
+        name: 'tests/test_math.py::TestOuter::TestInner::test_deep',
+      },
     ]);
     expect(names('go', parseGoTestJson(fixture('go/test.jsonl')))).toEqual([
       'example.com/sample/mathx > TestAdd',
@@ -67,7 +79,9 @@ describe('matchTests (the citations check finds the named test by identity)', ()
     expect(matchTests(results, 'deep fails', 'node').map((t) => t.name)).toEqual(['outer > inner > deep fails']);
     expect(matchTests(results, 'never runs', 'node')).toEqual([]);
     const pytest = parseJunitXml(fixture('pytest/xunit1.xml'), { workspace: sampleRoot('pytest'), dialect: 'pytest' });
-    expect(matchTests(pytest, 'tests/test_math.py::TestOuter::TestInner::test_deep', 'pytest').map((t) => t.outcome)).toEqual(['failed']);
+    expect(
+      matchTests(pytest, 'tests/test_math.py::TestOuter::TestInner::test_deep', 'pytest').map((t) => t.outcome),
+    ).toEqual(['failed']);
   });
 });
 
@@ -91,7 +105,9 @@ describe('findCitations', () => {
 
 describe('discovery sources', () => {
   test('ci-triage has one; a loop without one is a usage error (exit 2) that says so', () => {
-    expect(discoverySchemaOf('ci-triage').safeParse({ repo: '.', testCommand: 'node --test', fanOut: 2 }).success).toBe(true);
+    expect(discoverySchemaOf('ci-triage').safeParse({ repo: '.', testCommand: 'node --test', fanOut: 2 }).success).toBe(
+      true,
+    );
     let error: unknown;
     try {
       discoverySchemaOf('fix-test');

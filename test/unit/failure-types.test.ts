@@ -5,14 +5,27 @@ import { MODEL_NON_RETRYABLE, MODEL_RETRYABLE } from '../../activities/model-err
 
 describe('failure types', () => {
   it('names each LoopwrightError that activities pass on by its class name', () => {
-    expect([FailureType.Input, FailureType.Usage, FailureType.Config]).toEqual([InputError.name, UsageError.name, ConfigError.name]);
+    expect([FailureType.Input, FailureType.Usage, FailureType.Config]).toEqual([
+      InputError.name,
+      UsageError.name,
+      ConfigError.name,
+    ]);
   });
 
   it('keeps the names recorded histories carry (a rename would change what replayed runs match)', () => {
     expect(FailureType).toEqual({
-      Workspace: 'WorkspaceError', Discovery: 'DiscoveryError', SandboxUnavailable: 'SandboxUnavailable', Trust: 'TrustError',
-      Judge: 'JudgeError', Effect: 'EffectError', Report: 'ReportError', Config: 'ConfigError', Input: 'InputError',
-      Usage: 'UsageError', ModelRetryable: 'ModelRetryableError', ModelRequest: 'ModelRequestError',
+      Workspace: 'WorkspaceError',
+      Discovery: 'DiscoveryError',
+      SandboxUnavailable: 'SandboxUnavailable',
+      Trust: 'TrustError',
+      Judge: 'JudgeError',
+      Effect: 'EffectError',
+      Report: 'ReportError',
+      Config: 'ConfigError',
+      Input: 'InputError',
+      Usage: 'UsageError',
+      ModelRetryable: 'ModelRetryableError',
+      ModelRequest: 'ModelRequestError',
     });
   });
 
@@ -23,6 +36,10 @@ describe('failure types', () => {
   it('builds a non-retryable failure of the type with the message', () => {
     const failure = nonRetryableFailure(FailureType.Workspace, 'base abc is not a commit');
     expect(failure).toBeInstanceOf(ApplicationFailure);
-    expect([failure.type, failure.nonRetryable, failure.message]).toEqual(['WorkspaceError', true, 'base abc is not a commit']);
+    expect([failure.type, failure.nonRetryable, failure.message]).toEqual([
+      'WorkspaceError',
+      true,
+      'base abc is not a commit',
+    ]);
   });
 });

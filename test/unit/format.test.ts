@@ -9,7 +9,10 @@ const issuesOf = (schema: z.ZodType, value: unknown): string[] => {
 
 describe('zodIssues', () => {
   test('gives one `path: message` line per issue, with nested paths joined by dots', () => {
-    const schema = z.object({ task: z.string().min(1, { message: 'say what to do' }), budget: z.object({ max: z.number() }) });
+    const schema = z.object({
+      task: z.string().min(1, { message: 'say what to do' }),
+      budget: z.object({ max: z.number() }),
+    });
     const issues = issuesOf(schema, { task: '', budget: { max: 'three' } });
     expect(issues).toHaveLength(2);
     expect(issues).toContain('task: say what to do');

@@ -6,7 +6,9 @@ function runsOf(table: Record<string, { current: boolean[]; candidate: boolean[]
   const runs: EvalRun[] = [];
   for (const [task, arms] of Object.entries(table)) {
     for (const arm of ['current', 'candidate'] as const) {
-      arms[arm].forEach((success, repeat) => runs.push({ task, arm, repeat, success, costUsd: 0.01, workflowId: `eval/${task}/${arm}/${repeat}` }));
+      arms[arm].forEach((success, repeat) =>
+        runs.push({ task, arm, repeat, success, costUsd: 0.01, workflowId: `eval/${task}/${arm}/${repeat}` }),
+      );
     }
   }
   return runs;
@@ -23,7 +25,13 @@ describe('summarizeEvaluation', () => {
       t4: { current: [T, T, T], candidate: [T, T, T] },
     });
     const s = summarizeEvaluation(runs, { tasks: ['t1', 't2', 't3', 't4'], heldOut: ['t2'], k: 3 });
-    expect(s.current).toMatchObject({ passAtK: 0.5, passHatK: 0.5, meanPassRate: 0.5, repeatRates: [0.5, 0.5, 0.5], heldOut: { passAtK: 0, passHatK: 0, meanPassRate: 0 } });
+    expect(s.current).toMatchObject({
+      passAtK: 0.5,
+      passHatK: 0.5,
+      meanPassRate: 0.5,
+      repeatRates: [0.5, 0.5, 0.5],
+      heldOut: { passAtK: 0, passHatK: 0, meanPassRate: 0 },
+    });
     expect(s.candidate).toMatchObject({ passAtK: 1, passHatK: 1, meanPassRate: 1, heldOut: { meanPassRate: 1 } });
     expect(s.current.costUsd).toBeCloseTo(0.12);
     expect(s).toMatchObject({ fixed: ['t1', 't2'], broken: [], gain: 0.5, noise: 0, accepted: true });
@@ -61,8 +69,14 @@ describe('summarizeEvaluation', () => {
     const runs = runsOf({ t1: { current: [T], candidate: [] }, t2: { current: [], candidate: [T] } });
     const s = summarizeEvaluation(runs, { tasks: ['t1', 't2'], heldOut: [], k: 1 });
     expect(s).toMatchObject({ fixed: ['t2'], broken: ['t1'], gain: 0, noise: 0, accepted: false });
-    const noChange = summarizeEvaluation(runsOf({ t1: { current: [F], candidate: [F] } }), { tasks: ['t1'], heldOut: [], k: 1 });
-    expect(noChange.reason).toBe('refused: gain +0.00 is not above the noise 0.00 between repeats of the current harness');
+    const noChange = summarizeEvaluation(runsOf({ t1: { current: [F], candidate: [F] } }), {
+      tasks: ['t1'],
+      heldOut: [],
+      k: 1,
+    });
+    expect(noChange.reason).toBe(
+      'refused: gain +0.00 is not above the noise 0.00 between repeats of the current harness',
+    );
   });
 });
 

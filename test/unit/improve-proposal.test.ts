@@ -9,7 +9,13 @@ const current: Harness = {
 const TOOLS = ['read_file', 'write_file', 'run_command'];
 const proposal = (...changes: ProposedChange[]): Proposal => ({
   changes,
-  contract: { failingRuns: ['fix/1', 'fix/2'], occurrences: 4, rootCause: 'skips the tests', expectedImprovement: 'runs them', rollback: 'restore v1' },
+  contract: {
+    failingRuns: ['fix/1', 'fix/2'],
+    occurrences: 4,
+    rootCause: 'skips the tests',
+    expectedImprovement: 'runs them',
+    rollback: 'restore v1',
+  },
 });
 
 describe('checkProposal', () => {
@@ -28,21 +34,31 @@ describe('checkProposal', () => {
     expect(result).toEqual({
       ok: false,
       outside: ['rubric', 'budget.maxAttempts', 'autonomy', 'checks'],
-      refusal: 'the proposal changes rubric, budget.maxAttempts, autonomy, checks, which are outside the improvable surface (systemPrompt, knowledge.<name>, toolDescriptions.<tool>): refused before evaluation',
+      refusal:
+        'the proposal changes rubric, budget.maxAttempts, autonomy, checks, which are outside the improvable surface (systemPrompt, knowledge.<name>, toolDescriptions.<tool>): refused before evaluation',
     });
   });
 
   test('refuses a knowledge name with a slash and an empty toolDescriptions path as outside the surface', () => {
-    const result = checkProposal(proposal({ path: 'knowledge.../etc', value: 'x' }, { path: 'toolDescriptions.', value: 'x' }), current, TOOLS);
+    const result = checkProposal(
+      proposal({ path: 'knowledge.../etc', value: 'x' }, { path: 'toolDescriptions.', value: 'x' }),
+      current,
+      TOOLS,
+    );
     expect(result).toMatchObject({ ok: false, outside: ['knowledge.../etc', 'toolDescriptions.'] });
   });
 
   test('refuses describing a tool the loop does not have', () => {
-    const result = checkProposal(proposal({ path: 'toolDescriptions.delete_repo', value: 'Deletes things.' }), current, TOOLS);
+    const result = checkProposal(
+      proposal({ path: 'toolDescriptions.delete_repo', value: 'Deletes things.' }),
+      current,
+      TOOLS,
+    );
     expect(result).toEqual({
       ok: false,
       outside: ['toolDescriptions.delete_repo'],
-      refusal: 'the proposal describes delete_repo, which the loop does not have (its tools: read_file, write_file, run_command): refused before evaluation',
+      refusal:
+        'the proposal describes delete_repo, which the loop does not have (its tools: read_file, write_file, run_command): refused before evaluation',
     });
   });
 
@@ -51,11 +67,19 @@ describe('checkProposal', () => {
       const result = checkProposal(p, current, TOOLS);
       return result.ok ? 'accepted' : result.refusal;
     };
-    expect(refusal(proposal({ path: 'systemPrompt', value: 'a' }, { path: 'systemPrompt', value: 'b' }))).toMatch(/changes systemPrompt more than once/);
+    expect(refusal(proposal({ path: 'systemPrompt', value: 'a' }, { path: 'systemPrompt', value: 'b' }))).toMatch(
+      /changes systemPrompt more than once/,
+    );
     expect(refusal(proposal({ path: 'systemPrompt', value: ' ' }))).toMatch(/empties or removes systemPrompt/);
     expect(refusal(proposal({ path: 'systemPrompt', value: null }))).toMatch(/empties or removes systemPrompt/);
-    expect(refusal(proposal({ path: 'knowledge.big', value: 'x'.repeat(50_001) }))).toMatch(/knowledge\.big has 50001 characters, over the limit of 50000/);
-    expect(refusal(proposal({ path: 'systemPrompt', value: current.systemPrompt }, { path: 'knowledge.absent', value: null }))).toMatch(/leaves the harness as it is/);
+    expect(refusal(proposal({ path: 'knowledge.big', value: 'x'.repeat(50_001) }))).toMatch(
+      /knowledge\.big has 50001 characters, over the limit of 50000/,
+    );
+    expect(
+      refusal(
+        proposal({ path: 'systemPrompt', value: current.systemPrompt }, { path: 'knowledge.absent', value: null }),
+      ),
+    ).toMatch(/leaves the harness as it is/);
   });
 
   test('applies a valid proposal to a new harness, leaves the input alone and lists what changed', () => {
@@ -85,9 +109,9 @@ describe('checkProposal', () => {
 
 describe('harnessPrompt', () => {
   test('appends knowledge documents in name order after the system prompt', () => {
-    expect(harnessPrompt({ systemPrompt: 'Base.', knowledge: { zeta: 'Z text', alpha: 'A text' }, toolDescriptions: {} })).toBe(
-      'Base.\n\n## Knowledge: alpha\n\nA text\n\n## Knowledge: zeta\n\nZ text',
-    );
+    expect(
+      harnessPrompt({ systemPrompt: 'Base.', knowledge: { zeta: 'Z text', alpha: 'A text' }, toolDescriptions: {} }),
+    ).toBe('Base.\n\n## Knowledge: alpha\n\nA text\n\n## Knowledge: zeta\n\nZ text');
     expect(harnessPrompt({ systemPrompt: 'Only.', knowledge: {}, toolDescriptions: {} })).toBe('Only.');
   });
 });

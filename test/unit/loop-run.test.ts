@@ -50,8 +50,14 @@ function fakeMetrics() {
   return { metrics, seen };
 }
 
-const usage = (input: number, output: number, costUsd: number): Usage => ({ ...ZERO_USAGE, inputTokens: input, outputTokens: output, costUsd });
-const decision = (d: Record<string, unknown>) => ({ id: 'd1', by: 'ada', at: new Date(START).toISOString(), ...d }) as unknown as AppliedDecision;
+const usage = (input: number, output: number, costUsd: number): Usage => ({
+  ...ZERO_USAGE,
+  inputTokens: input,
+  outputTokens: output,
+  costUsd,
+});
+const decision = (d: Record<string, unknown>) =>
+  ({ id: 'd1', by: 'ada', at: new Date(START).toISOString(), ...d }) as unknown as AppliedDecision;
 
 describe('LoopRun (driven without Temporal)', () => {
   test('charges usage to the role, the total, the attempt and the budget, and a spent token budget stops the next attempt', () => {
@@ -79,11 +85,23 @@ describe('LoopRun (driven without Temporal)', () => {
     host.answer = () => run.receive(decision({ kind: 'extend', attempts: 2, wallTime: '5m' }));
     const got = await run.escalate('budget', 'attempts', run.describe('attempts'));
     expect(run.record.state).toBe('awaiting_human');
-    expect(run.record.escalation).toMatchObject({ kind: 'budget', stopReason: 'attempts', approvers: ['ada'], timedOut: false, deadline: new Date(START + 5_000 + 3_600_000).toISOString() });
-    expect(host.waits).toEqual([{ ms: 3_600_000, summary: expect.stringContaining('attempt budget exhausted: 1/1 attempts used') }]);
+    expect(run.record.escalation).toMatchObject({
+      kind: 'budget',
+      stopReason: 'attempts',
+      approvers: ['ada'],
+      timedOut: false,
+      deadline: new Date(START + 5_000 + 3_600_000).toISOString(),
+    });
+    expect(host.waits).toEqual([
+      { ms: 3_600_000, summary: expect.stringContaining('attempt budget exhausted: 1/1 attempts used') },
+    ]);
     expect(run.hasPending()).toBe(false);
     expect(run.decide(got, 'budget', 'attempts')).toBeUndefined();
-    expect(run.record.budget).toMatchObject({ maxAttempts: 3, maxWallTimeMs: 900_000, extensions: [{ by: 'ada', attempts: 2, wallTime: '5m' }] });
+    expect(run.record.budget).toMatchObject({
+      maxAttempts: 3,
+      maxWallTimeMs: 900_000,
+      extensions: [{ by: 'ada', attempts: 2, wallTime: '5m' }],
+    });
     expect(run.spent()).toBeNull();
     // The minute spent waiting for the person does not count as work.
     expect(run.used().wallTimeMs).toBe(5_000);
@@ -115,13 +133,24 @@ describe('LoopRun (driven without Temporal)', () => {
     expect(run.hasPending()).toBe(false);
     run.receive(decision({ kind: 'approve' }));
     const ended = run.decide(await run.escalate('budget', 'attempts', 'spent'), 'budget', 'attempts');
-    expect(ended).toMatchObject({ state: 'completed', stopReason: 'approved', override: true, ok: true, output: 'first' });
+    expect(ended).toMatchObject({
+      state: 'completed',
+      stopReason: 'approved',
+      override: true,
+      ok: true,
+      output: 'first',
+    });
     expect(ended?.audit).toMatchObject({ reviewedBy: 'ada', verdict: 'ok' });
   });
 
   test('an evaluation run asks nobody: its escalation times out at once', async () => {
     const host = fakeHost();
-    const run = new LoopRun(inputWith({ maxAttempts: 1 }, { evaluation: true } as Partial<LoopInput>), 'wf/5', host, fakeMetrics().metrics);
+    const run = new LoopRun(
+      inputWith({ maxAttempts: 1 }, { evaluation: true } as Partial<LoopInput>),
+      'wf/5',
+      host,
+      fakeMetrics().metrics,
+    );
     expect(await run.escalate('error', 'model_error', 'bad key')).toBeUndefined();
     expect(host.waits).toEqual([]);
     expect(run.record.escalation?.timedOut).toBe(true);
@@ -132,7 +161,12 @@ describe('LoopRun (driven without Temporal)', () => {
     const run = new LoopRun(inputWith({ maxAttempts: 2, maxCostUsd: 1 }), 'wf/6', host, fakeMetrics().metrics);
     host.time += 7_000;
     const state = run.resumeState(undefined);
-    expect(state).toMatchObject({ limits: { maxAttempts: 2, maxCostUsd: 1 }, activeMs: 7_000, session: null, feedback: [] });
+    expect(state).toMatchObject({
+      limits: { maxAttempts: 2, maxCostUsd: 1 },
+      activeMs: 7_000,
+      session: null,
+      feedback: [],
+    });
     const resumed = new LoopRun(run.input, 'wf/6', host, fakeMetrics().metrics, state);
     expect(resumed.record).toBe(run.record);
     expect(resumed.used().wallTimeMs).toBe(7_000);

@@ -6,7 +6,12 @@ import { anthropicCallError } from '../../activities/providers/anthropic/faults'
 const CONTEXT = { role: 'worker', model: 'claude-sonnet-4-6' };
 
 const apiError = (status: number, headers: Record<string, string> = {}, message = 'boom') =>
-  Anthropic.APIError.generate(status, { type: 'error', error: { type: 'api_error', message } }, undefined, new Headers(headers));
+  Anthropic.APIError.generate(
+    status,
+    { type: 'error', error: { type: 'api_error', message } },
+    undefined,
+    new Headers(headers),
+  );
 
 /** The ApplicationFailure `toModelFailure` makes of the SDK's `err`, read by the Anthropic adapter (fails the test when it is anything else). */
 function failureOf(err: unknown): ApplicationFailure {
@@ -23,16 +28,19 @@ describe('toModelFailure', () => {
     expect(apiError(529).status).toBe(529);
   });
 
-  test.each([401, 403, 400, 404, 422])('HTTP %d is a non-retryable ModelRequestError with the status and role', (status) => {
-    const failure = failureOf(apiError(status, {}, 'request rejected'));
-    expect(failure.type).toBe(MODEL_NON_RETRYABLE);
-    expect(MODEL_NON_RETRYABLE).toBe('ModelRequestError');
-    expect(failure.nonRetryable).toBe(true);
-    expect(failure.message).toContain(`HTTP ${status} (worker, claude-sonnet-4-6)`);
-    expect(failure.message).toContain('request rejected');
-    expect(failure.details).toEqual([{ status }]);
-    expect(failure.nextRetryDelay).toBeUndefined();
-  });
+  test.each([401, 403, 400, 404, 422])(
+    'HTTP %d is a non-retryable ModelRequestError with the status and role',
+    (status) => {
+      const failure = failureOf(apiError(status, {}, 'request rejected'));
+      expect(failure.type).toBe(MODEL_NON_RETRYABLE);
+      expect(MODEL_NON_RETRYABLE).toBe('ModelRequestError');
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.message).toContain(`HTTP ${status} (worker, claude-sonnet-4-6)`);
+      expect(failure.message).toContain('request rejected');
+      expect(failure.details).toEqual([{ status }]);
+      expect(failure.nextRetryDelay).toBeUndefined();
+    },
+  );
 
   test.each([401, 403])('HTTP %d hints at the API key', (status) => {
     expect(failureOf(apiError(status)).message).toMatch(/check ANTHROPIC_API_KEY/);
@@ -42,7 +50,10 @@ describe('toModelFailure', () => {
     const message = failureOf(apiError(404)).message;
     expect(message).toContain('check the model id claude-sonnet-4-6');
     expect(message).toContain('LOOPWRIGHT_WORKER_MODEL');
-    const checker = toModelFailure(anthropicCallError(apiError(404)), { role: 'checker', model: 'm' }) as ApplicationFailure;
+    const checker = toModelFailure(anthropicCallError(apiError(404)), {
+      role: 'checker',
+      model: 'm',
+    }) as ApplicationFailure;
     expect(checker.message).toContain('LOOPWRIGHT_CHECKER_MODEL');
   });
 
@@ -79,7 +90,9 @@ describe('toModelFailure', () => {
     const failure = failureOf(new Anthropic.APIConnectionError({ message: 'ECONNREFUSED 127.0.0.1:9' }));
     expect(failure.type).toBe(MODEL_RETRYABLE);
     expect(failure.nonRetryable).toBe(false);
-    expect(failure.message).toBe('cannot reach the model endpoint (worker, claude-sonnet-4-6): ECONNREFUSED 127.0.0.1:9');
+    expect(failure.message).toBe(
+      'cannot reach the model endpoint (worker, claude-sonnet-4-6): ECONNREFUSED 127.0.0.1:9',
+    );
   });
 
   test('a connection timeout is retryable too', () => {
@@ -98,20 +111,35 @@ describe('toModelFailure', () => {
 
   test('an HTTP error carries the usage too', () => {
     const usage = { inputTokens: 5, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    expect((toModelFailure(anthropicCallError(apiError(500)), { ...CONTEXT, usage }) as ApplicationFailure).details).toEqual([{ status: 500, usage }]);
+    expect(
+      (toModelFailure(anthropicCallError(apiError(500)), { ...CONTEXT, usage }) as ApplicationFailure).details,
+    ).toEqual([{ status: 500, usage }]);
   });
 
   test('a cancellation Temporal asked for is a CancelledFailure whose details carry the usage; any other interruption is retryable', () => {
     const usage = { inputTokens: 1000, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.003015 };
-    const cut = anthropicCallError(new Anthropic.APIUserAbortError(), { cut: 'cancelled', connected: true, events: 1, elapsedMs: 2_300, limits: { totalMs: 600_000, idleMs: 60_000 } });
+    const cut = anthropicCallError(new Anthropic.APIUserAbortError(), {
+      cut: 'cancelled',
+      connected: true,
+      events: 1,
+      elapsedMs: 2_300,
+      limits: { totalMs: 600_000, idleMs: 60_000 },
+    });
     const cancelled = toModelFailure(cut, { ...CONTEXT, usage, cancelRequested: true });
     expect(cancelled).toBeInstanceOf(CancelledFailure);
     expect(cancelled.message).toBe('model call cancelled after 1 event in 2.3s (worker, claude-sonnet-4-6)');
     expect((cancelled as CancelledFailure).details).toEqual([{ usage }]);
-    const shutdown = toModelFailure(cut, { ...CONTEXT, usage, cancelRequested: false, cancelReason: 'WORKER_SHUTDOWN' }) as ApplicationFailure;
+    const shutdown = toModelFailure(cut, {
+      ...CONTEXT,
+      usage,
+      cancelRequested: false,
+      cancelReason: 'WORKER_SHUTDOWN',
+    }) as ApplicationFailure;
     expect(shutdown).toBeInstanceOf(ApplicationFailure);
     expect(shutdown.type).toBe(MODEL_RETRYABLE);
-    expect(shutdown.message).toBe('model call interrupted after 1 event in 2.3s (worker, claude-sonnet-4-6): WORKER_SHUTDOWN, not a cancel request');
+    expect(shutdown.message).toBe(
+      'model call interrupted after 1 event in 2.3s (worker, claude-sonnet-4-6): WORKER_SHUTDOWN, not a cancel request',
+    );
     expect(shutdown.details).toEqual([{ usage }]);
   });
 });

@@ -19,6 +19,8 @@ describe('a process without a key ring', () => {
     expect(err).toBeInstanceOf(KeyMissingError);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as KeyMissingError).exitCode).toBe(2);
-    expect((err as Error).message).toBe('key k7 is not in the key ring (none: LOOPWRIGHT_KEYS is not set in this process): this data was encrypted with it; set LOOPWRIGHT_KEYS to the key ring the workers use (see README "Secrets at rest")');
+    expect((err as Error).message).toBe(
+      'key k7 is not in the key ring (none: LOOPWRIGHT_KEYS is not set in this process): this data was encrypted with it; set LOOPWRIGHT_KEYS to the key ring the workers use (see README "Secrets at rest")',
+    );
   });
 });

@@ -4,7 +4,10 @@ import { InputError, UsageError } from '../../common/errors';
 import { parseDuration } from '../../common/duration';
 
 const LOOP = 'evaluate-optimize';
-const CONFIG = { models: { worker: 'w', checker: 'c' }, prices: { w: { input: 1, output: 2, cacheRead: 0.1, cacheWrite: 1.25 } } };
+const CONFIG = {
+  models: { worker: 'w', checker: 'c' },
+  prices: { w: { input: 1, output: 2, cacheRead: 0.1, cacheWrite: 1.25 } },
+};
 const RUBRIC = ['has three lines', 'mentions a crash'];
 const valid = { task: 'Write a haiku about crashes.', rubric: RUBRIC };
 const plan = (input: unknown) => planRun(LOOP, input, CONFIG, { kind: 'cli' });
@@ -62,7 +65,11 @@ describe('planRun evaluate-optimize', () => {
     ['an empty rubric', { ...valid, rubric: [] }, 'rubric: give at least one rubric item'],
     ['a blank rubric item', { ...valid, rubric: ['ok', '  '] }, 'rubric.1: '],
     ['a missing task', { rubric: RUBRIC }, 'task: '],
-    ['a bad escalationTimeout "soon"', { ...valid, escalationTimeout: 'soon' }, 'escalationTimeout: expected a duration'],
+    [
+      'a bad escalationTimeout "soon"',
+      { ...valid, escalationTimeout: 'soon' },
+      'escalationTimeout: expected a duration',
+    ],
     ['maxAttempts 0', { ...valid, maxAttempts: 0 }, 'maxAttempts: '],
     ['a fractional maxAttempts', { ...valid, maxAttempts: 2.5 }, 'maxAttempts: '],
   ])('%s throws an InputError naming the field', (_scenario, input, line) => {
@@ -80,12 +87,18 @@ describe('planRun evaluate-optimize', () => {
     expect(err.issues).toHaveLength(1);
   });
 
-  test('commandEnv becomes the spec\'s sandbox environment; secret-looking names and HOME are refused', () => {
+  test("commandEnv becomes the spec's sandbox environment; secret-looking names and HOME are refused", () => {
     expect(plan({ ...valid, commandEnv: { NODE_ENV: 'test' } }).spec.sandbox).toEqual({ env: { NODE_ENV: 'test' } });
     expect(plan(valid).spec.sandbox).toBeUndefined();
-    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { GITHUB_TOKEN: 'x' } })).issues.join('\n')).toMatch(/commandEnv.GITHUB_TOKEN: GITHUB_TOKEN looks like a secret, and a loop spec is stored in clear in the run's history/);
-    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { HOME: '/root' } })).issues.join('\n')).toMatch(/HOME and TMPDIR point at the sandbox's private folders/);
-    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { 'A B': 'x' } })).issues.join('\n')).toMatch(/use letters, digits and _/);
+    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { GITHUB_TOKEN: 'x' } })).issues.join('\n')).toMatch(
+      /commandEnv.GITHUB_TOKEN: GITHUB_TOKEN looks like a secret, and a loop spec is stored in clear in the run's history/,
+    );
+    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { HOME: '/root' } })).issues.join('\n')).toMatch(
+      /HOME and TMPDIR point at the sandbox's private folders/,
+    );
+    expect(inputErrorOf(() => plan({ ...valid, commandEnv: { 'A B': 'x' } })).issues.join('\n')).toMatch(
+      /use letters, digits and _/,
+    );
   });
 
   test('input that is not an object throws an InputError', () => {

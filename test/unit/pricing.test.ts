@@ -1,6 +1,11 @@
 import { DEFAULT_PRICES, costOf, type ModelPrice } from '../../common/pricing';
 
-const MILLION = { inputTokens: 1_000_000, outputTokens: 1_000_000, cacheReadTokens: 1_000_000, cacheWriteTokens: 1_000_000 };
+const MILLION = {
+  inputTokens: 1_000_000,
+  outputTokens: 1_000_000,
+  cacheReadTokens: 1_000_000,
+  cacheWriteTokens: 1_000_000,
+};
 const NONE = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
 const sumOf = (p: ModelPrice) => p.input + p.output + p.cacheRead + p.cacheWrite;
 
@@ -30,7 +35,7 @@ describe('costOf', () => {
     expect(costOf('gpt-unknown-7', { ...NONE, outputTokens: 1 })).toBeGreaterThan(0);
   });
 
-  test('with a custom price table, an unknown model is charged at that table\'s most expensive rate', () => {
+  test("with a custom price table, an unknown model is charged at that table's most expensive rate", () => {
     const prices: Record<string, ModelPrice> = {
       cheap: { input: 1, output: 2, cacheRead: 0.1, cacheWrite: 1.25 },
       dear: { input: 10, output: 40, cacheRead: 1, cacheWrite: 12.5 },

@@ -7,14 +7,26 @@ const attempt1: FeedbackEntry = {
   attempt: 1,
   candidate: 'first candidate',
   failures: [
-    { check: 'judge', reason: 'only two lines', failedItems: ['has three lines', 'mentions a crash'], requiredCorrection: 'add a third line' },
+    {
+      check: 'judge',
+      reason: 'only two lines',
+      failedItems: ['has three lines', 'mentions a crash'],
+      requiredCorrection: 'add a third line',
+    },
   ],
 };
 const attempt2: FeedbackEntry = {
   kind: 'attempt',
   attempt: 2,
   candidate: 'second candidate',
-  failures: [{ check: 'judge', reason: 'no crash mentioned', failedItems: ['mentions a crash'], requiredCorrection: 'mention a crash' }],
+  failures: [
+    {
+      check: 'judge',
+      reason: 'no crash mentioned',
+      failedItems: ['mentions a crash'],
+      requiredCorrection: 'mention a crash',
+    },
+  ],
 };
 
 describe('renderWorkerPrompt', () => {
@@ -37,7 +49,16 @@ describe('renderWorkerPrompt', () => {
 
   test('every earlier attempt is listed, in order', () => {
     const prompt = renderWorkerPrompt(TASK, [attempt1, attempt2]);
-    const order = ['## Attempt 1', 'first candidate', 'only two lines', 'add a third line', '## Attempt 2', 'second candidate', 'no crash mentioned', 'mention a crash'];
+    const order = [
+      '## Attempt 1',
+      'first candidate',
+      'only two lines',
+      'add a third line',
+      '## Attempt 2',
+      'second candidate',
+      'no crash mentioned',
+      'mention a crash',
+    ];
     const positions = order.map((s) => prompt.indexOf(s));
     expect(positions).not.toContain(-1);
     expect([...positions].sort((a, b) => a - b)).toEqual(positions);
@@ -58,7 +79,10 @@ describe('renderWorkerPrompt', () => {
   });
 
   test('human guidance appears with the name of the person who gave it, after the attempts before it', () => {
-    const prompt = renderWorkerPrompt(TASK, [attempt1, { kind: 'human', by: 'ana@example.com', guidance: 'Use a 5-7-5 syllable count.' }]);
+    const prompt = renderWorkerPrompt(TASK, [
+      attempt1,
+      { kind: 'human', by: 'ana@example.com', guidance: 'Use a 5-7-5 syllable count.' },
+    ]);
     expect(prompt).toContain('## Guidance from ana@example.com\nUse a 5-7-5 syllable count.');
     expect(prompt.indexOf('## Guidance from')).toBeGreaterThan(prompt.indexOf('## Attempt 1'));
   });

@@ -8,7 +8,12 @@ import { limitsOf } from '../../common/budget';
 const NOW = '2025-01-02T03:04:05.000Z';
 const input = unitLoopInput({ version: '7', budget: { maxAttempts: 4 } });
 
-const usage = (input: number, output: number, costUsd: number): Usage => ({ ...ZERO_USAGE, inputTokens: input, outputTokens: output, costUsd });
+const usage = (input: number, output: number, costUsd: number): Usage => ({
+  ...ZERO_USAGE,
+  inputTokens: input,
+  outputTokens: output,
+  costUsd,
+});
 const verdict = (check: string, passed: boolean, u: Usage = usage(10, 1, 0.001)): Verdict => ({
   check,
   kind: 'judge',
@@ -34,7 +39,14 @@ describe('newRecord', () => {
       output: null,
       attempt: 0,
       attempts: [],
-      budget: { maxAttempts: 4, maxTokens: null, maxCostUsd: null, maxWallTimeMs: null, used: { attempts: 0, tokens: 0, costUsd: 0, wallTimeMs: 0, sideEffects: 0 }, extensions: [] },
+      budget: {
+        maxAttempts: 4,
+        maxTokens: null,
+        maxCostUsd: null,
+        maxWallTimeMs: null,
+        used: { attempts: 0, tokens: 0, costUsd: 0, wallTimeMs: 0, sideEffects: 0 },
+        extensions: [],
+      },
       stopReason: null,
       startedAt: NOW,
       endedAt: null,
@@ -52,9 +64,23 @@ describe('newRecord', () => {
 
 describe('limitsOf', () => {
   test('reads the pinned budget, durations in milliseconds and absent limits as unlimited', () => {
-    const spec = LoopSpecSchema.parse({ ...input.spec, budget: { maxAttempts: 2, maxWallTime: '90s', maxTokens: 1000, maxCostUsd: 0.5 } });
-    expect(limitsOf(spec.budget)).toEqual({ maxAttempts: 2, maxWallTimeMs: 90_000, maxTokens: 1000, maxCostUsd: 0.5, maxSideEffects: undefined });
-    expect(limitsOf(input.spec.budget)).toMatchObject({ maxAttempts: 4, maxWallTimeMs: undefined, maxTokens: undefined, maxCostUsd: undefined });
+    const spec = LoopSpecSchema.parse({
+      ...input.spec,
+      budget: { maxAttempts: 2, maxWallTime: '90s', maxTokens: 1000, maxCostUsd: 0.5 },
+    });
+    expect(limitsOf(spec.budget)).toEqual({
+      maxAttempts: 2,
+      maxWallTimeMs: 90_000,
+      maxTokens: 1000,
+      maxCostUsd: 0.5,
+      maxSideEffects: undefined,
+    });
+    expect(limitsOf(input.spec.budget)).toMatchObject({
+      maxAttempts: 4,
+      maxWallTimeMs: undefined,
+      maxTokens: undefined,
+      maxCostUsd: undefined,
+    });
   });
 });
 
@@ -73,8 +99,13 @@ describe('chargeUsage', () => {
 });
 
 describe('recordAttempt', () => {
-  const attempt = (record = newRecord('r', input, NOW), n = 1, candidate: string | null = 'c', verdicts: Verdict[] = [], extra = {}) =>
-    recordAttempt(record, { n, candidate, usage: usage(5, 5, 0.001), verdicts, ...extra });
+  const attempt = (
+    record = newRecord('r', input, NOW),
+    n = 1,
+    candidate: string | null = 'c',
+    verdicts: Verdict[] = [],
+    extra = {},
+  ) => recordAttempt(record, { n, candidate, usage: usage(5, 5, 0.001), verdicts, ...extra });
 
   test('counts attempts used and keeps the usage it is given', () => {
     const record = newRecord('r', input, NOW);
@@ -102,7 +133,9 @@ describe('recordAttempt', () => {
   });
 
   test('fails when the attempt was stopped, even with passing verdicts, and gives the stop as a reason', () => {
-    const a = attempt(undefined, 1, 'c', [verdict('judge', true)], { stopped: { reason: 'time', detail: 'wall time ran out during attempt 1' } });
+    const a = attempt(undefined, 1, 'c', [verdict('judge', true)], {
+      stopped: { reason: 'time', detail: 'wall time ran out during attempt 1' },
+    });
     expect(a.passed).toBe(false);
     expect(a.reasons).toEqual(['wall time ran out during attempt 1']);
     expect(a.stopped).toEqual({ reason: 'time', detail: 'wall time ran out during attempt 1' });
@@ -115,7 +148,12 @@ describe('recordAttempt', () => {
 
 describe('feedbackFrom', () => {
   test('carries the attempt number, candidate and only the failing verdicts', () => {
-    const a = recordAttempt(newRecord('r', input, NOW), { n: 3, candidate: 'cand 3', usage: ZERO_USAGE, verdicts: [verdict('judge', false), verdict('style', true), verdict('facts', false)] });
+    const a = recordAttempt(newRecord('r', input, NOW), {
+      n: 3,
+      candidate: 'cand 3',
+      usage: ZERO_USAGE,
+      verdicts: [verdict('judge', false), verdict('style', true), verdict('facts', false)],
+    });
     expect(feedbackFrom(a)).toEqual({
       kind: 'attempt',
       attempt: 3,
@@ -128,7 +166,13 @@ describe('feedbackFrom', () => {
   });
 
   test('an attempt without a candidate gives no feedback', () => {
-    const a = recordAttempt(newRecord('r', input, NOW), { n: 1, candidate: null, usage: ZERO_USAGE, verdicts: [], stopped: { reason: 'tokens', detail: 'x' } });
+    const a = recordAttempt(newRecord('r', input, NOW), {
+      n: 1,
+      candidate: null,
+      usage: ZERO_USAGE,
+      verdicts: [],
+      stopped: { reason: 'tokens', detail: 'x' },
+    });
     expect(feedbackFrom(a)).toBeUndefined();
   });
 });

@@ -4,10 +4,35 @@ import { redact, REDACTED } from '../../common/redact';
 /** Redaction is total, idempotent and linear: arbitrary strings, strings built from secret-ish pieces, megabytes. */
 const r = { values: ['hunter2-s3cret-Xy', 'Zx9-opaque-value'], names: ['DB_PASSWORD'] };
 const pieces = fc.constantFrom(
-  'ghp_0123456789abcdefghijABCDEFGHIJ0123', 'sk-ant-', 'api03-SECRET0123456789', 'hunter2-s3cret-Xy', '\u200B', '\u00AD', '%2D', '%', ' ', '\n', '-', '=', ':',
-  'token', 'password=', 'Bearer ', 'Basic ', 'https://u:', '@host', 'aGVsbG8gd29ybGQ=', 'Z2hwXzAxMjM0NTY3ODlhYmNkZWZnaGlqQUJDREVGR0hJSjAxMjM=', 'g h p _', REDACTED, 'abc', 'DB_PASSWORD: ',
+  'ghp_0123456789abcdefghijABCDEFGHIJ0123',
+  'sk-ant-',
+  'api03-SECRET0123456789',
+  'hunter2-s3cret-Xy',
+  '\u200B',
+  '\u00AD',
+  '%2D',
+  '%',
+  ' ',
+  '\n',
+  '-',
+  '=',
+  ':',
+  'token',
+  'password=',
+  'Bearer ',
+  'Basic ',
+  'https://u:',
+  '@host',
+  'aGVsbG8gd29ybGQ=',
+  'Z2hwXzAxMjM0NTY3ODlhYmNkZWZnaGlqQUJDREVGR0hJSjAxMjM=',
+  'g h p _',
+  REDACTED,
+  'abc',
+  'DB_PASSWORD: ',
 );
-const mixed = fc.array(fc.oneof(pieces, fc.string({ maxLength: 6 }), fc.string({ unit: 'binary', maxLength: 4 })), { maxLength: 30 }).map((a) => a.join(''));
+const mixed = fc
+  .array(fc.oneof(pieces, fc.string({ maxLength: 6 }), fc.string({ unit: 'binary', maxLength: 4 })), { maxLength: 30 })
+  .map((a) => a.join(''));
 
 test('never throws and is idempotent on arbitrary strings', () => {
   fc.assert(
@@ -24,14 +49,19 @@ test('a secret placed anywhere in arbitrary text does not survive', () => {
   fc.assert(
     fc.property(fc.string({ maxLength: 40 }), fc.string({ maxLength: 40 }), (before, after) => {
       expect(redact(`${before} hunter2-s3cret-Xy ${after}`, r)).not.toContain('hunter2-s3cret-Xy');
-      expect(redact(`${before} ghp_0123456789abcdefghijABCDEFGHIJ0123 ${after}`, r)).not.toContain('0123456789abcdefghij');
+      expect(redact(`${before} ghp_0123456789abcdefghijABCDEFGHIJ0123 ${after}`, r)).not.toContain(
+        '0123456789abcdefghij',
+      );
     }),
     { numRuns: 500 },
   );
 });
 
 test.each([
-  ['prose with secrets', () => `a line of prose with hunter2-s3cret-Xy and ${'ZGF0YQ'.repeat(4)} in it, api_key=abcd1234 ok\n`],
+  [
+    'prose with secrets',
+    () => `a line of prose with hunter2-s3cret-Xy and ${'ZGF0YQ'.repeat(4)} in it, api_key=abcd1234 ok\n`,
+  ],
   ['one long line of word characters', () => 'a.a-a_a'],
   ['base64-like runs', () => 'QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789+/'],
   ['spaced-out characters', () => 'x y z '],

@@ -12,7 +12,15 @@ const zw = (s: string, ch: string) => `${s.slice(0, 5)}${ch}${s.slice(5, 11)}${c
 
 /** What must not show: the secret, its parts long enough to be useful, and its encodings. */
 function forms(secret: string): string[] {
-  return [secret, secret.slice(0, 12), secret.slice(-12), b64(secret), b64url(secret), Buffer.from(secret).toString('hex'), encodeURIComponent(secret)];
+  return [
+    secret,
+    secret.slice(0, 12),
+    secret.slice(-12),
+    b64(secret),
+    b64url(secret),
+    Buffer.from(secret).toString('hex'),
+    encodeURIComponent(secret),
+  ];
 }
 function expectGone(text: string, secret: string, red: Redaction = r): string {
   const out = redact(text, red);
@@ -34,7 +42,11 @@ describe('encoded secrets are redacted where they stand', () => {
   });
 
   test.each([
-    ['a fully percent-encoded value', `q=${[...VALUE].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')}&x=1`, VALUE],
+    [
+      'a fully percent-encoded value',
+      `q=${[...VALUE].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')}&x=1`,
+      VALUE,
+    ],
     ['a partly percent-encoded value', `u=${encodeURIComponent(VALUE).replace('-', '%2D')}`, VALUE],
     ['a percent-encoded token', `https://x.test/?t=${GITHUB.replace('_', '%5F')}`, GITHUB],
     ['a doubly encoded value', `q=${encodeURIComponent(encodeURIComponent('hunter2 s3cret-Xy'))}`, 'hunter2 s3cret-Xy'],
@@ -58,7 +70,11 @@ describe('obfuscated secrets are redacted', () => {
     ['spaced out', `token: ${spaced(GITHUB)} thanks`, GITHUB],
     ['spaced out with dashes', `t ${spaced(GITHUB.slice(4), '-').replace(/^/, 'ghp_')} end`, GITHUB],
     ['split by a space after its prefix', `key sk-ant- ${ANTHROPIC.slice(7)} and more words`, ANTHROPIC],
-    ['split by dashes', `t ${GITHUB.slice(0, 8)}-${GITHUB.slice(8, 16)}-${GITHUB.slice(16, 24)}-${GITHUB.slice(24)} end`, GITHUB],
+    [
+      'split by dashes',
+      `t ${GITHUB.slice(0, 8)}-${GITHUB.slice(8, 16)}-${GITHUB.slice(16, 24)}-${GITHUB.slice(24)} end`,
+      GITHUB,
+    ],
     ['a value spaced out', `pw ${spaced(VALUE)} end`, VALUE],
   ])('%s', (_, text, secret) => {
     const out = expectGone(text, secret);
@@ -97,14 +113,23 @@ describe('escaped, folded and look-alike secrets are redacted', () => {
   });
 
   test('accented and non-Latin prose is left alone', () => {
-    for (const text of ['café résumé naïve — “quoted”', '这是一个测试句子，包含一些中文字符。', 'Привет, мир: ошибка в строке 42', 'a%20b &amp; c']) expect(redact(text, r)).toBe(text);
+    for (const text of [
+      'café résumé naïve — “quoted”',
+      '这是一个测试句子，包含一些中文字符。',
+      'Привет, мир: ошибка в строке 42',
+      'a%20b &amp; c',
+    ])
+      expect(redact(text, r)).toBe(text);
   });
 });
 
 describe('credentials in URLs and assignments', () => {
   test.each([
     ['postgres://admin:pa55w0rd-xyz@db.example.com:5432/app', 'postgres://admin:[redacted]@db.example.com:5432/app'],
-    ['git clone https://x-access-token:abcd1234zzzz@github.com/o/r', 'git clone https://x-access-token:[redacted]@github.com/o/r'],
+    [
+      'git clone https://x-access-token:abcd1234zzzz@github.com/o/r',
+      'git clone https://x-access-token:[redacted]@github.com/o/r',
+    ],
     ['https://ghp0123456789abcdefXYZ@github.com/o/r', 'https://[redacted]@github.com/o/r'],
     ['ssh://git@github.com/o/r stays', 'ssh://git@github.com/o/r stays'],
   ])('%s', (text, expected) => {
@@ -112,13 +137,19 @@ describe('credentials in URLs and assignments', () => {
   });
 
   test('values of names like OPENAI_KEY, GH_PAT, AWS_ACCESS_KEY_ID and SENTRY_DSN are redacted, ordinary keys are not', () => {
-    expect(redact('OPENAI_KEY=abcdEFGH1234 GH_PAT=zzzz1234yyyy AWS_ACCESS_KEY_ID=QQQQ1111WWWW SENTRY_DSN=dsnvalue99 sort_key=name max_tokens: 100')).toBe(
+    expect(
+      redact(
+        'OPENAI_KEY=abcdEFGH1234 GH_PAT=zzzz1234yyyy AWS_ACCESS_KEY_ID=QQQQ1111WWWW SENTRY_DSN=dsnvalue99 sort_key=name max_tokens: 100',
+      ),
+    ).toBe(
       'OPENAI_KEY=[redacted] GH_PAT=[redacted] AWS_ACCESS_KEY_ID=[redacted] SENTRY_DSN=[redacted] sort_key=name max_tokens: 100',
     );
   });
 
   test('Basic credentials are redacted when they decode to user:password; prose after "Basic" is not', () => {
-    expect(redact(`Basic authentication; Authorization: Basic ${b64('user:s3cretpass')}`)).toBe('Basic authentication; Authorization: Basic [redacted]');
+    expect(redact(`Basic authentication; Authorization: Basic ${b64('user:s3cretpass')}`)).toBe(
+      'Basic authentication; Authorization: Basic [redacted]',
+    );
   });
 });
 
@@ -136,21 +167,43 @@ describe('prose is left alone', () => {
 
 describe('redactionFromEnv', () => {
   const env = {
-    OPENAI_KEY: 'abcdEFGH1234zz', GH_PAT: 'pat-9876543210', DATABASE_URL: 'postgres://u:pw123456@h/db', AWS_ACCESS_KEY_ID: 'QQQQ1111WWWW2222',
-    SSH_AUTH_SOCK: '/tmp/ssh-XYZabc/agent.1234', WHATEVER_NAME: 'Zx9-opaque-value', MY_SETTING: 'sunshine2024',
-    HOME: '/home/someone', PATH: '/usr/local/bin:/usr/bin', LANG: 'en_US.UTF-8', NODE_OPTIONS: '--max-old-space-size=4096', LOOPWRIGHT_HOME: '/var/lib/loopwright',
-    TEMPORAL_ADDRESS: '127.0.0.1:7233', APP_ENV: 'production', LOOPWRIGHT_CODEC_TOKEN: 'codec-token-123456', NODE_AUTH_TOKEN: 'npm-token-abcdef',
-    LOOPWRIGHT_REDACT: 'TZ, HOSTNAME', TZ: 'Europe/Amsterdam', HOSTNAME: 'build-box-17', SHORT: 'abc123',
+    OPENAI_KEY: 'abcdEFGH1234zz',
+    GH_PAT: 'pat-9876543210',
+    DATABASE_URL: 'postgres://u:pw123456@h/db',
+    AWS_ACCESS_KEY_ID: 'QQQQ1111WWWW2222',
+    SSH_AUTH_SOCK: '/tmp/ssh-XYZabc/agent.1234',
+    WHATEVER_NAME: 'Zx9-opaque-value',
+    MY_SETTING: 'sunshine2024',
+    HOME: '/home/someone',
+    PATH: '/usr/local/bin:/usr/bin',
+    LANG: 'en_US.UTF-8',
+    NODE_OPTIONS: '--max-old-space-size=4096',
+    LOOPWRIGHT_HOME: '/var/lib/loopwright',
+    TEMPORAL_ADDRESS: '127.0.0.1:7233',
+    APP_ENV: 'production',
+    LOOPWRIGHT_CODEC_TOKEN: 'codec-token-123456',
+    NODE_AUTH_TOKEN: 'npm-token-abcdef',
+    LOOPWRIGHT_REDACT: 'TZ, HOSTNAME',
+    TZ: 'Europe/Amsterdam',
+    HOSTNAME: 'build-box-17',
+    SHORT: 'abc123',
   };
   const red = redactionFromEnv(env);
 
-  test.each(['OPENAI_KEY', 'GH_PAT', 'DATABASE_URL', 'AWS_ACCESS_KEY_ID', 'SSH_AUTH_SOCK', 'WHATEVER_NAME', 'MY_SETTING', 'LOOPWRIGHT_CODEC_TOKEN', 'NODE_AUTH_TOKEN'] as const)(
-    'the value of %s is a secret, on its own and encoded',
-    (name) => {
-      expect(red.values).toContain(env[name]);
-      expectGone(`saw ${env[name]} and ${b64(`x ${env[name]}`)} here`, env[name], red);
-    },
-  );
+  test.each([
+    'OPENAI_KEY',
+    'GH_PAT',
+    'DATABASE_URL',
+    'AWS_ACCESS_KEY_ID',
+    'SSH_AUTH_SOCK',
+    'WHATEVER_NAME',
+    'MY_SETTING',
+    'LOOPWRIGHT_CODEC_TOKEN',
+    'NODE_AUTH_TOKEN',
+  ] as const)('the value of %s is a secret, on its own and encoded', (name) => {
+    expect(red.values).toContain(env[name]);
+    expectGone(`saw ${env[name]} and ${b64(`x ${env[name]}`)} here`, env[name], red);
+  });
 
   test('names in LOOPWRIGHT_REDACT always count, even on the allow-list', () => {
     expect(red.values).toEqual(expect.arrayContaining([env.TZ, env.HOSTNAME]));
@@ -159,13 +212,33 @@ describe('redactionFromEnv', () => {
   });
 
   test('allow-listed settings, short values and ordinary words are not secrets', () => {
-    for (const v of [env.HOME, env.PATH, env.LANG, env.NODE_OPTIONS, env.LOOPWRIGHT_HOME, env.TEMPORAL_ADDRESS, env.APP_ENV, env.SHORT]) expect(red.values).not.toContain(v);
+    for (const v of [
+      env.HOME,
+      env.PATH,
+      env.LANG,
+      env.NODE_OPTIONS,
+      env.LOOPWRIGHT_HOME,
+      env.TEMPORAL_ADDRESS,
+      env.APP_ENV,
+      env.SHORT,
+    ])
+      expect(red.values).not.toContain(v);
     expect(redact('deployed to production from /home/someone', red)).toBe('deployed to production from /home/someone');
   });
 
   test('the allow-list keeps names that read like secrets out, whatever their prefix', () => {
-    expect([isSafeEnvName('LC_ALL'), isSafeEnvName('NODE_ENV'), isSafeEnvName('LOOPWRIGHT_SANDBOX'), isSafeEnvName('GITHUB_SHA')]).toEqual([true, true, true, true]);
-    expect([isSafeEnvName('NODE_AUTH_TOKEN'), isSafeEnvName('LOOPWRIGHT_SIGNING_KEY'), isSafeEnvName('GITHUB_TOKEN'), isSafeEnvName('OPENAI_KEY')]).toEqual([false, false, false, false]);
+    expect([
+      isSafeEnvName('LC_ALL'),
+      isSafeEnvName('NODE_ENV'),
+      isSafeEnvName('LOOPWRIGHT_SANDBOX'),
+      isSafeEnvName('GITHUB_SHA'),
+    ]).toEqual([true, true, true, true]);
+    expect([
+      isSafeEnvName('NODE_AUTH_TOKEN'),
+      isSafeEnvName('LOOPWRIGHT_SIGNING_KEY'),
+      isSafeEnvName('GITHUB_TOKEN'),
+      isSafeEnvName('OPENAI_KEY'),
+    ]).toEqual([false, false, false, false]);
   });
 });
 

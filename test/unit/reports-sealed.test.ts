@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { reportCommand } from '../../client/commands/report';
@@ -28,10 +37,18 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const report = (over: Partial<WriteReportInput> = {}): WriteReportInput => ({
-  key: 'run/report/1', dir: outside, item: 'item-1', title: `Item 1 ${MARKER}`, markdown: `found ${MARKER}`, workflowId: 'run', workspace: ws, ...over,
+  key: 'run/report/1',
+  dir: outside,
+  item: 'item-1',
+  title: `Item 1 ${MARKER}`,
+  markdown: `found ${MARKER}`,
+  workflowId: 'run',
+  workspace: ws,
+  ...over,
 });
 
-const anyPlain = (folder: string) => readdirSync(folder).some((f) => readFileSync(path.join(folder, f)).includes(Buffer.from(MARKER)));
+const anyPlain = (folder: string) =>
+  readdirSync(folder).some((f) => readFileSync(path.join(folder, f)).includes(Buffer.from(MARKER)));
 
 test('a report outside the workspace is sealed with its index, and opens with the ring', () => {
   const written = writeReport(report(), old());
@@ -40,7 +57,9 @@ test('a report outside the workspace is sealed with its index, and opens with th
   expect(readFileSync(written.path).subarray(0, 14).toString()).toBe('lwsealed:1:k1\n');
   expect(anyPlain(outside)).toBe(false);
   expect(readReportFile(written.path, old())).toContain(`found ${MARKER}`);
-  expect(readReportFile(path.join(outside, 'index.md.enc'), old())).toContain(`- [Item 1 ${MARKER}](item-1.md.enc) (run \`run\`)`);
+  expect(readReportFile(path.join(outside, 'index.md.enc'), old())).toContain(
+    `- [Item 1 ${MARKER}](item-1.md.enc) (run \`run\`)`,
+  );
 });
 
 test('writing the same sealed report again is alreadyApplied (its plaintext is compared)', () => {
@@ -93,13 +112,17 @@ test('after a rotation old reports still open; a new one uses the new key', () =
 test('a sealed report whose key is missing fails with the KeyMissingError naming the key', () => {
   const file = writeReport(report(), old()).path;
   expect(() => readReportFile(file, parseKeyFile(`k2=${K2}`, 'keys.txt'))).toThrow(KeyMissingError);
-  expect(() => readReportFile(file, undefined)).toThrow(/^key k1 is not in the key ring \(none: LOOPWRIGHT_KEYS is not set in this process\)/);
+  expect(() => readReportFile(file, undefined)).toThrow(
+    /^key k1 is not in the key ring \(none: LOOPWRIGHT_KEYS is not set in this process\)/,
+  );
 });
 
 test('a sealed report moved under another name does not open', () => {
   const file = writeReport(report(), old()).path;
   renameSync(file, path.join(outside, 'other.md.enc'));
-  expect(() => readReportFile(path.join(outside, 'other.md.enc'), old())).toThrow(/does not open: ciphertext under key k1 does not authenticate/);
+  expect(() => readReportFile(path.join(outside, 'other.md.enc'), old())).toThrow(
+    /does not open: ciphertext under key k1 does not authenticate/,
+  );
 });
 
 test('`loopwright report` prints a sealed report with the ring LOOPWRIGHT_KEYS names, and a plaintext one as it is', async () => {

@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { writeReport, type WriteReportInput } from '../../activities/reports';
@@ -23,7 +32,14 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const report = (over: Partial<WriteReportInput> = {}): WriteReportInput => ({
-  key: 'run/report/1', dir: path.join(ws, '.loopwright', 'reports'), item: 'item-1', title: 'Item 1', markdown: 'the report', workflowId: 'run', workspace: ws, ...over,
+  key: 'run/report/1',
+  dir: path.join(ws, '.loopwright', 'reports'),
+  item: 'item-1',
+  title: 'Item 1',
+  markdown: 'the report',
+  workflowId: 'run',
+  workspace: ws,
+  ...over,
 });
 
 test('a report folder that a symlink in the workspace leads outside is refused, and nothing is written there', () => {

@@ -23,7 +23,11 @@ function usageErrorOf(fn: () => unknown): UsageError {
 
 describe('parseInputArg', () => {
   test('parses inline JSON', () => {
-    expect(parseInputArg('{"task":"t","rubric":["a"],"maxAttempts":2}')).toEqual({ task: 't', rubric: ['a'], maxAttempts: 2 });
+    expect(parseInputArg('{"task":"t","rubric":["a"],"maxAttempts":2}')).toEqual({
+      task: 't',
+      rubric: ['a'],
+      maxAttempts: 2,
+    });
   });
 
   test('reads @file and parses its JSON', () => {
@@ -50,12 +54,15 @@ describe('parseInputArg', () => {
     expect(usageErrorOf(() => parseInputArg(`@${dir}`)).message).toMatch(/^cannot read input file .*: EISDIR$/);
   });
 
-  test.each(['{task: "t"}', 'not json', '', '{"task":"t",}'])('invalid inline JSON %j is a one-line UsageError', (text) => {
-    const err = usageErrorOf(() => parseInputArg(text));
-    expect(err.message).toMatch(/^--input is not valid JSON \(.+\): pass JSON or @file$/);
-    expect(err.message).not.toContain('\n');
-    expect(err.exitCode).toBe(2);
-  });
+  test.each(['{task: "t"}', 'not json', '', '{"task":"t",}'])(
+    'invalid inline JSON %j is a one-line UsageError',
+    (text) => {
+      const err = usageErrorOf(() => parseInputArg(text));
+      expect(err.message).toMatch(/^--input is not valid JSON \(.+\): pass JSON or @file$/);
+      expect(err.message).not.toContain('\n');
+      expect(err.exitCode).toBe(2);
+    },
+  );
 
   test('a @file holding invalid JSON is a UsageError', () => {
     const file = path.join(dir, 'bad.json');

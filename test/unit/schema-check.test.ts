@@ -11,7 +11,13 @@ const check: SchemaCheck = {
 describe('runSchemaCheck', () => {
   test('valid JSON that matches the schema passes with no failed items', () => {
     const verdict = runSchemaCheck(check, '{"answer": 42}');
-    expect(verdict).toMatchObject({ check: 'shape', kind: 'schema', passed: true, failedItems: [], requiredCorrection: '' });
+    expect(verdict).toMatchObject({
+      check: 'shape',
+      kind: 'schema',
+      passed: true,
+      failedItems: [],
+      requiredCorrection: '',
+    });
   });
 
   test('a candidate in a ```json fence passes', () => {

@@ -18,9 +18,14 @@ const text = (max: number) =>
     fc.constantFrom('', ' ', '  ada  ', 'a\nb', 'x\u200by', 'ok', 'bad', '5m', '2h', '0s', 'soon', '7d', 'approve'),
     fc.string({ minLength: max - 2, maxLength: max + 2 }),
   );
-const number = fc.oneof(fc.integer({ min: -3, max: 130 }), fc.double({ min: -2, max: 200, noNaN: false }), fc.constantFrom(0, 1, 0.000001, 0.0000005, 1e21, Infinity, -0, Number.NaN));
+const number = fc.oneof(
+  fc.integer({ min: -3, max: 130 }),
+  fc.double({ min: -2, max: 200, noNaN: false }),
+  fc.constantFrom(0, 1, 0.000001, 0.0000005, 1e21, Infinity, -0, Number.NaN),
+);
 const anything = fc.oneof(text(10), number, fc.constant(null), fc.boolean(), fc.constant([]), fc.constant({}));
-const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(fc.oneof({ weight: 4, arbitrary: arb }, { weight: 1, arbitrary: anything }), { nil: undefined, freq: 3 });
+const maybe = <T>(arb: fc.Arbitrary<T>) =>
+  fc.option(fc.oneof({ weight: 4, arbitrary: arb }, { weight: 1, arbitrary: anything }), { nil: undefined, freq: 3 });
 
 const decisionArb = fc
   .record(
@@ -44,14 +49,31 @@ const decisionArb = fc
   .map((d) => Object.fromEntries(Object.entries(d).filter(([, v]) => v !== undefined)));
 
 /** Values that are usually right and sometimes wrong, in the shape of a proposal. */
-const sometimes = <T>(good: fc.Arbitrary<T>) => fc.oneof({ weight: 12, arbitrary: good }, { weight: 1, arbitrary: anything });
-const words = fc.oneof({ weight: 6, arbitrary: fc.string({ minLength: 1, maxLength: 10 }) }, { weight: 1, arbitrary: text(10) });
+const sometimes = <T>(good: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 12, arbitrary: good }, { weight: 1, arbitrary: anything });
+const words = fc.oneof(
+  { weight: 6, arbitrary: fc.string({ minLength: 1, maxLength: 10 }) },
+  { weight: 1, arbitrary: text(10) },
+);
 const withExtra = <T extends object>(arb: fc.Arbitrary<T>) =>
-  fc.tuple(arb, fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: anything })).map(([o, extra]) => (extra === undefined ? o : { ...o, extra }));
+  fc
+    .tuple(arb, fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: anything }))
+    .map(([o, extra]) => (extra === undefined ? o : { ...o, extra }));
 const proposalArb = withExtra(
   fc.record({
     changes: sometimes(
-      fc.array(withExtra(fc.record({ path: sometimes(fc.oneof(fc.constantFrom('systemPrompt', 'knowledge.x'), words)), value: fc.oneof({ weight: 6, arbitrary: fc.oneof(text(20), fc.constant(null)) }, { weight: 1, arbitrary: anything }) })), { maxLength: 3 }),
+      fc.array(
+        withExtra(
+          fc.record({
+            path: sometimes(fc.oneof(fc.constantFrom('systemPrompt', 'knowledge.x'), words)),
+            value: fc.oneof(
+              { weight: 6, arbitrary: fc.oneof(text(20), fc.constant(null)) },
+              { weight: 1, arbitrary: anything },
+            ),
+          }),
+        ),
+        { maxLength: 3 },
+      ),
     ),
     contract: sometimes(
       withExtra(
@@ -81,7 +103,9 @@ describe("workflows' zod-free checks", () => {
         if (ours.ok && zods.success) {
           accepted++;
           expect(asJson(ours.decision)).toEqual(asJson(zods.data));
-          expect(Object.keys(ours.decision)).toEqual(Object.keys(zods.data).filter((k) => (zods.data as Record<string, unknown>)[k] !== undefined));
+          expect(Object.keys(ours.decision)).toEqual(
+            Object.keys(zods.data).filter((k) => (zods.data as Record<string, unknown>)[k] !== undefined),
+          );
         }
         if (!ours.ok) expect(ours.issues.length).toBeGreaterThan(0);
       }),
@@ -109,8 +133,14 @@ describe("workflows' zod-free checks", () => {
   });
 
   test.each([
-    [{ kind: 'approve', id: 'd1', by: '  ada  ', extra: 1 }, { kind: 'approve', id: 'd1', by: 'ada' }],
-    [{ kind: 'retry', id: 'd2', by: 'ada', guidance: ' more tests ' }, { kind: 'retry', id: 'd2', by: 'ada', guidance: 'more tests', attempts: 1 }],
+    [
+      { kind: 'approve', id: 'd1', by: '  ada  ', extra: 1 },
+      { kind: 'approve', id: 'd1', by: 'ada' },
+    ],
+    [
+      { kind: 'retry', id: 'd2', by: 'ada', guidance: ' more tests ' },
+      { kind: 'retry', id: 'd2', by: 'ada', guidance: 'more tests', attempts: 1 },
+    ],
   ])('a decision is normalised as the schema does: %j', (raw, expected) => {
     expect(checkDecision(raw)).toEqual({ ok: true, decision: expected });
     expect(DecisionSchema.parse(raw)).toEqual(expected);

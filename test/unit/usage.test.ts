@@ -10,7 +10,13 @@ describe('addUsage', () => {
   test('sums every token field and the cost', () => {
     const a = usage({ inputTokens: 100, outputTokens: 20, cacheReadTokens: 3, cacheWriteTokens: 4, costUsd: 0.0015 });
     const b = usage({ inputTokens: 50, outputTokens: 5, cacheReadTokens: 7, cacheWriteTokens: 1, costUsd: 0.0025 });
-    expect(addUsage(a, b)).toEqual({ inputTokens: 150, outputTokens: 25, cacheReadTokens: 10, cacheWriteTokens: 5, costUsd: 0.004 });
+    expect(addUsage(a, b)).toEqual({
+      inputTokens: 150,
+      outputTokens: 25,
+      cacheReadTokens: 10,
+      cacheWriteTokens: 5,
+      costUsd: 0.004,
+    });
   });
 
   test('rounds the cost to a millionth of a dollar, so 0.1 + 0.2 is exactly 0.3', () => {
@@ -34,7 +40,13 @@ describe('addUsage', () => {
     const a = usage({ inputTokens: 1, costUsd: 0.5 });
     addUsage(a, a);
     expect(a).toEqual(usage({ inputTokens: 1, costUsd: 0.5 }));
-    expect(ZERO_USAGE).toEqual({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 });
+    expect(ZERO_USAGE).toEqual({
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      costUsd: 0,
+    });
     expect(Object.isFrozen(ZERO_USAGE)).toBe(true);
   });
 });

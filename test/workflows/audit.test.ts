@@ -31,33 +31,55 @@ test('a passed run in the audit sample shows in list --needs-audit until a perso
     const { workflowId } = await s.client.run('evaluate-optimize', task({ auditSample: 1 }));
     const done = await s.client.wait(workflowId);
     expect(done).toMatchObject({ state: 'completed', stopReason: 'passed', audit: { needed: true } });
-    const listed = await eventually(() => s.client.list({ needsAudit: true, limit: 500 }), (rows) => rows.some((r) => r.workflowId === workflowId));
+    const listed = await eventually(
+      () => s.client.list({ needsAudit: true, limit: 500 }),
+      (rows) => rows.some((r) => r.workflowId === workflowId),
+    );
     expect(listed.map((r) => r.workflowId)).toContain(workflowId);
-    await expect(s.client.decide(workflowId, { kind: 'approve', by: 'eve' })).rejects.toThrow(/not waiting for a decision/);
+    await expect(s.client.decide(workflowId, { kind: 'approve', by: 'eve' })).rejects.toThrow(
+      /not waiting for a decision/,
+    );
     await s.client.decide(workflowId, { kind: 'audit', by: 'ivy', verdict: 'bad', note: 'the rubric is too weak' });
     const closed = (await s.client.temporal.workflow.getHandle(workflowId).result()) as { audit: unknown };
-    expect(closed.audit).toMatchObject({ needed: true, reviewedBy: 'ivy', verdict: 'bad', note: 'the rubric is too weak' });
-    const after = await eventually(() => s.client.list({ needsAudit: true, limit: 500 }), (rows) => !rows.some((r) => r.workflowId === workflowId));
+    expect(closed.audit).toMatchObject({
+      needed: true,
+      reviewedBy: 'ivy',
+      verdict: 'bad',
+      note: 'the rubric is too weak',
+    });
+    const after = await eventually(
+      () => s.client.list({ needsAudit: true, limit: 500 }),
+      (rows) => !rows.some((r) => r.workflowId === workflowId),
+    );
     expect(after.map((r) => r.workflowId)).not.toContain(workflowId);
   });
 });
 
 test('with maxPendingReviews reached, a triggered run stops at once with the reason and calls no model', async () => {
-  const { model, stack } = await setup.with('debt', script(workerSays(1, 'bad', { times: 5 }), judgeSays(1, false, ['r'], '', { times: 5 })));
+  const { model, stack } = await setup.with(
+    'debt',
+    script(workerSays(1, 'bad', { times: 5 }), judgeSays(1, false, ['r'], '', { times: 5 })),
+  );
   const s = stack;
   await s.run(async () => {
     const loopInput = task({ maxAttempts: 1, maxPendingReviews: 1 });
     const first = await s.client.run('evaluate-optimize', loopInput);
     expect((await s.client.wait(first.workflowId)).state).toBe('awaiting_human');
-    await eventually(() => s.client.list({ state: 'awaiting_human', limit: 500 }), (rows) => rows.some((r) => r.workflowId === first.workflowId));
+    await eventually(
+      () => s.client.list({ state: 'awaiting_human', limit: 500 }),
+      (rows) => rows.some((r) => r.workflowId === first.workflowId),
+    );
     const calls = model.requests.length;
     const second = await s.client.run('evaluate-optimize', loopInput, { trigger: { kind: 'event' } });
     const held = await s.client.wait(second.workflowId);
     expect(held).toMatchObject({ state: 'blocked', stopReason: 'verification_debt', attempts: [] });
-    expect(held.error).toMatch(/verification debt: \d+ runs of loop evaluate-optimize wait for a human \(maxPendingReviews 1\)/);
+    expect(held.error).toMatch(
+      /verification debt: \d+ runs of loop evaluate-optimize wait for a human \(maxPendingReviews 1\)/,
+    );
     expect(model.requests.length).toBe(calls);
     const manual = await s.client.run('evaluate-optimize', loopInput);
     expect((await s.client.wait(manual.workflowId)).state).not.toBe('blocked');
-    for (const id of [first.workflowId, manual.workflowId]) await s.client.temporal.workflow.getHandle(id).terminate('test done');
+    for (const id of [first.workflowId, manual.workflowId])
+      await s.client.temporal.workflow.getHandle(id).terminate('test done');
   });
 });

@@ -19,32 +19,60 @@ const setup = scriptedStacks();
 
 const KEY = 'add-adds-two-numbers';
 // Workflow ids are `ci-triage/<repo basename>/<key>` on a server shared by every test: a basename of its own.
-const sample = () => createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-triage-')), `repo-${randomBytes(4).toString('hex')}`));
+const sample = () =>
+  createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-triage-')), `repo-${randomBytes(4).toString('hex')}`));
 const GOOD = `## ${SAMPLE_FAILING_TEST}\n\nCause: \`add\` subtracts (src/math.js:3).\n\nFix: return \`a + b\`.`;
 
 test('discovery starts one triage run per failing test; its verified diagnosis becomes a report; a second discovery skips it as done', async () => {
-  const { model, stack } = await setup.with('ci-triage', script(turnCalls(1, [['read_file', { path: 'src/math.js' }]]), turnAnswers(2, GOOD), judgeSays(1, true)));
+  const { model, stack } = await setup.with(
+    'ci-triage',
+    script(turnCalls(1, [['read_file', { path: 'src/math.js' }]]), turnAnswers(2, GOOD), judgeSays(1, true)),
+  );
   const s = stack;
   const repo = sample();
   const childId = `ci-triage/${path.basename(repo)}/${KEY}`;
   const { first, record, second } = await s.run(async () => {
-    const first = await discoveryResult(s.client, (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId);
+    const first = await discoveryResult(
+      s.client,
+      (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId,
+    );
     // The run's result, not just its terminal state: the trace report is written as it closes.
     const record: RunRecord = await s.client.temporal.workflow.getHandle(childId).result();
-    const second = await discoveryResult(s.client, (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId);
+    const second = await discoveryResult(
+      s.client,
+      (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId,
+    );
     return { first, record, second };
   });
-  expect(first).toMatchObject({ phase: 'done', items: [{ key: KEY, name: SAMPLE_FAILING_TEST }], started: [childId], skipped: [] });
+  expect(first).toMatchObject({
+    phase: 'done',
+    items: [{ key: KEY, name: SAMPLE_FAILING_TEST }],
+    started: [childId],
+    skipped: [],
+  });
   expect(record).toMatchObject({ state: 'completed', stopReason: 'passed', autonomy: 'L1', output: GOOD });
-  expect(record.attempts[0].verdicts.map((v) => [v.check, v.passed])).toEqual([['citations', true], ['judge', true]]);
+  expect(record.attempts[0].verdicts.map((v) => [v.check, v.passed])).toEqual([
+    ['citations', true],
+    ['judge', true],
+  ]);
   expect(record.attempts[0].toolCalls!.map((c) => [c.name, c.allowed])).toEqual([['read_file', true]]);
   const reportFile = path.join(repo, '.loopwright', 'reports', `${KEY}.md`);
-  expect(record.effects).toEqual([expect.objectContaining({ kind: 'report', name: 'report', path: reportFile, alreadyApplied: false, key: `${childId}/report/1` })]);
+  expect(record.effects).toEqual([
+    expect.objectContaining({
+      kind: 'report',
+      name: 'report',
+      path: reportFile,
+      alreadyApplied: false,
+      key: `${childId}/report/1`,
+    }),
+  ]);
   const report = readFileSync(reportFile, 'utf8');
   expect(report).toContain(`# ci-triage: ${SAMPLE_FAILING_TEST}`);
   expect(report).toContain(`run: \`${childId}\``);
   expect(report).toContain('src/math.js:3');
-  expect(readFileSync(path.join(repo, '.loopwright', 'reports', 'index.md'), 'utf8')).toContain(`[ci-triage: ${SAMPLE_FAILING_TEST}](${KEY}.md)`);
+  expect(readFileSync(path.join(repo, '.loopwright', 'reports', 'index.md'), 'utf8')).toContain(
+    `[ci-triage: ${SAMPLE_FAILING_TEST}](${KEY}.md)`,
+  );
   // delivery.trace: the story of the run, written as it ended.
   const traceFile = path.join(repo, '.loopwright', 'traces', `${testKey(childId)}.md`);
   expect(record.traceReport).toEqual({ path: traceFile, error: null });
@@ -54,24 +82,36 @@ test('discovery starts one triage run per failing test; its verified diagnosis b
   expect(story).toContain('completed (passed)');
   expect(story).toMatch(/read_file.*src\/math\.js/);
   expect(story).toMatch(/✅ \*\*citations\*\*/);
-  expect(second).toMatchObject({ items: [{ key: KEY }], started: [], skipped: [{ key: KEY, workflowId: childId, reason: 'already done' }] });
+  expect(second).toMatchObject({
+    items: [{ key: KEY }],
+    started: [],
+    skipped: [{ key: KEY, workflowId: childId, reason: 'already done' }],
+  });
   expect(model.requests.filter((r) => r.role === 'worker')).toHaveLength(2);
 });
 
 test('a diagnosis citing a line that does not exist fails the citations check by name; a write call is denied at L1', async () => {
   const BAD = 'Cause: `add` subtracts (src/math.js:99).';
-  const { model, stack } = await setup.with('ci-triage-bad', script(
+  const { model, stack } = await setup.with(
+    'ci-triage-bad',
+    script(
       turnCalls(1, [['write_file', { path: 'src/math.js', content: 'hacked' }]]),
       turnAnswers(2, BAD),
       judgeSays(1, true),
       turnAnswers(1, GOOD, {}, 2),
       judgeSays(2, true),
-    ));
+    ),
+  );
   const s = stack;
   const repo = sample();
   // The run's result (not just its terminal state): the trace report is written as it closes.
   const record: RunRecord = await s.run(async () =>
-    s.client.temporal.workflow.getHandle((await s.client.run('ci-triage', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST })).workflowId).result(),
+    s.client.temporal.workflow
+      .getHandle(
+        (await s.client.run('ci-triage', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST }))
+          .workflowId,
+      )
+      .result(),
   );
   const [first, second] = record.attempts;
   expect(first.toolCalls).toEqual([expect.objectContaining({ name: 'write_file', allowed: false })]);
@@ -100,16 +140,39 @@ test('with maxPendingReviews reached, discovery starts no run for a new item and
   const childId = `ci-triage/${path.basename(repo)}/${KEY}`;
   const result = await s.run(async () => {
     // A run of the loop that waits for a human (its model key is refused, so it escalates).
-    const waiting = await s.client.run('ci-triage', { repo, testCommand: 'node --test', failingTest: 'something else' });
+    const waiting = await s.client.run('ci-triage', {
+      repo,
+      testCommand: 'node --test',
+      failingTest: 'something else',
+    });
     expect((await s.client.wait(waiting.workflowId)).state).toBe('awaiting_human');
-    for (let i = 0; i < 50 && !(await s.client.list({ state: 'awaiting_human', loop: 'ci-triage', limit: 500 })).some((r) => r.workflowId === waiting.workflowId); i++) {
+    for (
+      let i = 0;
+      i < 50 &&
+      !(await s.client.list({ state: 'awaiting_human', loop: 'ci-triage', limit: 500 })).some(
+        (r) => r.workflowId === waiting.workflowId,
+      );
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 200));
     }
-    const held = await discoveryResult(s.client, (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test', maxPendingReviews: 1 })).workflowId);
+    const held = await discoveryResult(
+      s.client,
+      (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test', maxPendingReviews: 1 }))
+        .workflowId,
+    );
     await s.client.temporal.workflow.getHandle(waiting.workflowId).terminate('test done');
     return held;
   });
   expect(result.started).toEqual([]);
-  expect(result.skipped).toEqual([{ key: KEY, workflowId: childId, reason: expect.stringMatching(/^verification debt: \d+ runs of ci-triage wait for a human \(maxPendingReviews 1\)$/) }]);
+  expect(result.skipped).toEqual([
+    {
+      key: KEY,
+      workflowId: childId,
+      reason: expect.stringMatching(
+        /^verification debt: \d+ runs of ci-triage wait for a human \(maxPendingReviews 1\)$/,
+      ),
+    },
+  ]);
   await expect(s.client.status(childId)).rejects.toThrow(/no run with id/);
 });

@@ -8,7 +8,16 @@ import { createModelClient } from '../../activities/providers';
 import { planRun } from '../../loops/plan-run';
 import { readPrices } from '../../common/pricing';
 import type { RunRecord } from '../../common/run-record';
-import { LoopAttempt, LoopAudit, LoopAutonomy, LoopCostUsd, LoopItemKey, LoopName, LoopState, LoopTokens } from '../../common/search-attributes';
+import {
+  LoopAttempt,
+  LoopAudit,
+  LoopAutonomy,
+  LoopCostUsd,
+  LoopItemKey,
+  LoopName,
+  LoopState,
+  LoopTokens,
+} from '../../common/search-attributes';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { WORKER_TUNING } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
@@ -28,7 +37,16 @@ beforeAll(async () => {
   env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: process.env.LOOPWRIGHT_TEMPORAL_CLI! },
-      searchAttributes: [LoopName, LoopState, LoopAttempt, LoopAutonomy, LoopItemKey, LoopCostUsd, LoopTokens, LoopAudit],
+      searchAttributes: [
+        LoopName,
+        LoopState,
+        LoopAttempt,
+        LoopAutonomy,
+        LoopItemKey,
+        LoopCostUsd,
+        LoopTokens,
+        LoopAudit,
+      ],
       extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40', '--headless'],
     },
   });
@@ -44,19 +62,34 @@ test('a long session continues as new between turns and finishes with every turn
   writeFileSync(path.join(workspace, 'f.txt'), 'content\n');
   const turns = 14;
   model = await startModelServer({
-    script: script(...Array.from({ length: turns - 1 }, (_, i) => turnCalls(i + 1, [['read_file', { path: 'f.txt' }]])), turnAnswers(turns, 'read it 13 times'), judgeSays(1, true)),
+    script: script(
+      ...Array.from({ length: turns - 1 }, (_, i) => turnCalls(i + 1, [['read_file', { path: 'f.txt' }]])),
+      turnAnswers(turns, 'read it 13 times'),
+      judgeSays(1, true),
+    ),
     port: 0,
   });
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue: 'can',
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
-    activities: createActivities({ model: createModelClient({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
+    activities: createActivities({
+      model: createModelClient({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }),
+    }),
     ...WORKER_TUNING,
   });
-  const plan = planRun('evaluate-optimize', { task: 'Read f.txt many times.', rubric: ['r'], tools: ['read_file'], workspace, maxTurns: 20 }, { models: { worker: 'claude-sonnet-5-5', checker: 'claude-haiku-5-5' }, prices: readPrices({}) }, { kind: 'client' });
+  const plan = planRun(
+    'evaluate-optimize',
+    { task: 'Read f.txt many times.', rubric: ['r'], tools: ['read_file'], workspace, maxTurns: 20 },
+    { models: { worker: 'claude-sonnet-5-5', checker: 'claude-haiku-5-5' }, prices: readPrices({}) },
+    { kind: 'client' },
+  );
   const record = await worker.runUntil(async () => {
-    const handle = await env.client.workflow.start('loopWorkflow', { taskQueue: 'can', workflowId: 'long-session', args: [plan] });
+    const handle = await env.client.workflow.start('loopWorkflow', {
+      taskQueue: 'can',
+      workflowId: 'long-session',
+      args: [plan],
+    });
     return (await handle.result()) as RunRecord;
   });
   expect(record).toMatchObject({ state: 'completed', output: 'read it 13 times' });

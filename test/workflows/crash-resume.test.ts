@@ -41,7 +41,13 @@ test('kill -9 the worker mid-session: another worker resumes it without repeatin
   const client = await LoopwrightClient.connect({ env });
   try {
     const first = await startWorker(env);
-    const { workflowId } = await client.run('evaluate-optimize', { task: 'Read a, write b.', rubric: ['done'], tools: ['read_file', 'write_file', 'list_files'], workspace, autonomy: 'L3' });
+    const { workflowId } = await client.run('evaluate-optimize', {
+      task: 'Read a, write b.',
+      rubric: ['done'],
+      tools: ['read_file', 'write_file', 'list_files'],
+      workspace,
+      autonomy: 'L3',
+    });
     while (!model.requests.some((r) => r.turn === 3)) await new Promise((r) => setTimeout(r, 50));
     await first.stop('SIGKILL');
 
@@ -55,7 +61,9 @@ test('kill -9 the worker mid-session: another worker resumes it without repeatin
     expect(turns.filter((t) => t === 3)).toHaveLength(2); // the one in flight when the worker died is asked again
     expect(turns.filter((t) => t === 4)).toHaveLength(1);
     const history = await client.temporal.workflow.getHandle(workflowId).fetchHistory();
-    const toolRuns = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool');
+    const toolRuns = (history.events ?? []).filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
+    );
     expect(toolRuns).toHaveLength(3);
     const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes);
     expect(started.every((e) => (e.activityTaskStartedEventAttributes!.attempt ?? 1) === 1)).toBe(true);

@@ -52,7 +52,12 @@ test('kill -9 the worker after the ref moved, before the checkout is updated: th
   const client = await LoopwrightClient.connect({ env });
   try {
     const first = await startWorker(env);
-    const { workflowId } = await client.run('fix-test', { repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
+    const { workflowId } = await client.run('fix-test', {
+      repo,
+      testCommand: 'node --test',
+      failingTest: SAMPLE_FAILING_TEST,
+      allowedPaths: ['src/', 'test/'],
+    });
     expect((await client.wait(workflowId)).escalation?.kind).toBe('approval');
 
     await client.decide(workflowId, { kind: 'approve', by: 'ada' });

@@ -45,7 +45,10 @@ afterAll(async () => {
 });
 
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
-const withKey = (repo: string, target: string, key: string) => git(repo, 'log', target, '--format=%H', '--fixed-strings', `--grep=Loopwright-Effect: ${key}`).split('\n').filter(Boolean);
+const withKey = (repo: string, target: string, key: string) =>
+  git(repo, 'log', target, '--format=%H', '--fixed-strings', `--grep=Loopwright-Effect: ${key}`)
+    .split('\n')
+    .filter(Boolean);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Case {
@@ -74,12 +77,22 @@ async function until(what: string, ok: () => boolean, timeoutMs = 150_000): Prom
  * would be most of the test's time (effect-crash.test.ts and fix-test.test.ts run the whole loop).
  */
 async function startRun(client: LoopwrightClient, c: Omit<Case, 'workflowId'>, workflowId: string): Promise<void> {
-  const input = { repo: c.repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'], ...(c.kind === 'not-checked-out' ? { targetBranch: c.target } : {}) };
+  const input = {
+    repo: c.repo,
+    testCommand: 'node --test',
+    failingTest: SAMPLE_FAILING_TEST,
+    allowedPaths: ['src/', 'test/'],
+    ...(c.kind === 'not-checked-out' ? { targetBranch: c.target } : {}),
+  };
   const plan = client.plan('fix-test', input, { kind: 'client' });
   const agent = { ...plan.spec.agent, tools: plan.spec.agent.tools.filter((tool) => tool !== 'run_command') };
   const spec = { ...plan.spec, agent, checks: plan.spec.checks.filter((check) => check.kind === 'diff') };
   expect(spec.checks).toHaveLength(1);
-  await client.temporal.workflow.start('loopWorkflow', { taskQueue: client.config.taskQueue, workflowId, args: [{ ...plan, spec }] });
+  await client.temporal.workflow.start('loopWorkflow', {
+    taskQueue: client.config.taskQueue,
+    workflowId,
+    args: [{ ...plan, spec }],
+  });
 }
 
 test('kill -9 the worker at every step of the commit effect: each run completes with exactly one commit and a clean checkout', async () => {
@@ -110,12 +123,20 @@ test('kill -9 the worker at every step of the commit effect: each run completes 
     await Promise.all(
       cases.map(async (c) => {
         await startRun(client, c, c.workflowId);
-        expect(await client.wait(c.workflowId)).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' } });
+        expect(await client.wait(c.workflowId)).toMatchObject({
+          state: 'awaiting_human',
+          escalation: { kind: 'approval' },
+        });
         await client.decide(c.workflowId, { kind: 'approve', by: 'ada' });
       }),
     );
-    await until('every effect held at its step', () => cases.every((c) => existsSync(pauseFiles(pauses, `${c.workflowId}/commit/1`).held)));
-    atKill = cases.map((c) => ({ tip: git(c.repo, 'rev-parse', c.target), math: readFileSync(path.join(c.repo, 'src/math.js'), 'utf8') }));
+    await until('every effect held at its step', () =>
+      cases.every((c) => existsSync(pauseFiles(pauses, `${c.workflowId}/commit/1`).held)),
+    );
+    atKill = cases.map((c) => ({
+      tip: git(c.repo, 'rev-parse', c.target),
+      math: readFileSync(path.join(c.repo, 'src/math.js'), 'utf8'),
+    }));
     await held.stop('SIGKILL');
     // The next worker holds nowhere.
     await startWorkerProcess(env);
@@ -130,16 +151,26 @@ test('kill -9 the worker at every step of the commit effect: each run completes 
     // What the killed worker had done when it died.
     const moved = c.step === 'ref-moved' || c.step === 'done';
     expect({ label, moved: atKill[i].tip !== c.before }).toEqual({ label, moved });
-    if (c.kind === 'checked-out') expect({ label, fixed: atKill[i].math.includes('return a + b;') }).toEqual({ label, fixed: c.step === 'done' });
+    if (c.kind === 'checked-out')
+      expect({ label, fixed: atKill[i].math.includes('return a + b;') }).toEqual({ label, fixed: c.step === 'done' });
     // What the fresh worker made of it: the run an undisturbed worker would have finished.
-    expect({ label, state: record.state, stopReason: record.stopReason, error: record.error ?? null }).toEqual({ label, state: 'completed', stopReason: 'passed', error: null });
+    expect({ label, state: record.state, stopReason: record.stopReason, error: record.error ?? null }).toEqual({
+      label,
+      state: 'completed',
+      stopReason: 'passed',
+      error: null,
+    });
     const key = `${c.workflowId}/commit/1`;
     const tip = git(c.repo, 'rev-parse', c.target);
-    expect(record.effects).toEqual([expect.objectContaining({ key, target: c.target, commit: tip, alreadyApplied: moved })]);
+    expect(record.effects).toEqual([
+      expect.objectContaining({ key, target: c.target, commit: tip, alreadyApplied: moved }),
+    ]);
     expect(record.effects[0].note).toBeUndefined();
     expect({ label, commits: withKey(c.repo, c.target, key) }).toEqual({ label, commits: [tip] });
     expect(git(c.repo, 'rev-parse', `${tip}^`)).toBe(c.before);
-    expect(git(c.repo, 'rev-parse', `${tip}^{tree}`)).toBe(git(c.repo, 'rev-parse', `${record.attempts[0].commit}^{tree}`));
+    expect(git(c.repo, 'rev-parse', `${tip}^{tree}`)).toBe(
+      git(c.repo, 'rev-parse', `${record.attempts[0].commit}^{tree}`),
+    );
     expect({ label, status: git(c.repo, 'status', '--porcelain') }).toEqual({ label, status: '' });
     if (c.kind === 'checked-out') {
       expect(git(c.repo, 'rev-parse', 'HEAD')).toBe(tip);
@@ -151,5 +182,7 @@ test('kill -9 the worker at every step of the commit effect: each run completes 
     good += 1;
   });
   expect(good).toBe(STEPS.length * (REPEATS['checked-out'] + REPEATS['not-checked-out']));
-  process.stderr.write(`effect-steps: ${good}/${cases.length} killed-worker runs completed with exactly one commit and a clean checkout in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  process.stderr.write(
+    `effect-steps: ${good}/${cases.length} killed-worker runs completed with exactly one commit and a clean checkout in ${Math.round((Date.now() - started) / 1000)} s\n`,
+  );
 }, 360_000);

@@ -24,9 +24,15 @@ afterEach(async () => {
 });
 
 const sample = () => createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-fix-')), 'repo'));
-const input = (repo: string) => ({ repo, testCommand: 'node --test', failingTest: SAMPLE_FAILING_TEST, allowedPaths: ['src/', 'test/'] });
+const input = (repo: string) => ({
+  repo,
+  testCommand: 'node --test',
+  failingTest: SAMPLE_FAILING_TEST,
+  allowedPaths: ['src/', 'test/'],
+});
 const git = (repo: string, ...args: string[]) => execFileSync('git', args, { cwd: repo }).toString();
-const effectCommits = (repo: string) => git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').trim().split('\n').filter(Boolean);
+const effectCommits = (repo: string) =>
+  git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').trim().split('\n').filter(Boolean);
 
 test('a cheating candidate is rejected, the real fix passes, and approving twice commits it exactly once', async () => {
   model = await startModelServer({ script: parseModelScript(demoScript, 'demo'), port: 0 });
@@ -53,14 +59,22 @@ test('a cheating candidate is rejected, the real fix passes, and approving twice
   const [first, second] = record.attempts;
   expect(first.passed).toBe(false);
   // Deleting the failing test made `node --test` green; the gate runs it as base wrote it.
-  expect(first.verdicts.find((v) => v.check === 'tests')).toMatchObject({ passed: false, failedItems: ['fail to pass', 'regression test'] });
+  expect(first.verdicts.find((v) => v.check === 'tests')).toMatchObject({
+    passed: false,
+    failedItems: ['fail to pass', 'regression test'],
+  });
   const policy = first.verdicts.find((v) => v.check === 'change policy')!;
   expect(policy).toMatchObject({ passed: false, failedItems: ['tests append-only'] });
   expect(first.verdicts.find((v) => v.check === 'code review')).toMatchObject({ kind: 'judge', passed: false });
   expect(second.passed).toBe(true);
   expect(record.effects).toHaveLength(1);
   const effect = record.effects[0];
-  expect(effect).toMatchObject({ name: 'commit', target: 'main', alreadyApplied: false, key: `${record.workflowId}/commit/1` });
+  expect(effect).toMatchObject({
+    name: 'commit',
+    target: 'main',
+    alreadyApplied: false,
+    key: `${record.workflowId}/commit/1`,
+  });
   expect(effectCommits(repo)).toEqual([effect.commit]);
   expect(git(repo, 'log', '-1', '--format=%B', 'main')).toContain(`Loopwright-Effect: ${effect.key}`);
   expect(readFileSync(path.join(repo, 'src/math.js'), 'utf8')).toContain('return a + b;');
@@ -98,32 +112,63 @@ test('an effect activity retried after it committed finds its commit and does no
 });
 
 test('candidates that skip the failing test or edit outside the allowed paths are rejected with the right reason', async () => {
-  const skipped = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add, multiply } = require('../src/math');\n\ntest('multiply multiplies two numbers', () => {\n  assert.strictEqual(multiply(3, 4), 12);\n});\n\ntest.skip('add adds two numbers', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n";
+  const skipped =
+    "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add, multiply } = require('../src/math');\n\ntest('multiply multiplies two numbers', () => {\n  assert.strictEqual(multiply(3, 4), 12);\n});\n\ntest.skip('add adds two numbers', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n";
   const tools = (attempt: number, turn: number, calls: Array<[string, Record<string, unknown>]>) => ({
-    name: `a${attempt}t${turn}`, match: { role: 'worker', attempt, turn },
+    name: `a${attempt}t${turn}`,
+    match: { role: 'worker', attempt, turn },
     reply: { content: calls.map(([name, input]) => ({ type: 'tool_use', name, input })), stop_reason: 'tool_use' },
   });
-  const answer = (attempt: number, turn: number) => ({ name: `a${attempt}t${turn}`, match: { role: 'worker', attempt, turn }, reply: { content: [{ type: 'text', text: 'done' }] } });
+  const answer = (attempt: number, turn: number) => ({
+    name: `a${attempt}t${turn}`,
+    match: { role: 'worker', attempt, turn },
+    reply: { content: [{ type: 'text', text: 'done' }] },
+  });
   model = await startModelServer({
-    script: parseModelScript({
-      rules: [
-        tools(1, 1, [['write_file', { path: 'test/math.test.js', content: skipped }]]),
-        answer(1, 2),
-        tools(2, 1, [
-          ['edit_file', { path: 'src/math.js', old_text: 'return a - b;', new_text: 'return a + b;' }],
-          ['write_file', { path: 'test/math.test.js', content: skipped.replace('test.skip(', 'test(') + "\ntest('add adds negatives', () => {\n  assert.strictEqual(add(-1, -1), -2);\n});\n" }],
-          ['write_file', { path: 'package.json', content: '{"name":"sample-math","scripts":{"test":"echo ok"}}\n' }],
-        ]),
-        answer(2, 2),
-        { name: 'review passes', match: { role: 'checker' }, reply: { content: [{ type: 'tool_use', name: 'submit_verdict', input: { passed: true, reason: 'ok', failed_items: [], required_correction: '' } }] } },
-      ],
-    }, 'cheats'),
+    script: parseModelScript(
+      {
+        rules: [
+          tools(1, 1, [['write_file', { path: 'test/math.test.js', content: skipped }]]),
+          answer(1, 2),
+          tools(2, 1, [
+            ['edit_file', { path: 'src/math.js', old_text: 'return a - b;', new_text: 'return a + b;' }],
+            [
+              'write_file',
+              {
+                path: 'test/math.test.js',
+                content:
+                  skipped.replace('test.skip(', 'test(') +
+                  "\ntest('add adds negatives', () => {\n  assert.strictEqual(add(-1, -1), -2);\n});\n",
+              },
+            ],
+            ['write_file', { path: 'package.json', content: '{"name":"sample-math","scripts":{"test":"echo ok"}}\n' }],
+          ]),
+          answer(2, 2),
+          {
+            name: 'review passes',
+            match: { role: 'checker' },
+            reply: {
+              content: [
+                {
+                  type: 'tool_use',
+                  name: 'submit_verdict',
+                  input: { passed: true, reason: 'ok', failed_items: [], required_correction: '' },
+                },
+              ],
+            },
+          },
+        ],
+      },
+      'cheats',
+    ),
     port: 0,
   });
   stack = await testStack('fix-test-cheats', model.url);
   const s = stack;
   const repo = sample();
-  const record = await s.run(async () => s.client.wait((await s.client.run('fix-test', { ...input(repo), maxAttempts: 2 })).workflowId));
+  const record = await s.run(async () =>
+    s.client.wait((await s.client.run('fix-test', { ...input(repo), maxAttempts: 2 })).workflowId),
+  );
   expect(record).toMatchObject({ state: 'awaiting_human', stopReason: 'attempts' });
   const verdict = (n: number, check: string) => record.attempts[n].verdicts.find((v) => v.check === check)!;
   expect(verdict(0, 'tests').failedItems).toEqual(['fail to pass', 'regression test']);

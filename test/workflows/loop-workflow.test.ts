@@ -5,7 +5,11 @@ import { scriptedStacks } from '../helpers/temporal';
 import { judgeSays, workerSays } from '../helpers/scripts';
 
 const RUBRIC = ['exactly three lines', 'mentions a crash'];
-const input = (extra: Record<string, unknown> = {}) => ({ task: 'Write a haiku about crashes.', rubric: RUBRIC, ...extra });
+const input = (extra: Record<string, unknown> = {}) => ({
+  task: 'Write a haiku about crashes.',
+  rubric: RUBRIC,
+  ...extra,
+});
 
 const setup = scriptedStacks();
 
@@ -36,10 +40,14 @@ describe('loopWorkflow on a real dev server', () => {
       'feedback',
       workerSays(1, 'FIRST CANDIDATE'),
       judgeSays(1, false, ['exactly three lines'], 'Use exactly three lines.'),
-      workerSays(2, 'fixed\na crash\nthree', { match: { role: 'worker', attempt: 2, lastUser: 'Use exactly three lines.' } }),
+      workerSays(2, 'fixed\na crash\nthree', {
+        match: { role: 'worker', attempt: 2, lastUser: 'Use exactly three lines.' },
+      }),
       judgeSays(2, true),
     );
-    const record = await stack.run(async () => stack.client.wait((await stack.client.run('evaluate-optimize', input())).workflowId));
+    const record = await stack.run(async () =>
+      stack.client.wait((await stack.client.run('evaluate-optimize', input())).workflowId),
+    );
     expect(record.state).toBe('completed');
     expect(record.attempts.map((a) => a.passed)).toEqual([false, true]);
     expect(record.attempts[0].reasons[0]).toContain('exactly three lines');
@@ -71,7 +79,13 @@ describe('loopWorkflow on a real dev server', () => {
   });
 
   test('escalates after maxAttempts without a third worker call, and approve is recorded as an override', async () => {
-    const { model, stack } = await setup('approve', workerSays(1, 'one'), judgeSays(1, false, ['mentions a crash']), workerSays(2, 'two'), judgeSays(2, false, ['mentions a crash']));
+    const { model, stack } = await setup(
+      'approve',
+      workerSays(1, 'one'),
+      judgeSays(1, false, ['mentions a crash']),
+      workerSays(2, 'two'),
+      judgeSays(2, false, ['mentions a crash']),
+    );
     const record = await stack.run(async () => {
       const { workflowId } = await stack.client.run('evaluate-optimize', input({ maxAttempts: 2 }));
       const waiting = await stack.client.wait(workflowId);
@@ -109,26 +123,38 @@ describe('loopWorkflow on a real dev server', () => {
       'retry',
       workerSays(1, 'one'),
       judgeSays(1, false, ['mentions a crash']),
-      workerSays(2, 'a crash\nin\nthree', { match: { role: 'worker', attempt: 2, lastUser: 'Talk about the power cut.' } }),
+      workerSays(2, 'a crash\nin\nthree', {
+        match: { role: 'worker', attempt: 2, lastUser: 'Talk about the power cut.' },
+      }),
       judgeSays(2, true),
     );
     const record = await stack.run(async () => {
       const { workflowId } = await stack.client.run('evaluate-optimize', input({ maxAttempts: 1 }));
       await stack.client.wait(workflowId);
-      await stack.client.decide(workflowId, { kind: 'retry', by: 'cy', guidance: 'Talk about the power cut.', attempts: 1 });
+      await stack.client.decide(workflowId, {
+        kind: 'retry',
+        by: 'cy',
+        guidance: 'Talk about the power cut.',
+        attempts: 1,
+      });
       return stack.client.wait(workflowId);
     });
     expect(record.state).toBe('completed');
     expect(record.stopReason).toBe('passed');
     expect(record.budget).toMatchObject({ maxAttempts: 2, used: { attempts: 2 } });
-    expect(record.budget.extensions).toEqual([expect.objectContaining({ by: 'cy', attempts: 1, guidance: 'Talk about the power cut.' })]);
+    expect(record.budget.extensions).toEqual([
+      expect.objectContaining({ by: 'cy', attempts: 1, guidance: 'Talk about the power cut.' }),
+    ]);
     expect(model.requests.find((r) => r.role === 'worker' && r.attempt === 2)!.lastUser).toContain('Guidance from cy');
   });
 
   test('ends budget_exhausted when nobody decides by the deadline', async () => {
     const { stack } = await setup('deadline', workerSays(1, 'one'), judgeSays(1, false, ['mentions a crash']));
     const record = await stack.run(async () => {
-      const { workflowId } = await stack.client.run('evaluate-optimize', input({ maxAttempts: 1, escalationTimeout: '2s' }));
+      const { workflowId } = await stack.client.run(
+        'evaluate-optimize',
+        input({ maxAttempts: 1, escalationTimeout: '2s' }),
+      );
       const waiting = await stack.client.wait(workflowId);
       expect(waiting.state).toBe('awaiting_human');
       for (;;) {
@@ -147,8 +173,12 @@ describe('loopWorkflow on a real dev server', () => {
     const { stack } = await setup('refuse', workerSays(1, 'slow answer', { delayMs: 1500 }), judgeSays(1, true));
     const record = await stack.run(async () => {
       const { workflowId } = await stack.client.run('evaluate-optimize', input());
-      await expect(stack.client.decide(workflowId, { kind: 'approve', by: 'eve' })).rejects.toThrow(/not waiting for a decision/);
-      await expect(stack.client.decide(workflowId, { kind: 'approve', by: 'eve' })).rejects.toThrow(DecisionRefusedError);
+      await expect(stack.client.decide(workflowId, { kind: 'approve', by: 'eve' })).rejects.toThrow(
+        /not waiting for a decision/,
+      );
+      await expect(stack.client.decide(workflowId, { kind: 'approve', by: 'eve' })).rejects.toThrow(
+        DecisionRefusedError,
+      );
       return stack.client.wait(workflowId);
     });
     expect(record.state).toBe('completed');

@@ -29,7 +29,8 @@ afterEach(async () => {
 });
 
 /** A script that counts its runs in the file named by $1 and hangs (until killed) on its first three. */
-const SLOW = 'n=$(cat "$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1"; if [ "$n" -le 3 ]; then sleep 300; fi; echo "$1 done after $n tries"\n';
+const SLOW =
+  'n=$(cat "$1" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1"; if [ "$n" -le 3 ]; then sleep 300; fi; echo "$1 done after $n tries"\n';
 const count = (file: string) => (existsSync(file) ? Number(readFileSync(file, 'utf8').trim()) : 0);
 
 async function until(what: string, check: () => boolean, ms = 120_000): Promise<void> {
@@ -61,7 +62,12 @@ test('kill -9 the worker three times during a tool call, a model call and a chec
   };
   try {
     const { workflowId } = await client.run('evaluate-optimize', {
-      task: 'Run the slow script, then say you are done.', tools: ['run_command'], allowCommands: ['sh slow.sh'], workspace, autonomy: 'L3', maxAttempts: 1,
+      task: 'Run the slow script, then say you are done.',
+      tools: ['run_command'],
+      allowCommands: ['sh slow.sh'],
+      workspace,
+      autonomy: 'L3',
+      maxAttempts: 1,
       checks: [{ kind: 'command', name: 'slow-check', command: 'sh slow.sh check.n' }],
     });
     for (let kill = 1; kill <= 3; kill++) {
@@ -69,7 +75,10 @@ test('kill -9 the worker three times during a tool call, a model call and a chec
       await replace();
     }
     for (let kill = 1; kill <= 3; kill++) {
-      await until(`model try ${kill}`, () => model!.requests.filter((r) => r.role === 'worker' && r.turn === 2).length === kill);
+      await until(
+        `model try ${kill}`,
+        () => model!.requests.filter((r) => r.role === 'worker' && r.turn === 2).length === kill,
+      );
       await replace();
     }
     for (let kill = 1; kill <= 3; kill++) {
@@ -77,7 +86,11 @@ test('kill -9 the worker three times during a tool call, a model call and a chec
       await replace();
     }
     const record = await client.wait(workflowId);
-    expect({ state: record.state, stopReason: record.stopReason, error: record.error }).toEqual({ state: 'completed', stopReason: 'passed', error: record.error });
+    expect({ state: record.state, stopReason: record.stopReason, error: record.error }).toEqual({
+      state: 'completed',
+      stopReason: 'passed',
+      error: record.error,
+    });
     expect(record.output).toBe('all done');
     // Each ran once more after its three kills, and no more; turn 1 was never asked again.
     expect([count(path.join(workspace, 'tool.n')), count(path.join(workspace, 'check.n'))]).toEqual([4, 4]);
@@ -85,7 +98,9 @@ test('kill -9 the worker three times during a tool call, a model call and a chec
     expect([turns.filter((t) => t === 1).length, turns.filter((t) => t === 2).length]).toEqual([1, 4]);
     expect(record.attempts[0].toolCalls).toHaveLength(1);
     expect(record.attempts[0].verdicts).toEqual([expect.objectContaining({ check: 'slow-check', passed: true })]);
-    expect(record.attempts[0].verdicts[0].evidence ?? record.attempts[0].verdicts[0].reason).toContain('check.n done after 4 tries');
+    expect(record.attempts[0].verdicts[0].evidence ?? record.attempts[0].verdicts[0].reason).toContain(
+      'check.n done after 4 tries',
+    );
   } finally {
     await client.close();
   }
@@ -100,7 +115,12 @@ describe('an activity that fails on its last try', () => {
       ...a,
       runCheck: async (input) => {
         calls += 1;
-        if (calls === 1) throw ApplicationFailure.create({ type: 'CheckCrashed', nonRetryable: true, message: 'the check crashed its process' });
+        if (calls === 1)
+          throw ApplicationFailure.create({
+            type: 'CheckCrashed',
+            nonRetryable: true,
+            message: 'the check crashed its process',
+          });
         return a.runCheck(input);
       },
     });
@@ -108,14 +128,32 @@ describe('an activity that fails on its last try', () => {
     const s = stack;
     const workspace = mkdtempSync(path.join(tmpdir(), 'lw-check-error-'));
     await s.run(async () => {
-      const { workflowId } = await s.client.run('evaluate-optimize', { task: 'Say something.', checks: [{ kind: 'command', name: 'true', command: 'true' }], workspace, maxAttempts: 3 });
+      const { workflowId } = await s.client.run('evaluate-optimize', {
+        task: 'Say something.',
+        checks: [{ kind: 'command', name: 'true', command: 'true' }],
+        workspace,
+        maxAttempts: 3,
+      });
       let record: RunRecord;
       do record = await s.client.status(workflowId);
-      while (record.state !== 'awaiting_human' && !['completed', 'failed', 'blocked'].includes(record.state) && (await sleep(100), true));
-      expect(record).toMatchObject({ state: 'awaiting_human', stopReason: 'activity_error', escalation: { kind: 'error' } });
+      while (
+        record.state !== 'awaiting_human' &&
+        !['completed', 'failed', 'blocked'].includes(record.state) &&
+        (await sleep(100), true)
+      );
+      expect(record).toMatchObject({
+        state: 'awaiting_human',
+        stopReason: 'activity_error',
+        escalation: { kind: 'error' },
+      });
       expect(record.escalation!.reason).toMatch(/runCheck failed in attempt 1: the check crashed its process/);
       expect(record.attempts[0]).toMatchObject({ passed: false });
-      await s.client.decide(workflowId, { kind: 'retry', by: 'ops', guidance: 'the check runner was fixed', attempts: 1 });
+      await s.client.decide(workflowId, {
+        kind: 'retry',
+        by: 'ops',
+        guidance: 'the check runner was fixed',
+        attempts: 1,
+      });
       const done = await s.client.wait(workflowId);
       expect(done).toMatchObject({ state: 'completed', output: 'second' });
       expect(done.attempts).toHaveLength(2);
@@ -124,14 +162,21 @@ describe('an activity that fails on its last try', () => {
 });
 
 test('two workers on one task queue: one is killed mid-run, and every run finishes on the other', async () => {
-  model = await startModelServer({ script: script(workerSays(1, 'an answer', { times: undefined, delayMs: 1500 } as never), judgeSays(1, true, [], '', { times: undefined } as never)), port: 0 });
+  model = await startModelServer({
+    script: script(
+      workerSays(1, 'an answer', { times: undefined, delayMs: 1500 } as never),
+      judgeSays(1, true, [], '', { times: undefined } as never),
+    ),
+    port: 0,
+  });
   const env = workerProcessEnv('two-workers', model.url);
   const client = await LoopwrightClient.connect({ env });
   try {
     const doomed = await startWorker(env);
     await startWorker(env);
     const ids: string[] = [];
-    for (let i = 0; i < 12; i++) ids.push((await client.run('evaluate-optimize', { task: `Answer ${i}.`, rubric: ['answers'] })).workflowId);
+    for (let i = 0; i < 12; i++)
+      ids.push((await client.run('evaluate-optimize', { task: `Answer ${i}.`, rubric: ['answers'] })).workflowId);
     // Once the model has been asked for some of them, one worker dies with calls in flight.
     await until('model calls in flight', () => model!.requests.length >= 4);
     await doomed.stop('SIGKILL');

@@ -48,11 +48,19 @@ test('the worker serves runtime and loop metrics: runs by state, attempts, token
 
   const client = await LoopwrightClient.connect({ env });
   try {
-    const passed = await client.run('evaluate-optimize', { task: 'Write about crashes.', rubric: RUBRIC, maxAttempts: 2 });
+    const passed = await client.run('evaluate-optimize', {
+      task: 'Write about crashes.',
+      rubric: RUBRIC,
+      maxAttempts: 2,
+    });
     expect((await client.wait(passed.workflowId)).state).toBe('completed');
 
     // The second run fails its only attempt, waits for a person, and is rejected.
-    const rejected = await client.run('evaluate-optimize', { task: 'Write about crashes.', rubric: RUBRIC, maxAttempts: 1 });
+    const rejected = await client.run('evaluate-optimize', {
+      task: 'Write about crashes.',
+      rubric: RUBRIC,
+      maxAttempts: 1,
+    });
     expect((await client.wait(rejected.workflowId)).state).toBe('awaiting_human');
     await client.decide(rejected.workflowId, { kind: 'reject', by: 'bob', reason: 'no' });
     expect((await client.wait(rejected.workflowId)).state).toBe('rejected');
@@ -68,7 +76,9 @@ test('the worker serves runtime and loop metrics: runs by state, attempts, token
     await new Promise((r) => setTimeout(r, 200));
   }
   const loop = { loop: 'evaluate-optimize' };
-  expect(series(text, 'loopwright_runs_total', { ...loop, state: 'completed', stop_reason: 'passed', autonomy: 'L1' })).toBe(1);
+  expect(
+    series(text, 'loopwright_runs_total', { ...loop, state: 'completed', stop_reason: 'passed', autonomy: 'L1' }),
+  ).toBe(1);
   expect(series(text, 'loopwright_runs_total', { ...loop, state: 'rejected', stop_reason: 'rejected' })).toBe(1);
   expect(series(text, 'loopwright_run_attempts_sum', loop)).toBe(3);
   expect(series(text, 'loopwright_run_attempts_count', loop)).toBe(2);
@@ -81,14 +91,19 @@ test('the worker serves runtime and loop metrics: runs by state, attempts, token
   expect(series(text, 'loopwright_cost_usd_count', { ...loop, role: 'worker' })).toBe(3);
   expect(series(text, 'loopwright_cost_usd_sum', { ...loop, role: 'worker' })).toBeGreaterThan(0);
   expect(series(text, 'loopwright_human_wait_seconds_count', { ...loop, kind: 'budget', outcome: 'decided' })).toBe(1);
-  expect(series(text, 'loopwright_human_wait_seconds_sum', { ...loop, kind: 'budget', outcome: 'decided' })).toBeGreaterThan(0);
+  expect(
+    series(text, 'loopwright_human_wait_seconds_sum', { ...loop, kind: 'budget', outcome: 'decided' }),
+  ).toBeGreaterThan(0);
   // Temporal's own runtime metrics are on the same endpoint.
   expect(text).toMatch(/^temporal_workflow_completed_total\{/m);
   expect(text).toMatch(/^temporal_activity_execution_latency_count\{/m);
 });
 
 test('a malformed --metrics address is a one-line error with exit code 2', async () => {
-  const r = await runCli(['worker', '--metrics', 'nowhere'], { PATH: process.env.PATH, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+  const r = await runCli(['worker', '--metrics', 'nowhere'], {
+    PATH: process.env.PATH,
+    TEMPORAL_ADDRESS: '127.0.0.1:1',
+  });
   expect(r.code).toBe(2);
   expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/--metrics "nowhere" is not host:port/)]);
 });

@@ -41,12 +41,22 @@ test('a run whose task, item key and answer carry secrets shows none of them any
   // The worker here runs in this process: its reports and traces redact this environment's secrets.
   process.env.LOOPWRIGHT_REDACT = 'DB_PASSWORD';
   process.env.DB_PASSWORD = PASSWORD;
-  model = await startModelServer({ script: script(workerSays(1, `Done. The password is ${PASSWORD}; token: ${GITHUB}`), judgeSays(1, true)), port: 0 });
-  const s = (stack = await testStack('redaction', model.url, { LOOPWRIGHT_REDACT: 'DB_PASSWORD', DB_PASSWORD: PASSWORD }));
+  model = await startModelServer({
+    script: script(workerSays(1, `Done. The password is ${PASSWORD}; token: ${GITHUB}`), judgeSays(1, true)),
+    port: 0,
+  });
+  const s = (stack = await testStack('redaction', model.url, {
+    LOOPWRIGHT_REDACT: 'DB_PASSWORD',
+    DB_PASSWORD: PASSWORD,
+  }));
   const traceDir = mkdtempSync(path.join(tmpdir(), 'lw-redaction-'));
   const task = `Rotate the key ${KEY} and check api_key=abcd1234efgh and DB_PASSWORD=${PASSWORD}.`;
   const { workflowId, record } = await s.run(async () => {
-    const started = await s.client.run('evaluate-optimize', { task, rubric: ['rotates it'], traceDir }, { itemKey: `deploy DB_PASSWORD=${PASSWORD}` });
+    const started = await s.client.run(
+      'evaluate-optimize',
+      { task, rubric: ['rotates it'], traceDir },
+      { itemKey: `deploy DB_PASSWORD=${PASSWORD}` },
+    );
     const handle = s.client.temporal.workflow.getHandle(started.workflowId);
     return { workflowId: started.workflowId, record: (await handle.result()) as RunRecord };
   });
@@ -60,13 +70,22 @@ test('a run whose task, item key and answer carry secrets shows none of them any
   const lines: string[] = [];
   expect(await traceCommand(s.client, workflowId, {}, { out: (l) => lines.push(l), err: () => undefined })).toBe(0);
   const json: string[] = [];
-  expect(await traceCommand(s.client, workflowId, { json: true }, { out: (l) => json.push(l), err: () => undefined })).toBe(0);
+  expect(
+    await traceCommand(s.client, workflowId, { json: true }, { out: (l) => json.push(l), err: () => undefined }),
+  ).toBe(0);
   // Outside the workspace the report is sealed with the suite's ring: read it as `loopwright report` does.
   const report = readReportFile(record.traceReport!.path!, keyRingFromEnv(process.env)) ?? '';
   expect(report).toContain('The password is [redacted]; token: [redacted]');
 
-  const seen = { summary, attribute: String(description.typedSearchAttributes.get(LoopItemKey)), text: lines.join('\n'), json: json.join('\n'), report };
-  for (const [where, text] of Object.entries(seen)) for (const secret of SECRETS) expect({ where, leaked: text.includes(secret) }).toEqual({ where, leaked: false });
+  const seen = {
+    summary,
+    attribute: String(description.typedSearchAttributes.get(LoopItemKey)),
+    text: lines.join('\n'),
+    json: json.join('\n'),
+    report,
+  };
+  for (const [where, text] of Object.entries(seen))
+    for (const secret of SECRETS) expect({ where, leaked: text.includes(secret) }).toEqual({ where, leaked: false });
 });
 
 /**
@@ -76,7 +95,15 @@ test('a run whose task, item key and answer carry secrets shows none of them any
  */
 const HELD = 'Zq7-opaque-Val9x';
 const b64 = (t: string) => Buffer.from(t).toString('base64');
-const forms = (secret: string) => [secret, secret.slice(0, 10), secret.slice(-10), b64(secret), Buffer.from(secret).toString('base64url'), Buffer.from(secret).toString('hex'), encodeURIComponent(secret)];
+const forms = (secret: string) => [
+  secret,
+  secret.slice(0, 10),
+  secret.slice(-10),
+  b64(secret),
+  Buffer.from(secret).toString('base64url'),
+  Buffer.from(secret).toString('hex'),
+  encodeURIComponent(secret),
+];
 
 test('encoded and obfuscated secrets show in no form in status, review, trace, list or the Web UI', async () => {
   process.env.OBSCURE_THING = HELD;
@@ -106,7 +133,9 @@ test('encoded and obfuscated secrets show in no form in status, review, trace, l
     const description = await handle.describe();
     seen.summary = (await description.staticSummary()) ?? '';
     expect(seen.summary).toContain('Use [redacted] and [redacted] and [redacted] to deploy.');
-    seen.statusLines = summarize(await s.client.status(workflowId), await runRedaction(s.client, workflowId)).join('\n');
+    seen.statusLines = summarize(await s.client.status(workflowId), await runRedaction(s.client, workflowId)).join(
+      '\n',
+    );
     for (const [name, run] of [
       ['status', (o: Out) => statusCommand(s.client, workflowId, {}, o)],
       ['statusJson', (o: Out) => statusCommand(s.client, workflowId, { json: true }, o)],
@@ -128,6 +157,7 @@ test('encoded and obfuscated secrets show in no form in status, review, trace, l
   expect(seen.traceJson).toContain('[redacted]');
   expect(seen.list).toContain(workflowId);
   for (const [where, text] of Object.entries(seen)) {
-    for (const form of [...forms(HELD), ...forms(GITHUB), percent, zw]) expect({ where, form, leaked: text.includes(form) }).toEqual({ where, form, leaked: false });
+    for (const form of [...forms(HELD), ...forms(GITHUB), percent, zw])
+      expect({ where, form, leaked: text.includes(form) }).toEqual({ where, form, leaked: false });
   }
 });

@@ -14,14 +14,21 @@ describe('a worker checks the namespace for the search attributes before it star
     const namespace = `bare-${randomBytes(3).toString('hex')}`;
     const connection = await Connection.connect({ address: testAddress() });
     try {
-      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+      await connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: msToTs('1 day'),
+      });
     } finally {
       await connection.close();
     }
     const error = await checkSearchAttributes(testAddress(), namespace).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as Error).message).toMatch(new RegExp(`namespace ${namespace} at .* lacks the search attributes LoopName, LoopState, LoopAttempt`));
-    expect((error as Error).message).toMatch(/`temporal operator search-attribute create --namespace bare-\w+ --name LoopName --name LoopState --name LoopAutonomy --name LoopItemKey --name LoopAudit --type Keyword && .* --name LoopAttempt --name LoopTokens --type Int && .* --name LoopCostUsd --type Double`/);
+    expect((error as Error).message).toMatch(
+      new RegExp(`namespace ${namespace} at .* lacks the search attributes LoopName, LoopState, LoopAttempt`),
+    );
+    expect((error as Error).message).toMatch(
+      /`temporal operator search-attribute create --namespace bare-\w+ --name LoopName --name LoopState --name LoopAutonomy --name LoopItemKey --name LoopAudit --type Keyword && .* --name LoopAttempt --name LoopTokens --type Int && .* --name LoopCostUsd --type Double`/,
+    );
     expect((error as Error).message).not.toMatch(/\n/);
   });
 });

@@ -33,10 +33,23 @@ test('kill -9 the dev server mid-run and restart it: a run in a model call compl
   server = await start();
   model = await startModelServer({
     script: script(
-      workerSays(1, 'slow answer', { name: 'slow', match: { role: 'worker', attempt: 1, workflowId: 'restart/slow' }, delayMs: 4000 } as never),
-      workerSays(1, 'parked answer', { name: 'parked', match: { role: 'worker', attempt: 1, workflowId: 'restart/parked' } } as never),
-      judgeSays(1, true, [], '', { name: 'judge slow', match: { role: 'checker', attempt: 1, workflowId: 'restart/slow' } } as never),
-      judgeSays(1, false, ['not good'], 'do better', { name: 'judge parked', match: { role: 'checker', attempt: 1, workflowId: 'restart/parked' } } as never),
+      workerSays(1, 'slow answer', {
+        name: 'slow',
+        match: { role: 'worker', attempt: 1, workflowId: 'restart/slow' },
+        delayMs: 4000,
+      } as never),
+      workerSays(1, 'parked answer', {
+        name: 'parked',
+        match: { role: 'worker', attempt: 1, workflowId: 'restart/parked' },
+      } as never),
+      judgeSays(1, true, [], '', {
+        name: 'judge slow',
+        match: { role: 'checker', attempt: 1, workflowId: 'restart/slow' },
+      } as never),
+      judgeSays(1, false, ['not good'], 'do better', {
+        name: 'judge parked',
+        match: { role: 'checker', attempt: 1, workflowId: 'restart/parked' },
+      } as never),
     ),
     port: 0,
   });
@@ -44,7 +57,12 @@ test('kill -9 the dev server mid-run and restart it: a run in a model call compl
   await startWorker(env);
   let client = await LoopwrightClient.connect({ env });
   await client.run('evaluate-optimize', { task: 'Park.', rubric: ['good'], maxAttempts: 1 }, { id: 'restart/parked' });
-  for (let r: RunRecord = await client.status('restart/parked'); r.state !== 'awaiting_human'; r = await client.status('restart/parked')) await new Promise((res) => setTimeout(res, 100));
+  for (
+    let r: RunRecord = await client.status('restart/parked');
+    r.state !== 'awaiting_human';
+    r = await client.status('restart/parked')
+  )
+    await new Promise((res) => setTimeout(res, 100));
   await client.run('evaluate-optimize', { task: 'Answer slowly.', rubric: ['answers'] }, { id: 'restart/slow' });
   while (!model.requests.some((r) => r.workflowId === 'restart/slow')) await new Promise((res) => setTimeout(res, 50));
 
@@ -60,7 +78,11 @@ test('kill -9 the dev server mid-run and restart it: a run in a model call compl
     const parked = await client.status('restart/parked');
     expect(parked).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'budget' } });
     await client.decide('restart/parked', { kind: 'approve', by: 'ops', note: 'after the restart' });
-    expect(await client.wait('restart/parked')).toMatchObject({ state: 'completed', override: true, output: 'parked answer' });
+    expect(await client.wait('restart/parked')).toMatchObject({
+      state: 'completed',
+      override: true,
+      output: 'parked answer',
+    });
   } finally {
     await client.close();
   }

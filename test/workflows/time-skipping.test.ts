@@ -42,20 +42,35 @@ afterEach(async () => {
   model = undefined;
 });
 
-async function runToEnd(name: string, input: Record<string, unknown>, rules: Parameters<typeof script>): Promise<{ record: RunRecord; realMs: number }> {
+async function runToEnd(
+  name: string,
+  input: Record<string, unknown>,
+  rules: Parameters<typeof script>,
+): Promise<{ record: RunRecord; realMs: number }> {
   model = await startModelServer({ script: script(...rules), port: 0 });
   const taskQueue = uniqueQueue(name);
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: { codePath: process.env.LOOPWRIGHT_WORKFLOW_BUNDLE! },
-    activities: createActivities({ model: createModelClient({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }) }),
+    activities: createActivities({
+      model: createModelClient({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'test' }),
+    }),
     ...WORKER_TUNING,
   });
-  const plan = planRun('evaluate-optimize', input, { models: { worker: 'claude-sonnet-5-5', checker: 'claude-haiku-5-5' }, prices: readPrices({}) }, { kind: 'client' });
+  const plan = planRun(
+    'evaluate-optimize',
+    input,
+    { models: { worker: 'claude-sonnet-5-5', checker: 'claude-haiku-5-5' }, prices: readPrices({}) },
+    { kind: 'client' },
+  );
   const started = Date.now();
   const record = await worker.runUntil(async () => {
-    const handle = await env.client.workflow.start('loopWorkflow', { taskQueue, workflowId: `${name}-${taskQueue}`, args: [plan] });
+    const handle = await env.client.workflow.start('loopWorkflow', {
+      taskQueue,
+      workflowId: `${name}-${taskQueue}`,
+      args: [plan],
+    });
     return (await handle.result()) as RunRecord;
   });
   return { record, realMs: Date.now() - started };
@@ -63,8 +78,15 @@ async function runToEnd(name: string, input: Record<string, unknown>, rules: Par
 
 describe('on the time-skipping test server', () => {
   test('nobody decides within a 24 h escalation deadline: the run ends budget_exhausted, in seconds', async () => {
-    const { record, realMs } = await runToEnd('deadline', { task: 'T.', rubric: ['r'], maxAttempts: 1 }, [workerSays(1, 'x'), judgeSays(1, false, ['r'])]);
-    expect(record).toMatchObject({ state: 'budget_exhausted', stopReason: 'attempts', escalation: { kind: 'budget', timedOut: true } });
+    const { record, realMs } = await runToEnd('deadline', { task: 'T.', rubric: ['r'], maxAttempts: 1 }, [
+      workerSays(1, 'x'),
+      judgeSays(1, false, ['r']),
+    ]);
+    expect(record).toMatchObject({
+      state: 'budget_exhausted',
+      stopReason: 'attempts',
+      escalation: { kind: 'budget', timedOut: true },
+    });
     expect(Date.parse(record.endedAt!) - Date.parse(record.escalation!.since)).toBeGreaterThanOrEqual(24 * 3600 * 1000);
     expect(realMs).toBeLessThan(30_000);
   });
@@ -73,10 +95,22 @@ describe('on the time-skipping test server', () => {
     // The test server skips time only while the workflow waits on timers, not while an activity
     // runs, so the hour passes in the retry back-off that the provider's retry-after asked for.
     // (Cancelling an in-flight model call is shown on the dev server, in budgets.test.ts.)
-    const overloaded = { name: 'overloaded', match: { role: 'worker' }, error: { status: 529, headers: { 'retry-after': '7200' } } } as ModelRule;
-    const { record, realMs } = await runToEnd('wall', { task: 'T.', rubric: ['r'], budget: { maxWallTime: '1h' }, escalationTimeout: '24h' }, [overloaded]);
+    const overloaded = {
+      name: 'overloaded',
+      match: { role: 'worker' },
+      error: { status: 529, headers: { 'retry-after': '7200' } },
+    } as ModelRule;
+    const { record, realMs } = await runToEnd(
+      'wall',
+      { task: 'T.', rubric: ['r'], budget: { maxWallTime: '1h' }, escalationTimeout: '24h' },
+      [overloaded],
+    );
     expect(realMs).toBeLessThan(30_000);
-    expect(record).toMatchObject({ state: 'budget_exhausted', stopReason: 'time', escalation: { kind: 'budget', stopReason: 'time', timedOut: true } });
+    expect(record).toMatchObject({
+      state: 'budget_exhausted',
+      stopReason: 'time',
+      escalation: { kind: 'budget', stopReason: 'time', timedOut: true },
+    });
     expect(record.attempts[0]).toMatchObject({ candidate: null, stopped: { reason: 'time' } });
     expect(record.budget.used.wallTimeMs).toBeGreaterThanOrEqual(3600 * 1000);
     expect(record.budget.used.wallTimeMs).toBeLessThan(2 * 3600 * 1000);

@@ -22,7 +22,10 @@ const repo = () => notesRepo('lw-stall-');
 function abLines(count: number, length: number, seed: number): string {
   let state = seed;
   const next = () => (state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-  return Array.from({ length: count }, () => Array.from({ length }, () => (next() < 0.5 ? 'a' : 'b')).join('') + '!').join('\n');
+  return Array.from(
+    { length: count },
+    () => Array.from({ length }, () => (next() < 0.5 ? 'a' : 'b')).join('') + '!',
+  ).join('\n');
 }
 
 const CATASTROPHIC = '(a+)+$';
@@ -43,16 +46,24 @@ describe('no tool call stalls the worker', () => {
     // 2 MB: lines on which (a+)+$ backtracks (2^20 steps each for JavaScript's RegExp; short enough
     // that the old code froze the worker for about a second instead of for good, so this test
     // fails on it instead of hanging), between ordinary lines.
-    const block = [`${'a'.repeat(20)}!`, ...Array.from({ length: 99 }, (_, i) => `ordinary line ${i} of the log, nothing to see`)].join('\n');
+    const block = [
+      `${'a'.repeat(20)}!`,
+      ...Array.from({ length: 99 }, (_, i) => `ordinary line ${i} of the log, nothing to see`),
+    ].join('\n');
     writeFileSync(path.join(hostile, 'huge.txt'), Array.from({ length: 430 }, () => block).join('\n'));
     const pipe = path.join(hostile, 'pipe');
     execFileSync('mkfifo', [pipe]);
     // Opens the FIFO's write end once: it releases a reader that waits (the old code's search),
     // and stays blocked, then killed, when no reader ever waits (a tool that refuses the FIFO at once).
-    valve = spawn(process.execPath, ['-e', "const fs = require('fs'); fs.closeSync(fs.openSync(process.argv[1], 'w'));", pipe], { stdio: 'ignore' });
+    valve = spawn(
+      process.execPath,
+      ['-e', "const fs = require('fs'); fs.closeSync(fs.openSync(process.argv[1], 'w'));", pipe],
+      { stdio: 'ignore' },
+    );
     const slow = path.join(hostile, 'slow');
     mkdirSync(slow);
-    for (let i = 0; i < 600; i += 1) writeFileSync(path.join(slow, `part-${String(i).padStart(3, '0')}.txt`), abLines(2, 4095, i + 1));
+    for (let i = 0; i < 600; i += 1)
+      writeFileSync(path.join(slow, `part-${String(i).padStart(3, '0')}.txt`), abLines(2, 4095, i + 1));
 
     const suffix = Math.random().toString(36).slice(2, 8);
     const hostileId = `stall-hostile-${suffix}`;
@@ -93,15 +104,33 @@ describe('no tool call stalls the worker', () => {
       'tool-stall',
       [
         hostileTurn,
-        turnAnswers(2, 'Nothing matched, and pipe is not a file.', { match: { role: 'worker', attempt: 1, turn: 2, workflowId: hostileId } }),
-        turnCalls(1, [['read_file', { path: 'notes.txt' }]], { match: { role: 'worker', attempt: 1, turn: 1, workflowId: otherId } }),
-        turnAnswers(2, 'The crash happened at 3am (notes.txt:1).', { match: { role: 'worker', attempt: 1, turn: 2, workflowId: otherId } }),
-        judgeSays(1, true, [], '', { name: 'judge hostile', match: { role: 'checker', attempt: 1, workflowId: hostileId } }),
-        judgeSays(1, true, [], '', { name: 'judge other', match: { role: 'checker', attempt: 1, workflowId: otherId } }),
+        turnAnswers(2, 'Nothing matched, and pipe is not a file.', {
+          match: { role: 'worker', attempt: 1, turn: 2, workflowId: hostileId },
+        }),
+        turnCalls(1, [['read_file', { path: 'notes.txt' }]], {
+          match: { role: 'worker', attempt: 1, turn: 1, workflowId: otherId },
+        }),
+        turnAnswers(2, 'The crash happened at 3am (notes.txt:1).', {
+          match: { role: 'worker', attempt: 1, turn: 2, workflowId: otherId },
+        }),
+        judgeSays(1, true, [], '', {
+          name: 'judge hostile',
+          match: { role: 'checker', attempt: 1, workflowId: hostileId },
+        }),
+        judgeSays(1, true, [], '', {
+          name: 'judge other',
+          match: { role: 'checker', attempt: 1, workflowId: otherId },
+        }),
       ],
       { wrap },
     );
-    const input = (workspace: string, task: string) => ({ task, rubric: ['cites a file'], tools: ['read_file', 'search'], workspace, autonomy: 'L1' });
+    const input = (workspace: string, task: string) => ({
+      task,
+      rubric: ['cites a file'],
+      tools: ['read_file', 'search'],
+      workspace,
+      autonomy: 'L1',
+    });
 
     const { hostileRecord, otherRecord, live } = await stack.run(async () => {
       await stack.client.run('evaluate-optimize', input(hostile, 'Search the log.'), { id: hostileId });
@@ -129,12 +158,20 @@ describe('no tool call stalls the worker', () => {
     expect(otherRecord).toMatchObject({ state: 'completed', output: 'The crash happened at 3am (notes.txt:1).' });
     expect(live).toMatchObject({ workflowId: hostileId, state: 'running' });
     // The hostile calls were answered before a whole other run could finish.
-    for (const id of ['toolu_regex', 'toolu_fifo', 'toolu_fifo_search']) expect(at(`end ${id}`)).toBeLessThan(at('other run completed'));
+    for (const id of ['toolu_regex', 'toolu_fifo', 'toolu_fifo_search'])
+      expect(at(`end ${id}`)).toBeLessThan(at('other run completed'));
 
     expect(hostileRecord).toMatchObject({ state: 'completed', output: 'Nothing matched, and pipe is not a file.' });
     const calls = hostileRecord.attempts[0].toolCalls!;
-    expect(calls.map((c) => [c.name, c.allowed, c.isError])).toEqual([['search', true, false], ['read_file', true, true], ['search', true, true], ['search', true, false]]);
-    const seen = model.requests.find((r) => r.role === 'worker' && r.turn === 2 && r.workflowId === hostileId)!.lastUser;
+    expect(calls.map((c) => [c.name, c.allowed, c.isError])).toEqual([
+      ['search', true, false],
+      ['read_file', true, true],
+      ['search', true, true],
+      ['search', true, false],
+    ]);
+    const seen = model.requests.find(
+      (r) => r.role === 'worker' && r.turn === 2 && r.workflowId === hostileId,
+    )!.lastUser;
     expect(seen).toContain(`no matches for /${CATASTROPHIC}/ under huge.txt`);
     expect(seen.split('path pipe is a named pipe (FIFO), not a regular file')).toHaveLength(3);
   });

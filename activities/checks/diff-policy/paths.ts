@@ -18,7 +18,10 @@ const GLOB_CHARS = /[*?[]/;
  */
 export function compileAllowedPaths(entries: string[]): (file: string) => boolean {
   const matchers = entries.map((entry) => {
-    const clean = entry.replace(/\\/g, '/').replace(/^(\.\/)+/, '').replace(/^\/+/, '');
+    const clean = entry
+      .replace(/\\/g, '/')
+      .replace(/^(\.\/)+/, '')
+      .replace(/^\/+/, '');
     if (!GLOB_CHARS.test(clean)) {
       const dir = clean.replace(/\/+$/, '');
       if (dir === '' || dir === '.') return () => true;

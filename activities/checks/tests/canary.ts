@@ -20,13 +20,20 @@ const JS = /\.(c?js)$/;
  * The canary for `runner`, next to the test the task names (or the first test at base), so the
  * loop's test command collects it as it collects that test; none for runners it cannot speak to.
  */
-export function canaryFor(runner: TestRunner, base: TestResult[], failing: TestResult[], changed: string[]): Canary | undefined {
+export function canaryFor(
+  runner: TestRunner,
+  base: TestResult[],
+  failing: TestResult[],
+  changed: string[],
+): Canary | undefined {
   if (runner !== 'node' && runner !== 'jest') return undefined;
   const anchor = [...failing, ...base].find((t) => t.file && JS.test(t.file))?.file;
   if (!anchor) return undefined;
   const dir = path.posix.dirname(anchor);
   const file = path.posix.join(dir, runner === 'node' ? 'zz-canary.test.cjs' : 'zz-canary.test.js');
-  const modules = changed.filter((f) => JS.test(f)).map((f) => `./${path.posix.relative(dir, f)}`.replace(/^\.\/\.\.\//, '../'));
+  const modules = changed
+    .filter((f) => JS.test(f))
+    .map((f) => `./${path.posix.relative(dir, f)}`.replace(/^\.\/\.\.\//, '../'));
   const source = [
     "'use strict';",
     "const assert = require('node:assert');",

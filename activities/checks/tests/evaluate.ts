@@ -1,4 +1,10 @@
-import { testId, type TestEvidence, type TestOutcome, type TestResult, type TestRunner } from '../../../common/test-results';
+import {
+  testId,
+  type TestEvidence,
+  type TestOutcome,
+  type TestResult,
+  type TestRunner,
+} from '../../../common/test-results';
 
 /**
  * The gate's judgement of a code change from four test runs, by test identity (SWE-bench's
@@ -75,19 +81,32 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
   const candidate = byId(runs.candidate);
   const regression = byId(runs.regression);
   const outcome = (m: Map<string, TestResult>, id: string): TestOutcome => m.get(id)?.outcome ?? 'not_run';
-  const isHeldOut = (t: TestResult) => opts.heldOutDir !== undefined && t.file !== null && (t.file === opts.heldOutDir || t.file.startsWith(`${opts.heldOutDir}/`));
+  const isHeldOut = (t: TestResult) =>
+    opts.heldOutDir !== undefined &&
+    t.file !== null &&
+    (t.file === opts.heldOutDir || t.file.startsWith(`${opts.heldOutDir}/`));
   const canary = opts.canaryFile === undefined ? [] : [...overlay.values()].filter((t) => t.file === opts.canaryFile);
   const failures: GateFailure[] = [];
-  const evidence: TestEvidence = { runner: opts.runner, failToPass: [], passToPass: { total: 0, passing: 0, broken: [] }, added: [] };
+  const evidence: TestEvidence = {
+    runner: opts.runner,
+    failToPass: [],
+    passToPass: { total: 0, passing: 0, broken: [] },
+    added: [],
+  };
 
   if (opts.failingTest !== undefined) {
     const named = matchFailingTest([...base.values()], opts.failingTest);
-    evidence.failToPass = named.map((t) => ({ test: testId(t), base: t.outcome, candidate: outcome(overlay, testId(t)) }));
+    evidence.failToPass = named.map((t) => ({
+      test: testId(t),
+      base: t.outcome,
+      candidate: outcome(overlay, testId(t)),
+    }));
     if (named.length === 0) {
       failures.push({
         rule: 'fail to pass',
         reason: `the failing test "${opts.failingTest}" is not among the ${base.size} tests the runner reported at base`,
-        correction: 'nothing the agent can change: the run names a test that does not exist at base; a person must correct the run\'s failingTest',
+        correction:
+          "nothing the agent can change: the run names a test that does not exist at base; a person must correct the run's failingTest",
       });
     } else {
       const still = evidence.failToPass.filter((f) => f.candidate !== 'passed');
@@ -103,7 +122,11 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
 
   const passedAtBase = [...base.values()].filter((t) => t.outcome === 'passed');
   const broken = passedAtBase.filter((t) => outcome(overlay, testId(t)) !== 'passed');
-  evidence.passToPass = { total: passedAtBase.length, passing: passedAtBase.length - broken.length, broken: broken.map((t) => ({ test: testId(t), outcome: outcome(overlay, testId(t)) })) };
+  evidence.passToPass = {
+    total: passedAtBase.length,
+    passing: passedAtBase.length - broken.length,
+    broken: broken.map((t) => ({ test: testId(t), outcome: outcome(overlay, testId(t)) })),
+  };
   if (broken.length > 0) {
     failures.push({
       rule: 'pass to pass',
@@ -123,13 +146,16 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
       correction: `make ${listed(failing.map((t) => `"${testId(t)}"`))} pass on a clean checkout of your commit, or remove ${failing.length === 1 ? 'it' : 'them'}`,
     });
   }
-  const real = evidence.added.filter((a) => a.candidate === 'passed' && a.base !== 'passed' && a.base !== 'skipped' && a.base !== 'todo');
+  const real = evidence.added.filter(
+    (a) => a.candidate === 'passed' && a.base !== 'passed' && a.base !== 'skipped' && a.base !== 'todo',
+  );
   if (opts.requireRegressionTest && real.length === 0) {
     failures.push({
       rule: 'regression test',
-      reason: added.length === 0
-        ? 'the change adds no test: a regression test is required'
-        : `none of the ${added.length} tests the change adds fails without the fix (run on base's code): ${listed(evidence.added.map((a) => `${a.test} ${a.base} on base, ${a.candidate} on the fix`))}`,
+      reason:
+        added.length === 0
+          ? 'the change adds no test: a regression test is required'
+          : `none of the ${added.length} tests the change adds fails without the fix (run on base's code): ${listed(evidence.added.map((a) => `${a.test} ${a.base} on base, ${a.candidate} on the fix`))}`,
       correction: 'add a test that fails on the code as it was and passes with your fix',
     });
   }
@@ -137,23 +163,35 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
   if (canary.some((t) => t.outcome === 'passed')) {
     failures.push({
       rule: 'test integrity',
-      reason: 'an assertion that must fail passed once the changed code was loaded: the change tampers with the test runner or its assertions',
-      correction: 'do not patch, stub or replace the test runner, assert, or other test machinery from the code under test; fix the bug itself',
+      reason:
+        'an assertion that must fail passed once the changed code was loaded: the change tampers with the test runner or its assertions',
+      correction:
+        'do not patch, stub or replace the test runner, assert, or other test machinery from the code under test; fix the bug itself',
     });
   }
 
   if (opts.heldOutDir !== undefined) {
     const held = [...overlay.values()].filter(isHeldOut);
     const failed = held.filter((t) => t.outcome !== 'passed');
-    evidence.heldOut = { total: held.length, passing: held.length - failed.length, failing: failed.map((t) => testId(t)) };
+    evidence.heldOut = {
+      total: held.length,
+      passing: held.length - failed.length,
+      failing: failed.map((t) => testId(t)),
+    };
     // The agent gets no names: held-out tests must stay unseen.
     if (held.length === 0) {
-      failures.push({ rule: 'held out', reason: 'no held-out test ran', correction: 'nothing to change in the code: the loop\'s held-out tests did not run; a person must look at the loop\'s heldOutTests' });
+      failures.push({
+        rule: 'held out',
+        reason: 'no held-out test ran',
+        correction:
+          "nothing to change in the code: the loop's held-out tests did not run; a person must look at the loop's heldOutTests",
+      });
     } else if (failed.length > 0) {
       failures.push({
         rule: 'held out',
         reason: `${failed.length} of ${held.length} held-out tests fail on the change`,
-        correction: 'fix the cause of the bug in general, not for the inputs of the tests you can see: tests you cannot see check the same behaviour',
+        correction:
+          'fix the cause of the bug in general, not for the inputs of the tests you can see: tests you cannot see check the same behaviour',
       });
     }
   }

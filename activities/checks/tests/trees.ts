@@ -59,7 +59,13 @@ export interface Checkout {
  * did for the agent, with the repository's `.git` read-only in the sandbox), made from a commit
  * object with `parent` that no ref points to. `remove()` removes the worktree and its folder.
  */
-export async function checkOutTree(repo: string, tree: string, parent: string, under: string, label: string): Promise<Checkout> {
+export async function checkOutTree(
+  repo: string,
+  tree: string,
+  parent: string,
+  under: string,
+  label: string,
+): Promise<Checkout> {
   await mkdir(under, { recursive: true, mode: 0o700 });
   const dir = path.join(await mkdtemp(path.join(under, `${label}-`)), 'checkout');
   const commit = await commitTree(repo, tree, [parent], `loopwright: ${label} checkout for the tests check`);

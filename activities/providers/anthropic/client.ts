@@ -34,7 +34,11 @@ export function createAnthropicModelClient(anthropic: Anthropic): ModelClient {
     async call(call, control) {
       try {
         const { message, tokens } = await streamMessage(anthropic, requestOf(call), headersOf(call.caller), control);
-        return { content: message.content.flatMap(blockOf), stopReason: message.stop_reason!, tokens: tokens ?? tokensOf(message.usage) };
+        return {
+          content: message.content.flatMap(blockOf),
+          stopReason: message.stop_reason!,
+          tokens: tokens ?? tokensOf(message.usage),
+        };
       } catch (err) {
         throw anthropicCallError(err);
       }
@@ -44,7 +48,9 @@ export function createAnthropicModelClient(anthropic: Anthropic): ModelClient {
 
 /** The Messages API request of a call: the system prompt and the last tool carry `cache_control`. */
 export function requestOf(call: ModelCall): Anthropic.MessageStreamParams {
-  const tools = call.tools?.map((t, i, all) => (i === all.length - 1 ? { ...toolOf(t), cache_control: { type: 'ephemeral' as const } } : toolOf(t)));
+  const tools = call.tools?.map((t, i, all) =>
+    i === all.length - 1 ? { ...toolOf(t), cache_control: { type: 'ephemeral' as const } } : toolOf(t),
+  );
   return {
     model: call.model,
     max_tokens: call.maxTokens,
@@ -84,7 +90,12 @@ function messageOf(m: ModelMessage): Anthropic.MessageParam {
         case 'tool_use':
           return { type: 'tool_use', id: b.id, name: b.name, input: b.input };
         case 'tool_result':
-          return { type: 'tool_result', tool_use_id: b.tool_use_id, content: b.content, ...(b.is_error ? { is_error: true } : {}) };
+          return {
+            type: 'tool_result',
+            tool_use_id: b.tool_use_id,
+            content: b.content,
+            ...(b.is_error ? { is_error: true } : {}),
+          };
       }
     }),
   };

@@ -6,7 +6,14 @@ import { ModelCallError, type ModelFault, type StreamFacts } from '../../model-p
 const CREDENTIALS = 'ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL)';
 
 /** Error types of an SSE `error` event that retrying cannot fix. */
-const NON_RETRYABLE_TYPES = new Set(['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'request_too_large', 'billing_error']);
+const NON_RETRYABLE_TYPES = new Set([
+  'invalid_request_error',
+  'authentication_error',
+  'permission_error',
+  'not_found_error',
+  'request_too_large',
+  'billing_error',
+]);
 
 /**
  * An error of the Anthropic SDK in Loopwright's terms: a connection error is `unreachable`; an
@@ -17,10 +24,21 @@ const NON_RETRYABLE_TYPES = new Set(['invalid_request_error', 'authentication_er
 export function anthropicFault(err: unknown): ModelFault {
   if (err instanceof Anthropic.APIConnectionError) return { kind: 'unreachable', message: err.message };
   if (err instanceof Anthropic.APIError && err.status === undefined && err.type) {
-    return { kind: 'stream-error', errorType: err.type, message: err.apiMessage ?? err.message, retryable: !NON_RETRYABLE_TYPES.has(err.type) };
+    return {
+      kind: 'stream-error',
+      errorType: err.type,
+      message: err.apiMessage ?? err.message,
+      retryable: !NON_RETRYABLE_TYPES.has(err.type),
+    };
   }
   if (err instanceof Anthropic.APIError && err.status !== undefined) {
-    return { kind: 'http', status: err.status, message: err.message, retryAfterMs: retryAfterMs(err.headers), credentials: CREDENTIALS };
+    return {
+      kind: 'http',
+      status: err.status,
+      message: err.message,
+      retryAfterMs: retryAfterMs(err.headers),
+      credentials: CREDENTIALS,
+    };
   }
   return faultOf(err);
 }

@@ -35,7 +35,8 @@ export async function streamMessage(
       message = await stream.finalMessage();
     } catch (err) {
       // The SDK's own complaint about a response that ended early has no cause; a broken transport's has one.
-      const early = err instanceof Anthropic.AnthropicError && !(err instanceof Anthropic.APIError) && err.cause === undefined;
+      const early =
+        err instanceof Anthropic.AnthropicError && !(err instanceof Anthropic.APIError) && err.cause === undefined;
       throw anthropicCallError(err, watch.facts({ incomplete: early && !stopped && !watch.cut() }));
     }
     if (message.stop_reason === null || watch.cut()) {
