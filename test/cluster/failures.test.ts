@@ -81,6 +81,15 @@ async function survives(tag: string, disrupt: () => Promise<void>): Promise<void
     expect(await slowClient.wait(slowId)).toMatchObject({ state: 'completed', output: 'slow answer' });
     await fixClient.close();
     fixClient = await LoopwrightClient.connect({ env: fixEnv });
+    // The fix's worker polls again once the restarted service has it back (its pollers back off
+    // after the errors of the outage): its run answers a query again before the decisions go.
+    await until('the fix worker to answer again', async () => {
+      try {
+        return (await fixClient.status(fixId)).state === 'awaiting_human';
+      } catch {
+        return false;
+      }
+    });
     const both = await Promise.allSettled([
       fixClient.decide(fixId, { kind: 'approve', by: 'ada' }),
       fixClient.decide(fixId, { kind: 'approve', by: 'bob' }),
