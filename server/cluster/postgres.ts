@@ -152,7 +152,8 @@ export async function queryNumber(
     join(bin, 'psql'),
     ['-h', '127.0.0.1', '-p', String(port), '-U', DB_USER, '-d', db, '-tAc', sql],
     {
-      env: { ...process.env, PGPASSWORD: password, PGCONNECT_TIMEOUT: '5' },
+      // Only what psql needs: none of this process's other variables (keys, tokens) reach it.
+      env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8', PGPASSWORD: password, PGCONNECT_TIMEOUT: '5' },
       timeoutMs: 15_000,
     },
   );
