@@ -11,7 +11,10 @@ import { parseModelScript } from '../../model-server/script';
 import type { loopWorkflow } from '../../workflows/loop-workflow';
 import { uniqueName } from './session';
 import { allOf, clause } from '../../common/visibility-query';
-import { load1, startBenchStack } from './worker-stack';
+import { procCpuSeconds } from './proc-cpu';
+import { formatParked } from './throughput-report';
+import { floorApprove, floorParked } from './floor-workflows';
+import { load1, rssMiB, startBenchStack, startFloorWorker, type BenchStack } from './worker-stack';
 
 /** The `p`th percentile (nearest rank) of ascending `sorted`. */
 export const percentile = (sorted: number[], p: number): number =>
@@ -31,6 +34,8 @@ export interface ParkedFigures {
   /** RSS once every approved run has closed. */
   rssAfter: number;
   approveSeconds: number;
+  /** CPU seconds the dev server and the worker used while the approvals ran. */
+  approveCpu: { server: number; worker: number };
   /** Decision sent to the run's close, per run. */
   p50: number;
   p95: number;
@@ -42,7 +47,32 @@ export interface ParkedFigures {
   /** Runs that did not complete with exactly one applied approval. */
   notApplied: number;
   firstError?: string;
+  /** The same for the floor (floor-workflows.ts `floorParked`) on the same dev server, after Loopwright's. */
+  floor?: FloorParkedFigures;
 }
+
+/** The floor's parked case: bare workflows that made one model call and wait for an approval Update. */
+export interface FloorParkedFigures {
+  rssBefore: number;
+  rssParked: number;
+  approveSeconds: number;
+  approveCpu: { server: number; worker: number };
+  p50: number;
+  p95: number;
+  max: number;
+  errors: number;
+  loadApproved: string;
+}
+
+/** CPU seconds of the dev server and `workerPid` so far. */
+const cpuOf = (stack: BenchStack, workerPid: number) => ({
+  server: procCpuSeconds(stack.server.pid),
+  worker: procCpuSeconds(workerPid),
+});
+const cpuSince = (stack: BenchStack, workerPid: number, from: { server: number; worker: number }) => {
+  const now = cpuOf(stack, workerPid);
+  return { server: now.server - from.server, worker: now.worker - from.worker };
+};
 
 /**
  * Parks `runs` runs for a human on a fresh bench stack (`workerArgs` go to `loopwright worker`),
@@ -101,6 +131,7 @@ export async function measureParked(
     );
 
     const approveStart = Date.now();
+    const cpu0 = cpuOf(stack, stack.worker.pid!);
     const outcomes = await Promise.all(
       ids.map(async (id) => {
         const t0 = Date.now();
@@ -117,9 +148,10 @@ export async function measureParked(
       }),
     );
     const approveSeconds = (Date.now() - approveStart) / 1000;
+    const approveCpu = cpuSince(stack, stack.worker.pid!, cpu0);
     const ms = outcomes.map((o) => o.ms).sort((a, b) => a - b);
     const errors = outcomes.filter((o) => o.error);
-    return {
+    const figures: ParkedFigures = {
       runs,
       workerPid: stack.worker.pid!,
       parkSeconds,
@@ -129,6 +161,7 @@ export async function measureParked(
       rssParked,
       rssAfter: stack.rss(),
       approveSeconds,
+      approveCpu,
       p50: percentile(ms, 50) / 1000,
       p95: percentile(ms, 95) / 1000,
       max: ms.at(-1)! / 1000,
@@ -137,21 +170,87 @@ export async function measureParked(
       notApplied: outcomes.filter((o) => !o.applied).length,
       ...(errors.length ? { firstError: errors[0].error } : {}),
     };
+    log(
+      `loopwright: approved ${runs} at once in ${approveSeconds.toFixed(1)} s: p50 ${figures.p50.toFixed(2)} s, p95 ${figures.p95.toFixed(2)} s; now the floor on the same server`,
+    );
+    return { ...figures, floor: await measureFloorParked(stack, runs, log) };
   } finally {
     await stack.close();
   }
 }
 
+/**
+ * The floor's parked case on `stack`'s dev server: `runs` bare `floorParked` workflows on their own
+ * worker process (one model call, then a wait for an approval Update), all approved at once. What
+ * Temporal itself costs to resume and close that many runs, before Loopwright adds anything.
+ */
+async function measureFloorParked(
+  stack: BenchStack,
+  runs: number,
+  log: (line: string) => void,
+): Promise<FloorParkedFigures> {
+  const floor = await startFloorWorker(stack);
+  try {
+    const { workflow } = stack.client.temporal;
+    const rssBefore = rssMiB(floor.process.pid!);
+    const prefix = uniqueName('floor-parked');
+    const drafted = () => stack.model.requests.filter((r) => r.workflowId?.startsWith(prefix)).length;
+    const handles = [];
+    for (let i = 0; i < runs; i += 50) {
+      handles.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(50, runs - i) }, (_, j) =>
+            workflow.start(floorParked, {
+              workflowId: `${prefix}-${i + j}`,
+              taskQueue: floor.taskQueue,
+              args: ['Write a draft.'],
+            }),
+          ),
+        )),
+      );
+    }
+    while (drafted() < runs) await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 5000));
+    const rssParked = rssMiB(floor.process.pid!);
+    const approveStart = Date.now();
+    const cpu0 = cpuOf(stack, floor.process.pid!);
+    const outcomes = await Promise.all(
+      handles.map(async (handle) => {
+        const t0 = Date.now();
+        let error = false;
+        try {
+          await handle.executeUpdate(floorApprove, { args: ['bench'] });
+        } catch {
+          error = true;
+        }
+        await handle.result();
+        return { ms: Date.now() - t0, error };
+      }),
+    );
+    const approveSeconds = (Date.now() - approveStart) / 1000;
+    const approveCpu = cpuSince(stack, floor.process.pid!, cpu0);
+    const ms = outcomes.map((o) => o.ms).sort((a, b) => a - b);
+    log(
+      `floor: parked ${runs} (worker RSS ${rssBefore.toFixed(0)} → ${rssParked.toFixed(0)} MiB), approved at once in ${approveSeconds.toFixed(1)} s`,
+    );
+    return {
+      rssBefore,
+      rssParked,
+      approveSeconds,
+      approveCpu,
+      p50: percentile(ms, 50) / 1000,
+      p95: percentile(ms, 95) / 1000,
+      max: (ms.at(-1) ?? NaN) / 1000,
+      errors: outcomes.filter((o) => o.error).length,
+      loadApproved: load1(),
+    };
+  } finally {
+    await floor.close();
+  }
+}
+
 async function main(runs: number, workerArgs: string[]): Promise<void> {
-  const f = await measureParked(runs, workerArgs);
-  console.log(
-    `approved ${runs} at once in ${f.approveSeconds.toFixed(1)} s (load ${f.loadApproved}): decision -> closed p50 ${f.p50.toFixed(2)} s, p95 ${f.p95.toFixed(2)} s, max ${f.max.toFixed(2)} s`,
-  );
-  console.log(
-    `approvals that reported an error: ${f.errors} (of which the run had applied it: ${f.falseErrors}); runs not completed with one applied approval: ${f.notApplied}`,
-  );
-  if (f.firstError) console.log(`first error: ${f.firstError}`);
-  console.log(`worker RSS after: ${f.rssAfter.toFixed(0)} MiB`);
+  for (const line of formatParked(await measureParked(runs, workerArgs))) console.log(line);
 }
 
 if (require.main === module) {

@@ -5,7 +5,8 @@ import { parseModelScript, type ModelRule, type ModelScript } from '../../model-
 import { plainModelCaller, runPlainLoop } from './plain-loop';
 import { procCpuSeconds, selfCpuSeconds } from './proc-cpu';
 import { uniqueName } from './session';
-import type { BenchStack } from './worker-stack';
+import { floorLoop, type FloorExtras } from './floor-workflows';
+import type { BenchStack, FloorWorker } from './worker-stack';
 
 /** The task every measured run does: attempt 1 fails the judge, attempt 2 passes. */
 export const THROUGHPUT_INPUT = {
@@ -68,7 +69,8 @@ export function throughputScript(latencies: number[]): ModelScript {
 
 /** One measurement: N runs at once, one path, one model latency. CPU in seconds. */
 export interface Measurement {
-  path: 'plain' | 'loopwright';
+  /** plain: no durability; floor: the bare Temporal workflow (floor-workflows.ts); loopwright: `evaluate-optimize`. */
+  path: 'plain' | 'floor' | `floor+${string}` | 'loopwright';
   latencyMs: number;
   runs: number;
   /** Runs that did not end as expected (judge passed on attempt 2; for Loopwright, state completed). */
@@ -130,26 +132,63 @@ export async function measurePlain(stack: BenchStack, runs: number, latencyMs: n
  * result; then the histories of `historySample` of them are fetched and measured (after the clock
  * and the CPU readings stop).
  */
-export async function measureLoopwright(
+export function measureLoopwright(
   stack: BenchStack,
   runs: number,
   latencyMs: number,
   historySample = 5,
 ): Promise<Measurement> {
+  return measureDurable(stack, 'loopwright', stack.worker.pid!, runs, latencyMs, historySample, async (id) => {
+    const { workflowId } = await stack.client.run('evaluate-optimize', THROUGHPUT_INPUT, { id });
+    const record = await stack.client.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId).result();
+    return record.state === 'completed' && record.attempts.length === 2;
+  });
+}
+
+/**
+ * The same, through the floor (floor-workflows.ts): the bare Temporal workflow making the same 4
+ * model calls on `floor`'s worker process. Its CPU is the floor worker's, not Loopwright's.
+ */
+export function measureFloor(
+  stack: BenchStack,
+  floor: FloorWorker,
+  runs: number,
+  latencyMs: number,
+  extras: FloorExtras = {},
+  historySample = 5,
+): Promise<Measurement> {
+  const added = Object.keys(extras).filter((k) => extras[k as keyof FloorExtras]);
+  const path = added.length ? (`floor+${added.join('+')}` as const) : 'floor';
+  return measureDurable(stack, path, floor.process.pid!, runs, latencyMs, historySample, async (workflowId) => {
+    const result = await stack.client.temporal.workflow.execute(floorLoop, {
+      workflowId,
+      taskQueue: floor.taskQueue,
+      args: [THROUGHPUT_INPUT.task, THROUGHPUT_INPUT.rubric, THROUGHPUT_INPUT.maxAttempts, extras],
+    });
+    return result.passed && result.attempts === 2;
+  });
+}
+
+/** `runs` durable runs at once, started and awaited by `run(id)` (true when it ended as expected), with `workerPid`'s CPU. */
+async function measureDurable(
+  stack: BenchStack,
+  path: Measurement['path'],
+  workerPid: number,
+  runs: number,
+  latencyMs: number,
+  historySample: number,
+  run: (workflowId: string) => Promise<boolean>,
+): Promise<Measurement> {
   const { client } = stack;
-  const prefix = uniqueName(latencyTag(latencyMs));
+  const prefix = uniqueName(`${latencyTag(latencyMs)}-${path.replace(/\W/g, '-')}`);
   const cpu = () => ({
     server: procCpuSeconds(stack.server.pid),
-    worker: procCpuSeconds(stack.worker.pid!),
+    worker: procCpuSeconds(workerPid),
     client: selfCpuSeconds(),
   });
   const [load0, cpu0, t0] = [loadavg()[0], cpu(), performance.now()];
   const results = await Promise.all(
-    Array.from({ length: runs }, async (_, i) => {
-      const { workflowId } = await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: `${prefix}-${i}` });
-      const record = await client.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId).result();
-      return { workflowId, ok: record.state === 'completed' && record.attempts.length === 2 };
-    }),
+    Array.from({ length: runs }, async (_, i) => ({ workflowId: `${prefix}-${i}`, ok: await run(`${prefix}-${i}`) })),
   );
   const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0]];
   const histories = await Promise.all(
@@ -157,7 +196,7 @@ export async function measureLoopwright(
   );
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return {
-    path: 'loopwright',
+    path,
     latencyMs,
     runs,
     failed: results.filter((r) => !r.ok).length,

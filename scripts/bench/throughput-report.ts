@@ -24,7 +24,7 @@ export const cpuMsPerRun = (m: Measurement): number =>
 /** The side-by-side table, one line per measurement. */
 export function formatMeasurements(ms: Measurement[]): string[] {
   const cols: Array<[string, number, (m: Measurement) => string]> = [
-    ['path', 10, (m) => m.path],
+    ['path', Math.max(10, ...ms.map((m) => m.path.length)), (m) => m.path],
     ['latency', 7, (m) => `${m.latencyMs} ms`],
     ['runs', 5, (m) => String(m.runs)],
     ['failed', 6, (m) => String(m.failed)],
@@ -44,12 +44,21 @@ export function formatMeasurements(ms: Measurement[]): string[] {
   return [line(cols.map(([h]) => h)), ...ms.map((m) => line(cols.map(([, , get]) => get(m))))];
 }
 
+/** CPU ms per approval of one process while the approvals ran. */
+const approvalMs = (p: { runs: number; approveCpu: { server: number; worker: number } }, of: 'server' | 'worker') =>
+  f((1000 * p.approveCpu[of]) / p.runs);
+
 /** The parked case in a few lines. */
 export function formatParked(p: ParkedFigures): string[] {
   return [
     `parked ${p.runs} runs in ${f(p.parkSeconds)} s (load ${p.loadParked}): worker RSS ${f(p.rssBefore, 0)} MiB before, ${f(p.rssParked, 0)} MiB parked (+${f(p.rssParked - p.rssBefore, 0)} MiB), ${f(p.rssAfter, 0)} MiB after all closed`,
-    `approved all ${p.runs} at once in ${f(p.approveSeconds)} s (load ${p.loadApproved}): decision → closed p50 ${f(p.p50, 2)} s, p95 ${f(p.p95, 2)} s, max ${f(p.max, 2)} s`,
+    `approved all ${p.runs} at once in ${f(p.approveSeconds)} s (load ${p.loadApproved}): decision → closed p50 ${f(p.p50, 2)} s, p95 ${f(p.p95, 2)} s, max ${f(p.max, 2)} s; CPU per approval: server ${approvalMs(p, 'server')} ms, worker ${approvalMs(p, 'worker')} ms`,
     `approvals that reported an error: ${p.errors} (of which the run had applied it: ${p.falseErrors}); runs not completed with one applied approval: ${p.notApplied}${p.firstError ? `; first error: ${p.firstError}` : ''}`,
+    ...(p.floor
+      ? [
+          `floor (bare workflow: one model call, then an approval Update; its own worker, same server): worker RSS +${f(p.floor.rssParked - p.floor.rssBefore, 0)} MiB parked; approved all at once in ${f(p.floor.approveSeconds)} s (load ${p.floor.loadApproved}): p50 ${f(p.floor.p50, 2)} s, p95 ${f(p.floor.p95, 2)} s, max ${f(p.floor.max, 2)} s; CPU per approval: server ${approvalMs({ ...p.floor, runs: p.runs }, 'server')} ms, worker ${approvalMs({ ...p.floor, runs: p.runs }, 'worker')} ms; errors ${p.floor.errors}`,
+        ]
+      : []),
   ];
 }
 
@@ -61,22 +70,29 @@ export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefin
   const runsFloor = TARGETS.speedup * BASELINE.runsPerSecondHigh;
   for (const m of ms.filter((x) => x.path === 'loopwright')) {
     const at = `, ${m.latencyMs} ms model latency`;
+    // The bare Temporal workflow at the same latency, measured in the same run: what the server alone costs.
+    const floor = ms.find((x) => x.path === 'floor' && x.latencyMs === m.latencyMs);
+    const versus = (figure: string) => (floor ? `(floor: ${figure})` : '');
     target(
       `CPU per run (server+worker) ≤ ${TARGETS.cpuMsPerRun} ms${at}`,
       `${f(cpuMsPerRun(m))} ms (today ${BASELINE.cpuMsPerRun})`,
       cpuMsPerRun(m) <= TARGETS.cpuMsPerRun,
+      versus(
+        `${f(floor ? cpuMsPerRun(floor) : NaN)} ms, of which server ${f(floor ? (1000 * floor.serverCpu) / floor.runs : NaN)} ms; Loopwright's server ${f((1000 * m.serverCpu) / m.runs)} ms`,
+      ),
     );
-    const note = m.runs === TARGETS.atRuns ? '' : `(measured at N=${m.runs}; the target is at N=${TARGETS.atRuns})`;
+    const note = m.runs === TARGETS.atRuns ? '' : `(measured at N=${m.runs}; the target is at N=${TARGETS.atRuns}) `;
     target(
       `runs/s ≥ ${TARGETS.speedup}× today (${BASELINE.runsPerSecond}) = ${runsFloor}${at}`,
       `${f(m.runs / m.wallSeconds)} runs/s`,
       m.runs / m.wallSeconds >= runsFloor,
-      note,
+      note + versus(`${f(floor ? floor.runs / floor.wallSeconds : NaN)} runs/s`),
     );
     target(
       `history per run ≤ ${TARGETS.historyBytes / 1024} KB${at}`,
       `${f(m.historyBytes / 1024, 2)} KB, ${f(m.historyEvents, 0)} events`,
       m.historyBytes <= TARGETS.historyBytes,
+      versus(`${f(floor ? floor.historyBytes / 1024 : NaN, 2)} KB, ${f(floor?.historyEvents ?? NaN, 0)} events`),
     );
   }
   if (parked) {
@@ -91,17 +107,18 @@ export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefin
       addedMB <= TARGETS.parkedRssMB,
       note,
     );
+    const floor = parked.floor;
     target(
       `approving them: decision → closed p50 ≤ ${TARGETS.p50} s`,
       `${f(parked.p50, 2)} s`,
       parked.p50 <= TARGETS.p50,
-      note,
+      note + (floor ? ` (floor: ${f(floor.p50, 2)} s)` : ''),
     );
     target(
       `approving them: decision → closed p95 ≤ ${TARGETS.p95} s`,
       `${f(parked.p95, 2)} s`,
       parked.p95 <= TARGETS.p95,
-      note,
+      note + (floor ? ` (floor: ${f(floor.p95, 2)} s)` : ''),
     );
     target(
       'approving them: no false errors',

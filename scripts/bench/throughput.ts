@@ -3,37 +3,58 @@
  * model calls are worker, judge fails, worker, judge passes, against one scripted model with 0 ms
  * and then 200 ms of latency per call, done two ways side by side:
  * - plain: the calls in a plain in-process loop (real SDK, same prompts, no durability);
+ * - floor: the bare Temporal workflow making the same calls (floor-workflows.ts: no record, budget,
+ *   search attributes or decisions) on its own worker process, on the same dev server: what
+ *   durability costs on this server before Loopwright adds anything;
  * - loopwright: `evaluate-optimize` runs on a dev server and a separate `loopwright worker` process.
  * For each: wall time, runs/s, CPU seconds of the dev server, the worker and this process (the
  * client and the scripted model), CPU per run, history per run, and the load average. Then M runs
  * parked for a human and approved at once (parked.ts, on a fresh stack). Last, the targets.
  *   npm run bench -- [N=200] [M=1000]     (M=0 skips the parked case)
  *   npm run bench -- --quick              (N=20, M=50)
+ *   npm run bench -- --attribute          also the floor with each of Loopwright's own server costs
+ *                                         added alone (FloorExtras), at 0 ms, to price each one
  */
 import { cpus, loadavg } from 'node:os';
+import type { FloorExtras } from './floor-workflows';
 import { measureParked, type ParkedFigures } from './parked';
-import { measureIdle, measureLoopwright, measurePlain, throughputScript, type Measurement } from './throughput-measure';
+import {
+  measureFloor,
+  measureIdle,
+  measureLoopwright,
+  measurePlain,
+  throughputScript,
+  type Measurement,
+} from './throughput-measure';
 import { formatMeasurements, formatParked, formatTargets } from './throughput-report';
-import { startBenchStack } from './worker-stack';
+import { startBenchStack, startFloorWorker, type FloorWorker } from './worker-stack';
 
 const LATENCIES = [0, 200];
 const WARM_UP = 10;
+/** The floor's extras priced one at a time by --attribute, then all together. */
+const ATTRIBUTION: FloorExtras[] = [
+  { upserts: true },
+  { heartbeats: true },
+  { setupActivity: true },
+  { upserts: true, heartbeats: true, setupActivity: true },
+];
 
-function parseArgs(argv: string[]): { runs: number; parked: number } {
+function parseArgs(argv: string[]): { runs: number; parked: number; attribute: boolean } {
   const quick = argv.includes('--quick');
-  const rest = argv.filter((a) => a !== '--quick');
+  const attribute = argv.includes('--attribute');
+  const rest = argv.filter((a) => a !== '--quick' && a !== '--attribute');
   const [runs, parked] = [Number(rest[0] ?? (quick ? 20 : 200)), Number(rest[1] ?? (quick ? 50 : 1000))];
   if (rest.length > 2 || !Number.isInteger(runs) || runs <= 0 || !Number.isInteger(parked) || parked < 0) {
     console.error(
-      `error: usage: npm run bench -- [N runs at once, above 0] [M parked runs, 0 to skip] [--quick], not ${argv.join(' ')}`,
+      `error: usage: npm run bench -- [N runs at once, above 0] [M parked runs, 0 to skip] [--quick] [--attribute], not ${argv.join(' ')}`,
     );
     process.exit(2);
   }
-  return { runs, parked };
+  return { runs, parked, attribute };
 }
 
 async function main(): Promise<void> {
-  const { runs, parked } = parseArgs(process.argv.slice(2));
+  const { runs, parked, attribute } = parseArgs(process.argv.slice(2));
   console.log(
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load ${loadavg()
       .map((l) => l.toFixed(2))
@@ -42,22 +63,36 @@ async function main(): Promise<void> {
   const stack = await startBenchStack(throughputScript(LATENCIES));
   const measured: Measurement[] = [];
   let idleLine = '';
+  let floor: FloorWorker | undefined;
   try {
+    const floorWorker = await startFloorWorker(stack);
+    floor = floorWorker;
     console.log(
-      `dev server pid ${stack.server.pid}, worker pid ${stack.worker.pid}; warming up with ${WARM_UP} runs each way (not counted)`,
+      `dev server pid ${stack.server.pid}, worker pid ${stack.worker.pid}, floor worker pid ${floorWorker.process.pid}; warming up with ${WARM_UP} runs each way (not counted)`,
     );
+    const measureFloorHere = (s: typeof stack, n: number, latencyMs: number) =>
+      measureFloor(s, floorWorker, n, latencyMs);
     await measurePlain(stack, WARM_UP, 0);
+    await measureFloorHere(stack, WARM_UP, 0);
     await measureLoopwright(stack, WARM_UP, 0, 0);
     const idle = await measureIdle(stack, 5);
     idleLine = `idle (5 s, no runs): dev server ${idle.serverMsPerSecond.toFixed(1)} ms CPU/s, worker ${idle.workerMsPerSecond.toFixed(1)} ms CPU/s (counted in the figures above, not subtracted)`;
     for (const latencyMs of LATENCIES) {
-      for (const measure of [measurePlain, measureLoopwright]) {
+      for (const measure of [measurePlain, measureFloorHere, measureLoopwright]) {
         const m = await measure(stack, runs, latencyMs);
         console.log(`  ${m.path} at ${latencyMs} ms: ${runs} runs in ${m.wallSeconds.toFixed(1)} s`);
         measured.push(m);
       }
     }
+    if (attribute) {
+      for (const extras of ATTRIBUTION) {
+        const m = await measureFloor(stack, floorWorker, runs, 0, extras);
+        console.log(`  ${m.path} at 0 ms: ${runs} runs in ${m.wallSeconds.toFixed(1)} s`);
+        measured.push(m);
+      }
+    }
   } finally {
+    await floor?.close();
     await stack.close();
   }
   let parkedFigures: ParkedFigures | undefined;
@@ -68,7 +103,7 @@ async function main(): Promise<void> {
   );
   for (const line of formatMeasurements(measured)) console.log(line);
   console.log(
-    'CPU ms/run: dev server + worker for loopwright; this process (loop + scripted model) for plain. client CPU s: this process, which also serves the scripted model.',
+    'CPU ms/run: dev server + worker for floor and loopwright (each its own worker process); this process (loop + scripted model) for plain. client CPU s: this process, which also serves the scripted model.',
   );
   console.log(idleLine);
   if (parkedFigures) {

@@ -140,3 +140,39 @@ function readHeaps(dir: string): { main: number; threads: number } {
   }
   return heaps;
 }
+
+/** The floor's worker process (floor-worker.ts) beside a bench stack's, on its own task queue. */
+export interface FloorWorker {
+  process: ChildProcess;
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+/** Starts the floor's worker against `stack`'s dev server and scripted model; resolves once it polls. */
+export async function startFloorWorker(stack: BenchStack): Promise<FloorWorker> {
+  const taskQueue = uniqueName('floor');
+  const worker = spawn(process.execPath, [path.join(__dirname, 'floor-worker.js')], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: stack.server.address,
+      FLOOR_TASK_QUEUE: taskQueue,
+      ANTHROPIC_BASE_URL: stack.model.url,
+      ANTHROPIC_API_KEY: 'bench',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  worker.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
+  const close = async () => {
+    if (worker.exitCode === null && worker.signalCode === null) {
+      worker.kill('SIGTERM');
+      await new Promise((r) => worker.once('exit', r));
+    }
+  };
+  while (!/floor worker polling task queue/.test(log)) {
+    if (worker.exitCode !== null) throw new Error(`the floor worker exited: ${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { process: worker, taskQueue, close };
+}
