@@ -20,19 +20,11 @@ import { load1, rssMiB, startBenchStack, startFloorWorker, type BenchStack } fro
 export const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 
-/** What {@link measureParked} measured. Times in seconds, memory in MiB. */
-export interface ParkedFigures {
-  runs: number;
-  workerPid: number;
-  parkSeconds: number;
-  /** Load average (1 min) once all runs were parked, and once all were approved. */
-  loadParked: string;
-  loadApproved: string;
+/** Parked runs approved all at once, as measured for Loopwright and for the floor. Times in seconds, memory in MiB. */
+export interface FloorParkedFigures {
+  /** Worker RSS before parking, and with all runs parked (after 5 s to settle). */
   rssBefore: number;
-  /** RSS with all runs parked, after 5 s to settle. */
   rssParked: number;
-  /** RSS once every approved run has closed. */
-  rssAfter: number;
   approveSeconds: number;
   /** CPU seconds the dev server and the worker used while the approvals ran. */
   approveCpu: { server: number; worker: number };
@@ -42,26 +34,26 @@ export interface ParkedFigures {
   max: number;
   /** Approvals whose call reported an error. */
   errors: number;
-  /** Of those, approvals the run had in fact applied (completed with exactly one applied decision). */
+  /** Load average (1 min) once all were approved. */
+  loadApproved: string;
+}
+
+/** What {@link measureParked} measured: Loopwright's figures, and the floor's on the same server. */
+export interface ParkedFigures extends FloorParkedFigures {
+  runs: number;
+  workerPid: number;
+  parkSeconds: number;
+  /** Load average (1 min) once all runs were parked. */
+  loadParked: string;
+  /** RSS once every approved run has closed. */
+  rssAfter: number;
+  /** Of the errors, approvals the run had in fact applied (completed with exactly one applied decision). */
   falseErrors: number;
   /** Runs that did not complete with exactly one applied approval. */
   notApplied: number;
   firstError?: string;
   /** The same for the floor (floor-workflows.ts `floorParked`) on the same dev server, after Loopwright's. */
   floor?: FloorParkedFigures;
-}
-
-/** The floor's parked case: bare workflows that made one model call and wait for an approval Update. */
-export interface FloorParkedFigures {
-  rssBefore: number;
-  rssParked: number;
-  approveSeconds: number;
-  approveCpu: { server: number; worker: number };
-  p50: number;
-  p95: number;
-  max: number;
-  errors: number;
-  loadApproved: string;
 }
 
 /** CPU seconds of the dev server and `workerPid` so far. */
