@@ -1,4 +1,5 @@
-import { Context } from '@temporalio/activity';
+import { type Context } from '@temporalio/activity';
+import { currentActivityContext } from './activity-context';
 import { modelTimeouts, type ModelTimeouts } from '../common/loop-spec';
 import {
   textOf,
@@ -66,7 +67,7 @@ export interface ModelDeps {
  */
 export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promise<ModelReply> {
   return async (req) => {
-    const ctx = inActivity();
+    const ctx = currentActivityContext();
     const beat = ctx ? setInterval(() => heartbeatAlive(ctx), deps.heartbeatMs ?? 1000) : undefined;
     let reported: Usage | undefined;
     try {
@@ -120,14 +121,6 @@ export function priced(tokens: TokenCounts, model: string, price: ModelPrice): U
     cacheWriteTokens: tokens.cacheWriteTokens,
   };
   return { ...counts, costUsd: costOf(model, counts, { [model]: price }) };
-}
-
-function inActivity(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
 }
 
 /** Whether Temporal asked for the activity's cancellation, and why it was interrupted, once it was. */

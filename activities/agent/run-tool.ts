@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { currentActivityContext } from '../activity-context';
 import { gateTool, type ToolResultRef } from '../../common/agent';
 import { capToolOutput, type ContentBlock } from '../../common/context';
 import type { Autonomy } from '../../common/loop-spec';
@@ -63,7 +63,7 @@ export async function runTool(
   );
   let outcome: { content: string; isError: boolean };
   let sandbox: SandboxName | undefined;
-  const ctx = activityContext();
+  const ctx = currentActivityContext();
   const run = ctx?.info.workflowExecution;
   const key = run && deps.ledger ? `${run.workflowId}/${run.runId}/${ctx!.info.activityId}` : undefined;
   const done = key
@@ -97,12 +97,4 @@ export async function runTool(
     bytes: outcome.content.length,
     ...(sandbox ? { sandbox } : {}),
   };
-}
-
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
 }
