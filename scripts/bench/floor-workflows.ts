@@ -9,9 +9,11 @@ import { condition, defineUpdate, proxyActivities, setHandler, upsertSearchAttri
 import type { FeedbackEntry } from '../../common/prompts';
 import type { FloorActivities } from './floor-activities';
 
+// Retried as Temporal's users would (a model endpoint refuses a connection now and then under load);
+// Loopwright retries its model calls in the workflow instead (workflows/loop/model-call.ts).
 const { floorWorker, floorJudge, floorSetup } = proxyActivities<FloorActivities>({
   startToCloseTimeout: '1m',
-  retry: { maximumAttempts: 1 },
+  retry: { maximumAttempts: 5, initialInterval: '1s' },
 });
 
 /**

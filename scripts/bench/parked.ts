@@ -201,7 +201,11 @@ async function measureFloorParked(
         )),
       );
     }
-    while (drafted() < runs) await new Promise((r) => setTimeout(r, 500));
+    // Every run drafts once (its one model call) and then waits; a run that fails instead would never draft.
+    for (let last = -1, since = Date.now(); drafted() < runs; await new Promise((r) => setTimeout(r, 500))) {
+      if (drafted() !== last) [last, since] = [drafted(), Date.now()];
+      else if (Date.now() - since > 120_000) throw new Error(`floor: only ${last} of ${runs} parked runs drafted`);
+    }
     await new Promise((r) => setTimeout(r, 5000));
     const rssParked = rssMiB(floor.process.pid!);
     const approveStart = Date.now();
