@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ActiveClock } from '../../workflows/active-clock';
+import { ActiveClock } from '../../workflows/loop/active-clock';
 
 describe('ActiveClock', () => {
   test('counts the time since it started while running', () => {

@@ -3,7 +3,7 @@ import { unitLoopInput } from '../helpers/loop-input';
 import type { Escalation, RunRecord, RunState } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { refusalReason } from '../../workflows/decisions';
-import { newRecord, recordAttempt } from '../../workflows/record-keeping';
+import { newRecord, recordAttempt } from '../../workflows/loop/record-keeping';
 
 const NOW = '2025-01-02T03:04:05.000Z';
 const input = unitLoopInput();

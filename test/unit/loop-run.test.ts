@@ -2,7 +2,7 @@ import type { AppliedDecision } from '../../common/decision';
 import type { LoopInput } from '../../common/loop-input';
 import type { RunRecord } from '../../common/run-record';
 import { ZERO_USAGE, type Usage } from '../../common/usage';
-import { LoopRun, type RunHost, type RunMetrics } from '../../workflows/loop-run';
+import { LoopRun, type RunHost, type RunMetrics } from '../../workflows/loop/loop-run';
 import { unitLoopInput } from '../helpers/loop-input';
 
 const START = Date.parse('2026-01-02T03:04:05.000Z');

@@ -2,7 +2,7 @@ import { LoopSpecSchema } from '../../common/loop-spec';
 import { unitLoopInput } from '../helpers/loop-input';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE, type Usage } from '../../common/usage';
-import { chargeUsage, feedbackFrom, newRecord, recordAttempt } from '../../workflows/record-keeping';
+import { chargeUsage, feedbackFrom, newRecord, recordAttempt } from '../../workflows/loop/record-keeping';
 import { limitsOf } from '../../common/budget';
 
 const NOW = '2025-01-02T03:04:05.000Z';

@@ -1,4 +1,4 @@
-import { inAuditSample } from '../../workflows/audit';
+import { inAuditSample } from '../../workflows/loop/audit';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { scriptedStacks } from '../helpers/temporal';
 

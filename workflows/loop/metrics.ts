@@ -1,7 +1,7 @@
 import { metricMeter } from '@temporalio/workflow';
-import { redact } from '../common/redact';
-import type { Escalation, RunRecord, Verdict } from '../common/run-record';
-import type { Usage } from '../common/usage';
+import { redact } from '../../common/redact';
+import type { Escalation, RunRecord, Verdict } from '../../common/run-record';
+import type { Usage } from '../../common/usage';
 
 /**
  * The project's own Prometheus metrics, emitted from workflow code through Temporal's workflow

@@ -1,10 +1,10 @@
 import { isCancellation } from '@temporalio/workflow';
-import type { SessionSetup } from '../common/agent';
-import type { EffectSpec } from '../common/loop-spec';
-import { forDisplay } from '../common/redact';
-import type { RunRecord } from '../common/run-record';
-import { acts, TOOL_CALL } from './activity-proxies';
-import { describeStop, effectStop } from '../common/budget';
+import type { SessionSetup } from '../../common/agent';
+import type { EffectSpec } from '../../common/loop-spec';
+import { forDisplay } from '../../common/redact';
+import type { RunRecord } from '../../common/run-record';
+import { acts, TOOL_CALL } from '../activity-proxies';
+import { describeStop, effectStop } from '../../common/budget';
 import type { LoopRun } from './loop-run';
 import { activityErrorMessage } from './record-keeping';
 

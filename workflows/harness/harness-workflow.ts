@@ -9,7 +9,7 @@ import {
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Harness, HarnessVersion, RegressionTask } from '../common/improve/types';
+import type { Harness, HarnessVersion, RegressionTask } from '../../common/improve/types';
 
 /**
  * A loop's harness store: every version of its improvable surface (v1 is the loop's built-in

@@ -6,10 +6,10 @@ import {
   sleep,
   TimeoutFailure,
 } from '@temporalio/workflow';
-import type { ModelFailureDetails } from '../activities/model-errors';
-import type { ModelPrice } from '../common/pricing';
-import type { Usage } from '../common/usage';
-import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from '../common/budget';
+import type { ModelFailureDetails } from '../../activities/model-errors';
+import type { ModelPrice } from '../../common/pricing';
+import type { Usage } from '../../common/usage';
+import { estimateInputTokens, planCall, type BudgetLimits, type BudgetUse } from '../../common/budget';
 
 /** How often a model call is tried before the run escalates (first try included). */
 export const MAX_MODEL_TRIES = 5;

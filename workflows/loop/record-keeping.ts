@@ -1,10 +1,10 @@
-import type { ToolCallRecord } from '../common/agent';
-import type { LoopInput } from '../common/loop-input';
-import type { FeedbackEntry } from '../common/prompts';
-import type { AttemptRecord, RunRecord, StopReason, Verdict } from '../common/run-record';
-import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
+import type { ToolCallRecord } from '../../common/agent';
+import type { LoopInput } from '../../common/loop-input';
+import type { FeedbackEntry } from '../../common/prompts';
+import type { AttemptRecord, RunRecord, StopReason, Verdict } from '../../common/run-record';
+import { ZERO_USAGE, addUsage, type Usage } from '../../common/usage';
 import { ActivityFailure } from '@temporalio/workflow';
-import { limitsOf, newRunBudget } from '../common/budget';
+import { limitsOf, newRunBudget } from '../../common/budget';
 
 /** A new record for a run that starts now. Pure. */
 export function newRecord(workflowId: string, input: LoopInput, now: string): RunRecord {

@@ -1,6 +1,6 @@
 import { condition, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import type { RunRecord } from '../common/run-record';
-import { LoopAttempt, LoopCostUsd, LoopState, LoopTokens } from '../common/search-attributes';
+import type { RunRecord } from '../../common/run-record';
+import { LoopAttempt, LoopCostUsd, LoopState, LoopTokens } from '../../common/search-attributes';
 import type { RunHost } from './loop-run';
 
 /**

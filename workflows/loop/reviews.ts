@@ -1,5 +1,5 @@
-import type { RunRecord, Verdict } from '../common/run-record';
-import { ZERO_USAGE } from '../common/usage';
+import type { RunRecord, Verdict } from '../../common/run-record';
+import { ZERO_USAGE } from '../../common/usage';
 import type { AttemptProgress } from './attempt';
 import type { LoopRun } from './loop-run';
 

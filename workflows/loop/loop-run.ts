@@ -1,4 +1,4 @@
-import type { SessionSetup } from '../common/agent';
+import type { SessionSetup } from '../../common/agent';
 import {
   attemptStop,
   describeStop,
@@ -9,16 +9,16 @@ import {
   type BudgetLimits,
   type BudgetStop,
   type BudgetUse,
-} from '../common/budget';
-import type { AppliedDecision, Decision } from '../common/decision';
-import { parseDuration } from '../common/duration';
-import type { LoopInput } from '../common/loop-input';
-import type { FeedbackEntry } from '../common/prompts';
-import { forDisplay, type Redaction } from '../common/redact';
-import type { AttemptRecord, Escalation, RunRecord, RunState, StopReason, Verdict } from '../common/run-record';
-import type { Trust } from '../common/trust';
-import { ZERO_USAGE, addUsage, type Usage } from '../common/usage';
-import { HUMAN_WAIT_MAX_CHARS, humanWaitSummary } from '../common/activity-summary';
+} from '../../common/budget';
+import type { AppliedDecision, Decision } from '../../common/decision';
+import { parseDuration } from '../../common/duration';
+import type { LoopInput } from '../../common/loop-input';
+import type { FeedbackEntry } from '../../common/prompts';
+import { forDisplay, type Redaction } from '../../common/redact';
+import type { AttemptRecord, Escalation, RunRecord, RunState, StopReason, Verdict } from '../../common/run-record';
+import type { Trust } from '../../common/trust';
+import { ZERO_USAGE, addUsage, type Usage } from '../../common/usage';
+import { HUMAN_WAIT_MAX_CHARS, humanWaitSummary } from '../../common/activity-summary';
 import { ActiveClock } from './active-clock';
 import { runDetails } from './details';
 import { chargeUsage, newRecord, recordAttempt } from './record-keeping';

@@ -1,4 +1,4 @@
-import { forDisplay } from '../common/redact';
+import { forDisplay } from '../../common/redact';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   ActivityFailure,
@@ -9,12 +9,12 @@ import {
   workflowInfo,
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../common/discovery';
-import { CHECK_CALL, TOOL_CALL } from './activity-proxies';
-import { loopWorkflow } from './loop-workflow';
-import { discoveryStateQuery } from './messages';
-import { FailureType } from '../common/failure-types';
+import type { Activities } from '../../activities';
+import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../../common/discovery';
+import { CHECK_CALL, TOOL_CALL } from '../activity-proxies';
+import { loopWorkflow } from '../loop/loop-workflow';
+import { discoveryStateQuery } from '../messages';
+import { FailureType } from '../../common/failure-types';
 
 const { listFailingTests } = proxyActivities<Activities>({
   ...CHECK_CALL,

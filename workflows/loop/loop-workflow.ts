@@ -11,16 +11,16 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { LoopInput } from '../common/loop-input';
-import { runsCommands } from '../common/loop-rules';
-import type { RunRecord } from '../common/run-record';
-import { LoopAudit, LoopAutonomy, LoopItemKey, LoopName } from '../common/search-attributes';
-import { ZERO_USAGE } from '../common/usage';
-import { acts, TOOL_CALL } from './activity-proxies';
+import type { LoopInput } from '../../common/loop-input';
+import { runsCommands } from '../../common/loop-rules';
+import type { RunRecord } from '../../common/run-record';
+import { LoopAudit, LoopAutonomy, LoopItemKey, LoopName } from '../../common/search-attributes';
+import { ZERO_USAGE } from '../../common/usage';
+import { acts, TOOL_CALL } from '../activity-proxies';
 import { runAttempt, type AttemptProgress } from './attempt';
-import { handleDecisions, refusalReason } from './decisions';
+import { handleDecisions, refusalReason } from '../decisions';
 import { runDetails } from './details';
-import { stateQuery } from './messages';
+import { stateQuery } from '../messages';
 import { activityErrorMessage, feedbackFrom } from './record-keeping';
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
@@ -31,8 +31,8 @@ import { LoopRun } from './loop-run';
 import { reviews } from './reviews';
 import { temporalHost } from './run-host';
 import { heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
-import { forDisplay, redact } from '../common/redact';
-import { auditWaitSummary } from '../common/activity-summary';
+import { forDisplay, redact } from '../../common/redact';
+import { auditWaitSummary } from '../../common/activity-summary';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active

@@ -1,20 +1,20 @@
-import { forDisplay } from '../common/redact';
+import { forDisplay } from '../../common/redact';
 import { condition, executeChild, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { AppliedDecision, DecisionRecord } from '../common/decision';
-import { trustRecord, type Trust, type TrustRecord } from '../common/trust-record';
-import { handleDecisions } from './decisions';
-import { proposerCallSummary } from '../common/activity-summary';
-import { readProposal } from '../common/improve/proposal-shape';
-import { summarizeEvaluation, heldOutTasks, type EvaluationSummary } from '../common/improve/evaluate';
-import { checkProposal } from '../common/improve/proposal';
-import type { EvalRun, FailureGroup, Harness, Proposal, RegressionTask } from '../common/improve/types';
-import type { ModelPrice } from '../common/pricing';
-import type { RunRecord } from '../common/run-record';
-import { addUsage, ZERO_USAGE, type Usage } from '../common/usage';
-import { acts, CHECK_CALL, MODEL_CALL, TOOL_CALL } from './activity-proxies';
-import { loopWorkflow } from './loop-workflow';
-import { improveStateQuery } from './messages';
-import { FailureType } from '../common/failure-types';
+import type { AppliedDecision, DecisionRecord } from '../../common/decision';
+import { trustRecord, type Trust, type TrustRecord } from '../../common/trust-record';
+import { handleDecisions } from '../decisions';
+import { proposerCallSummary } from '../../common/activity-summary';
+import { readProposal } from '../../common/improve/proposal-shape';
+import { summarizeEvaluation, heldOutTasks, type EvaluationSummary } from '../../common/improve/evaluate';
+import { checkProposal } from '../../common/improve/proposal';
+import type { EvalRun, FailureGroup, Harness, Proposal, RegressionTask } from '../../common/improve/types';
+import type { ModelPrice } from '../../common/pricing';
+import type { RunRecord } from '../../common/run-record';
+import { addUsage, ZERO_USAGE, type Usage } from '../../common/usage';
+import { acts, CHECK_CALL, MODEL_CALL, TOOL_CALL } from '../activity-proxies';
+import { loopWorkflow } from '../loop/loop-workflow';
+import { improveStateQuery } from '../messages';
+import { FailureType } from '../../common/failure-types';
 
 /** The input of an improvement run (`loopwright improve <loop>`). */
 export interface ImproveInput {

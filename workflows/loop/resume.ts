@@ -1,9 +1,9 @@
-import type { SessionSetup, ToolCallRecord, ToolResultRef } from '../common/agent';
-import type { FeedbackEntry } from '../common/prompts';
-import type { RunRecord } from '../common/run-record';
-import type { Trust } from '../common/trust';
-import type { Usage } from '../common/usage';
-import type { BudgetLimits } from '../common/budget';
+import type { SessionSetup, ToolCallRecord, ToolResultRef } from '../../common/agent';
+import type { FeedbackEntry } from '../../common/prompts';
+import type { RunRecord } from '../../common/run-record';
+import type { Trust } from '../../common/trust';
+import type { Usage } from '../../common/usage';
+import type { BudgetLimits } from '../../common/budget';
 
 /** Where an agent session stands between two turns: enough to go on in a fresh run. */
 export interface SessionCheckpoint {

@@ -1,5 +1,5 @@
-import { byline } from '../common/decision';
-import { isTerminal, type RunRecord } from '../common/run-record';
+import { byline } from '../../common/decision';
+import { isTerminal, type RunRecord } from '../../common/run-record';
 
 /** Markdown shown as the run's current details in the Web UI: state, attempt, budget, last verdict. */
 export function runDetails(record: RunRecord): string {

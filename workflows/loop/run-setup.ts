@@ -1,8 +1,8 @@
 import { isCancellation } from '@temporalio/workflow';
-import type { SessionSetup } from '../common/agent';
-import { runsCommands } from '../common/loop-rules';
-import { trustRecord, type Trust } from '../common/trust-record';
-import { acts, TOOL_CALL } from './activity-proxies';
+import type { SessionSetup } from '../../common/agent';
+import { runsCommands } from '../../common/loop-rules';
+import { trustRecord, type Trust } from '../../common/trust-record';
+import { acts, TOOL_CALL } from '../activity-proxies';
 import type { LoopRun } from './loop-run';
 import { activityErrorMessage } from './record-keeping';
 
