@@ -9,12 +9,12 @@ const base = require('./jest.config');
 module.exports = {
   ...base,
   testMatch: [
-    '<rootDir>/test/workflows/loop-workflow.test.ts',
+    '<rootDir>/test/workflows/loop/loop-workflow.test.ts',
     '<rootDir>/test/security/decisions.test.ts',
     '<rootDir>/test/triggers/schedules.test.ts',
     '<rootDir>/test/triggers/events.test.ts',
-    '<rootDir>/test/workflows/fix-test.test.ts',
-    '<rootDir>/test/workflows/lost-workers.test.ts',
+    '<rootDir>/test/workflows/loop/fix-test.test.ts',
+    '<rootDir>/test/workflows/loop/lost-workers.test.ts',
     '<rootDir>/test/cluster/*.test.ts',
   ],
   testPathIgnorePatterns: ['/node_modules/'],

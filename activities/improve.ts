@@ -15,7 +15,7 @@ import type { Usage } from '../common/usage';
 import { getLoop } from '../loops';
 import type { ModelReply, ModelRequest } from './model';
 import { allOf, clause } from '../common/visibility-query';
-import { loopWorkflow } from '../workflows/loop-workflow';
+import { loopWorkflow } from '../workflows/loop/loop-workflow';
 
 /** Runs read per mining (the newest first); older ones are left out and counted. */
 const MAX_RUNS = 500;

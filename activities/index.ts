@@ -45,7 +45,7 @@ import type { Trust } from '../common/trust';
 import { loadTrust, trustPathsFromEnv, type LoadTrustInput, type TrustPaths } from './trust';
 import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
 import { allOf, clause } from '../common/visibility-query';
-import { loopWorkflow } from '../workflows/loop-workflow';
+import { loopWorkflow } from '../workflows/loop/loop-workflow';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 export interface ActivityDeps {

@@ -5,7 +5,7 @@ import { zodIssues } from '../common/format';
 import { getLoop } from '../loops';
 import type { LoopwrightClient } from './loopwright-client';
 import { newRunId } from './run-id';
-import { discoveryWorkflow } from '../workflows/discovery-workflow';
+import { discoveryWorkflow } from '../workflows/discovery/discovery-workflow';
 
 /**
  * Starts `discoveryWorkflow` for `loop` (id `<loop>/discovery/<time>-<hex>`) and returns its id.

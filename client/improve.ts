@@ -3,7 +3,7 @@ import { parseDuration } from '../common/duration';
 import { UsageError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
 import { getLoop } from '../loops';
-import { improveWorkflow, type ImprovementRecord, type ImproveInput } from '../workflows/improve-workflow';
+import { improveWorkflow, type ImprovementRecord, type ImproveInput } from '../workflows/improve/improve-workflow';
 import { improveStateQuery } from '../workflows/messages';
 import { addRegression } from '../harness/store';
 import type { LoopwrightClient } from './loopwright-client';

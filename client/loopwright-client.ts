@@ -39,7 +39,7 @@ import {
   LoopTokens,
 } from '../common/search-attributes';
 import { decisionUpdate, stateQuery } from '../workflows/messages';
-import { loopWorkflow } from '../workflows/loop-workflow';
+import { loopWorkflow } from '../workflows/loop/loop-workflow';
 import { planRun } from '../loops/plan-run';
 import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';

@@ -10,7 +10,7 @@ import { ServerUnavailableError, UsageError } from '../common/errors';
 import { escapeLine, requireOneLine } from '../common/terminal';
 import { isUnavailable, runState } from './events';
 import { runPresentation, type LoopwrightClient } from './loopwright-client';
-import { loopWorkflow } from '../workflows/loop-workflow';
+import { loopWorkflow } from '../workflows/loop/loop-workflow';
 
 /** Overlap policies as the CLI spells them, and Temporal's names. */
 export const OVERLAP_POLICIES = {

@@ -10,7 +10,7 @@ import {
   rollbackHarnessUpdate,
   type HarnessState,
   harnessWorkflow,
-} from '../workflows/harness-workflow';
+} from '../workflows/harness/harness-workflow';
 
 /**
  * The id of a loop's harness store: one workflow per loop and task queue, because a task queue is

@@ -30,7 +30,7 @@ import { WORKER_TUNING } from '../workers/create-worker';
 import { workflowSource } from '../workers/workflow-bundle';
 import { workerDataConverter } from '../crypto/codec';
 import { redactionFromEnv } from '../common/redact';
-import { improveWorkflow } from '../workflows/improve-workflow';
+import { improveWorkflow } from '../workflows/improve/improve-workflow';
 
 const verdict = (passed: boolean, item = 'mentions a crash') => ({
   content: [

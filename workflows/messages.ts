@@ -2,7 +2,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AppliedDecision, Decision } from '../common/decision';
 import type { DiscoveryResult } from '../common/discovery';
 import type { RunRecord } from '../common/run-record';
-import type { ImprovementRecord } from './improve-workflow';
+import type { ImprovementRecord } from './improve/improve-workflow';
 
 /**
  * A human decision for a run waiting in `awaiting_human`, as a Temporal Update: its validator

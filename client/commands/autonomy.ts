@@ -8,7 +8,7 @@ import { BUILT_IN_LOOPS } from '../../loops';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { Output } from '../output';
 import { allOf, clause } from '../../common/visibility-query';
-import { loopWorkflow } from '../../workflows/loop-workflow';
+import { loopWorkflow } from '../../workflows/loop/loop-workflow';
 
 /**
  * Runs read at most. Each one costs a visibility page entry and a `result()` call, so the

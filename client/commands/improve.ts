@@ -3,7 +3,7 @@ import { UsageError } from '../../common/errors';
 import { escapeBlock, escapeLine, terminalJson } from '../../common/terminal';
 import { diffHarness, harnessPrompt } from '../../common/improve/proposal';
 import type { HarnessVersion } from '../../common/improve/types';
-import type { ImprovementRecord } from '../../workflows/improve-workflow';
+import type { ImprovementRecord } from '../../workflows/improve/improve-workflow';
 import { harnessState, rollbackHarness } from '../../harness/store';
 import {
   improveInput,

@@ -8,7 +8,7 @@
  * `npm run bench` (throughput.ts) calls {@link measureParked} too.
  */
 import { parseModelScript } from '../../model-server/script';
-import type { loopWorkflow } from '../../workflows/loop-workflow';
+import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { uniqueName } from './session';
 import { allOf, clause } from '../../common/visibility-query';
 import { procCpuSeconds } from './proc-cpu';

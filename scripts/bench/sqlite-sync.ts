@@ -14,7 +14,7 @@ import { procCpuSeconds as cpuSeconds } from './proc-cpu';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
 import { runScript, wholeArgs } from './run-script';
-import type { loopWorkflow } from '../../workflows/loop-workflow';
+import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 
 async function measure(sync: SqliteSync, runs: number, concurrency: number, workspace: string): Promise<string> {
   const stack = await startBenchStack(benchScript(2), [], sync);

@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import { loadavg } from 'node:os';
-import type { loopWorkflow } from '../../workflows/loop-workflow';
+import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { parseModelScript, type ModelRule, type ModelScript } from '../../model-server/script';
 import { plainModelCaller, runPlainLoop } from './plain-loop';
 import { procCpuSeconds, selfCpuSeconds } from './proc-cpu';

@@ -12,7 +12,7 @@ import { CLI, runCli, startWorkerProcess, stopWorkerProcesses, type Background }
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { testAddress, workerProcessEnv } from '../helpers/temporal';
 import { freePort } from '../../server/dev-server';
-import { processesNamed } from '../tools/workspace';
+import { processesNamed } from '../activities/tools/workspace';
 import { attackSource, type AttackTargets } from './attack';
 
 /**

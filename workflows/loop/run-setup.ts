@@ -1,0 +1,91 @@
+import { isCancellation } from '@temporalio/workflow';
+import type { SessionSetup } from '../../common/agent';
+import { runsCommands } from '../../common/loop-rules';
+import { trustRecord, type Trust } from '../../common/trust-record';
+import { acts, TOOL_CALL } from '../activity-proxies';
+import type { LoopRun } from './loop-run';
+import { activityErrorMessage } from './record-keeping';
+
+/**
+ * Reads what the run trusts from the worker's files (allowed signers, which decisions must be
+ * signed, the autonomy grant) and pins it into the run and its record; undefined, with the
+ * reason recorded, when a configured file cannot be read.
+ */
+export async function pinTrust(run: LoopRun): Promise<Trust | undefined> {
+  const { input, record } = run;
+  try {
+    run.trust = await acts.loadTrust.executeWithOptions({ ...TOOL_CALL, summary: `trust (${input.spec.autonomy})` }, [
+      {
+        loop: input.loop,
+        autonomy: input.spec.autonomy,
+        commits: (input.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit'),
+      },
+    ]);
+    record.trust = trustRecord(run.trust);
+    return run.trust;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    record.error = activityErrorMessage(err);
+    return undefined;
+  }
+}
+
+/** The agent's workspace and tools, once per run; null (with the reason recorded) when they cannot be had. */
+export async function setUpSession(run: LoopRun): Promise<SessionSetup | null> {
+  const { input, record } = run;
+  if (!input.workspace) {
+    record.error = 'this loop gives its agent tools, so the run needs a workspace folder (input "workspace")';
+    return null;
+  }
+  try {
+    const setup = await acts.prepareSession.executeWithOptions(
+      { ...TOOL_CALL, summary: `prepare workspace (${input.spec.autonomy})` },
+      [
+        {
+          workflowId: run.workflowId,
+          workspace: input.workspace,
+          autonomy: input.spec.autonomy,
+          tools: input.spec.agent.tools,
+          isolate: input.spec.delivery?.effects.some((e) => e.kind === 'git_commit'),
+          runsCommands: runsCommands(input.spec),
+        },
+      ],
+    );
+    record.workspace = { root: setup.root, branch: setup.branch };
+    if (setup.sandbox) record.sandbox = setup.sandbox;
+    return setup;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    record.error = activityErrorMessage(err);
+    return null;
+  }
+}
+
+/**
+ * A loop whose checks run commands, without agent tools: the worker must have its sandbox
+ * (or have opted out) before the first attempt. False, with the one-line reason recorded, when not.
+ */
+export async function sandboxReady(run: LoopRun): Promise<boolean> {
+  try {
+    run.record.sandbox = await acts.checkSandbox.executeWithOptions({ ...TOOL_CALL, summary: 'check the sandbox' }, []);
+    return true;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    run.record.error = activityErrorMessage(err);
+    return false;
+  }
+}
+
+/** Verification debt: a triggered run does not start while too many of the loop's runs wait for a human. */
+export async function heldBack(run: LoopRun, resumed: boolean): Promise<boolean> {
+  const { input } = run;
+  const max = input.spec.maxPendingReviews;
+  if (resumed || max === undefined || input.trigger.kind === 'cli' || input.trigger.kind === 'client') return false;
+  const waiting = await acts.countPendingReviews.executeWithOptions(
+    { ...TOOL_CALL, summary: `count ${input.loop} runs waiting for a human` },
+    [{ loop: input.loop }],
+  );
+  if (waiting < max) return false;
+  run.record.error = `verification debt: ${waiting} runs of loop ${input.loop} wait for a human (maxPendingReviews ${max}); this ${input.trigger.kind} run did not start`;
+  return true;
+}
