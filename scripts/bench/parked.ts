@@ -15,7 +15,7 @@ import { load1, startBenchStack } from './worker-stack';
 
 /** The `p`th percentile (nearest rank) of ascending `sorted`. */
 export const percentile = (sorted: number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN; // NaN for no values
 
 /** What {@link measureParked} measured. Times in seconds, memory in MiB. */
 export interface ParkedFigures {
@@ -135,7 +135,7 @@ export async function measureParked(
       errors: errors.length,
       falseErrors: errors.filter((o) => o.applied).length,
       notApplied: outcomes.filter((o) => !o.applied).length,
-      ...(errors.length ? { firstError: errors[0].error } : {}),
+      ...(errors[0] ? { firstError: errors[0].error } : {}),
     };
   } finally {
     await stack.close();
