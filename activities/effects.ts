@@ -174,7 +174,7 @@ async function afterLostRace(
 
 /** When `head` is an effect's commit (it carries a trailer) whose checkout was not brought along, brings it. */
 async function settleEarlierEffect(checkout: string, head: string): Promise<void> {
-  const [parents, keys] = (
+  const [parents = '', keys] = (
     await workerGit(checkout, ['log', '-1', `--format=%P%x1f%(trailers:key=${TRAILER},valueonly)`, head, '--'])
   ).split('\x1f');
   const parent = parents.trim().split(' ')[0];

@@ -108,13 +108,14 @@ export async function proposeChange(
     price: input.price,
   });
   const calls = reply.content.filter((b): b is ToolUseBlock => b.type === 'tool_use' && b.name === PROPOSAL_TOOL_NAME);
-  if (calls.length !== 1)
+  const [call] = calls;
+  if (call === undefined || calls.length !== 1)
     return {
       proposal: null,
       error: `expected one ${PROPOSAL_TOOL_NAME} call, got ${calls.length}`,
       usage: reply.usage,
     };
-  return { proposal: calls[0].input, error: null, usage: reply.usage };
+  return { proposal: call.input, error: null, usage: reply.usage };
 }
 
 /** The records of the loop's closed runs since `sinceMs`, mined for repeated failures. */

@@ -46,8 +46,10 @@ export function createModelFetch(): (input: string | URL | Request, init?: Reque
       });
       req.on('response', (res) => {
         const responseHeaders = new Headers();
-        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
-          responseHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+          const [name, value] = res.rawHeaders.slice(i, i + 2);
+          if (name !== undefined && value !== undefined) responseHeaders.append(name, value);
+        }
         const status = res.statusCode ?? 500;
         const stream = NULL_BODY.has(status) || request.method === 'HEAD' ? null : bodyStream(res, signal);
         if (!stream) res.resume();

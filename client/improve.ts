@@ -7,7 +7,7 @@ import { improveWorkflow, type ImprovementRecord, type ImproveInput } from '../w
 import { improveStateQuery } from '../workflows/messages';
 import { addRegression } from '../harness/store';
 import type { LoopwrightClient } from './loopwright-client';
-import { pinPrices } from '../common/pricing';
+import { priceOf } from '../common/pricing';
 import { newRunId } from './run-id';
 import { decode } from '../trace/history';
 import { decodeHistory } from '../crypto/decode-history';
@@ -54,7 +54,7 @@ export function improveInput(
     repeats: int(opts.repeats, 3, '--repeats', 1, 20),
     heldOutShare: share,
     reviewTimeoutMs: duration(opts.reviewTimeout, '7d', '--review-timeout'),
-    proposer: { model, price: pinPrices([model], client.prices)[model] },
+    proposer: { model, price: priceOf(model, client.prices) },
     by: opts.by ?? 'cli',
   };
 }

@@ -122,23 +122,21 @@ export function reviewedAttempt(record: RunRecord, n?: number): ReviewTarget {
     ...record.attempts.map((a) => ({ ...a, awaitingReview: false })),
     ...(pending && !record.attempts.some((a) => a.n === pending.n) ? [pending] : []),
   ];
-  if (all.length === 0) {
+  const [first] = all;
+  const last = all.at(-1);
+  if (first === undefined || last === undefined) {
     throw new UsageError(
       `run ${id} has no attempt to review (state ${record.state}${record.stopReason ? `, ${record.stopReason}` : ''}${record.error ? `: ${oneLine(record.error, 200)}` : ''}): see \`loopwright status ${id}\``,
     );
   }
   if (n !== undefined) {
     const a = all.find((x) => x.n === n);
-    if (!a)
-      throw new UsageError(
-        `run ${id} has attempts ${all[0].n} to ${all[all.length - 1].n}: --attempt ${n} is not one of them`,
-      );
+    if (!a) throw new UsageError(`run ${id} has attempts ${first.n} to ${last.n}: --attempt ${n} is not one of them`);
     return a;
   }
   if (pending) return all.find((a) => a.n === pending.n)!;
-  if (record.state === 'awaiting_human')
-    return [...all].reverse().find((a) => a.candidate !== null) ?? all[all.length - 1];
-  return all[all.length - 1];
+  if (record.state === 'awaiting_human') return [...all].reverse().find((a) => a.candidate !== null) ?? last;
+  return last;
 }
 
 /** Builds the review of `attempt` (from {@link reviewedAttempt}) with its diff; every string redacted. */

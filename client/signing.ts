@@ -55,7 +55,8 @@ const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 /** The 32-byte seed and public key of an unencrypted OpenSSH ed25519 private key; null for anything else. */
 export function readOpenSshEd25519(text: string): { seed: Buffer; publicKey: Buffer; comment: string } | null {
   const m = /-----BEGIN OPENSSH PRIVATE KEY-----([\s\S]*?)-----END OPENSSH PRIVATE KEY-----/.exec(text);
-  const bytes = m ? base64Decode(m[1]) : null;
+  const body = m?.[1];
+  const bytes = body !== undefined ? base64Decode(body) : null;
   if (!bytes) return null;
   const buf = Buffer.from(bytes);
   let at = 0;

@@ -6,6 +6,7 @@ import {
   JUDGE_SYSTEM_PROMPT,
   renderJudgePrompt,
 } from './judge-prompt';
+import { must } from './must';
 import type { Verdict } from './run-record';
 
 /**
@@ -78,12 +79,13 @@ function isBinary(chunk: string): boolean {
 
 /** Budgets for parts of sizes `sizes` sharing `total` fairly: each gets its size, or an equal share of what is left. */
 function fairShares(sizes: number[], total: number): number[] {
-  const order = sizes.map((s, i) => [s, i]).sort((a, b) => a[0] - b[0]);
+  const order = sizes.map((size, i) => ({ size, i })).sort((a, b) => a.size - b.size);
   const shares = new Array<number>(sizes.length).fill(0);
   let left = total;
-  order.forEach(([size, i], k) => {
-    shares[i] = Math.min(size, Math.floor(left / (order.length - k)));
-    left -= shares[i];
+  order.forEach(({ size, i }, k) => {
+    const share = Math.min(size, Math.floor(left / (order.length - k)));
+    shares[i] = share;
+    left -= share;
   });
   return shares;
 }
@@ -102,12 +104,13 @@ function renderPatch(patch: string): { text: string; notShown: string[] } {
   );
   const notShown: string[] = [];
   const text = chunks.map((c, i) => {
+    const share = must(shares[i], 'fairShares returns one share per chunk');
     if (c.binary) {
       notShown.push(`- binary, content not shown: ${c.head}`);
       return `${c.head}\n[binary file: content not shown]`;
     }
-    if (c.raw.length <= MAX_PATCH_CHARS && c.text.length <= shares[i]) return c.text;
-    const kept = cutAtLine(c.text, Math.max(shares[i], c.head.length));
+    if (c.raw.length <= MAX_PATCH_CHARS && c.text.length <= share) return c.text;
+    const kept = cutAtLine(c.text, Math.max(share, c.head.length));
     notShown.push(`- cut: ${c.head} (${kept.length} characters of its diff shown, ${c.raw.length} in all)`);
     return `${kept}\n[... cut: the rest of this file's diff is not shown]`;
   });

@@ -82,12 +82,13 @@ export function elideOldToolResults(
   let elided = 0;
   if (total <= maxChars) return { messages: out, elided };
   const protectedFrom = firstProtectedIndex(messages, keepLastTurns);
-  for (let i = 0; i < protectedFrom && total > maxChars; i++) {
-    const content = messages[i].content;
+  for (const [i, message] of messages.slice(0, protectedFrom).entries()) {
+    if (total <= maxChars) break;
+    const content = message.content;
     if (typeof content === 'string') continue;
     let blocks: ContentBlock[] | undefined;
-    for (let j = 0; j < content.length && total > maxChars; j++) {
-      const block = content[j];
+    for (const [j, block] of content.entries()) {
+      if (total <= maxChars) break;
       if (block.type !== 'tool_result') continue;
       const marker = elisionMarker(block.content.length);
       if (marker.length >= block.content.length || ELIDED.test(block.content)) continue;
@@ -96,7 +97,7 @@ export function elideOldToolResults(
       total -= block.content.length - marker.length;
       elided += 1;
     }
-    if (blocks) out[i] = { ...messages[i], content: blocks };
+    if (blocks) out[i] = { ...message, content: blocks };
   }
   return { messages: out, elided };
 }
@@ -106,7 +107,7 @@ function firstProtectedIndex(messages: readonly TranscriptMessage[], keepLastTur
   if (keepLastTurns <= 0) return messages.length;
   let seen = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
-    if (messages[i].role === 'user' && ++seen === keepLastTurns) return i;
+    if (messages[i]?.role === 'user' && ++seen === keepLastTurns) return i;
   }
   return 0;
 }

@@ -56,7 +56,7 @@ const LOOKALIKES: Record<string, string> = Object.fromEntries(
     ['y', 'уүУΥ'],
     ['<', '\u2039\u2329\u27E8\u3008'],
     ['>', '\u203A\u232A\u27E9\u3009'],
-  ].flatMap(([latin, alikes]) => [...alikes].map((c) => [c, latin])),
+  ].flatMap(([latin = '', alikes = '']) /* every row is [latin, look-alikes] */ => [...alikes].map((c) => [c, latin])),
 );
 
 /** A line as a reader would take it: invisibles dropped, compatibility forms, accents and look-alikes folded, lower case. */

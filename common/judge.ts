@@ -62,9 +62,10 @@ function unparseable(detail: string): ParsedVerdict {
  */
 export function parseVerdict(content: readonly ContentBlock[]): ParsedVerdict {
   const calls = content.filter((b): b is ToolUseBlock => b.type === 'tool_use' && b.name === VERDICT_TOOL_NAME);
-  if (calls.length === 0) return unparseable(`no ${VERDICT_TOOL_NAME} call in the judge's answer`);
+  const [call] = calls;
+  if (call === undefined) return unparseable(`no ${VERDICT_TOOL_NAME} call in the judge's answer`);
   if (calls.length > 1) return unparseable(`${calls.length} ${VERDICT_TOOL_NAME} calls; expected exactly one`);
-  const parsed = VerdictInputSchema.safeParse(calls[0].input);
+  const parsed = VerdictInputSchema.safeParse(call.input);
   if (!parsed.success) return unparseable(zodIssues(parsed.error).join('; '));
   const v = parsed.data;
   if (v.passed && v.failed_items.length > 0) return unparseable('passed=true but failed_items is not empty');

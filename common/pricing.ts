@@ -15,7 +15,7 @@ export interface ModelPrice {
  * A model missing from the table is charged at the most expensive known rate, so an unknown
  * model never looks free to a budget.
  */
-export const DEFAULT_PRICES: Record<string, ModelPrice> = {
+export const DEFAULT_PRICES = {
   'claude-opus-5-5': { input: 5, output: 25, cacheRead: 0.5, cacheWrite: 6.25 },
   'claude-opus-5': { input: 5, output: 25, cacheRead: 0.5, cacheWrite: 6.25 },
   'claude-sonnet-5-5': { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
@@ -23,7 +23,7 @@ export const DEFAULT_PRICES: Record<string, ModelPrice> = {
   'claude-sonnet-4-6': { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
   'claude-haiku-5-5': { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 },
   'claude-haiku-4-5': { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25 },
-};
+} satisfies Record<string, ModelPrice>;
 
 function fallbackPrice(prices: Record<string, ModelPrice>): ModelPrice {
   const all = Object.values(prices);
@@ -32,7 +32,7 @@ function fallbackPrice(prices: Record<string, ModelPrice>): ModelPrice {
 
 /** The price of `model` in `prices`, or the most expensive known rate for a model not listed. */
 export function priceOf(model: string, prices: Record<string, ModelPrice> = DEFAULT_PRICES): ModelPrice {
-  return Object.hasOwn(prices, model) ? prices[model] : fallbackPrice(prices);
+  return (Object.hasOwn(prices, model) ? prices[model] : undefined) ?? fallbackPrice(prices);
 }
 
 /** Cost in dollars of the given token counts on `model`. */

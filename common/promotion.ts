@@ -108,7 +108,9 @@ export function promotionEvidence(records: RunRecord[], level: Autonomy, rule?: 
 
   const broken = outcomes.findIndex((o) => !QUALIFIES[rule.of].includes(o));
   const streak = broken === -1 ? outcomes.length : broken;
-  const brokenBy = broken === -1 ? null : { workflowId: runs[broken].workflowId, outcome: outcomes[broken] };
+  const brokenRun = runs[broken]; // undefined when none broke the streak (broken is -1)
+  const brokenOutcome = outcomes[broken];
+  const brokenBy = brokenRun && brokenOutcome ? { workflowId: brokenRun.workflowId, outcome: brokenOutcome } : null;
   const text = describeRule(rule, level);
   if (RANK[rule.to] <= RANK[level]) {
     return {

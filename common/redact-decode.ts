@@ -5,6 +5,7 @@
  * characters of the original it came from, so a secret found in a view is redacted where it
  * stands in the original. Pure and linear.
  */
+import { must } from './must';
 import type { Span } from './redact-patterns';
 
 /** A derived text and, per character, the `[from, to)` of the original characters it stands for. */
@@ -28,7 +29,8 @@ function needsView(t: string): boolean {
 
 /** Maps a span of `view` back to the original text. */
 export function toOriginal(view: View, [s, e]: Span): Span {
-  return [view.from[s], view.to[e - 1]];
+  // A span found in the view is non-empty and inside it: 0 <= s < e <= view.text.length.
+  return [must(view.from[s], 'a span starts inside its view'), must(view.to[e - 1], 'a span ends inside its view')];
 }
 
 function hex(c: number): number {
@@ -57,8 +59,9 @@ function builder(n: number, src: View | null) {
         to = grow(to);
       }
       codes[len] = code;
-      from[len] = src ? src.from[start] : start;
-      to[len] = src ? src.to[end - 1] : end;
+      // The builder walks src.text, so start < end <= src.text.length.
+      from[len] = src ? must(src.from[start], 'a pushed character starts inside its source') : start;
+      to[len] = src ? must(src.to[end - 1], 'a pushed character ends inside its source') : end;
       len++;
     },
     view(): View {
@@ -139,7 +142,7 @@ const LOOKALIKES: Record<string, string> = Object.fromEntries(
     ['y', 'у'],
     ['Y', 'ҮΥ'],
     ['Z', 'Ζ'],
-  ].flatMap(([latin, alikes]) => [...alikes].map((c) => [c, latin])),
+  ].flatMap(([latin = '', alikes = '']) /* every row is [latin, look-alikes] */ => [...alikes].map((c) => [c, latin])),
 );
 
 const LOOKALIKE = new RegExp(`[${Object.keys(LOOKALIKES).join('')}]`);
@@ -217,11 +220,15 @@ function unescapeAt(t: string, i: number): { text: string; length: number } | un
   if (c === 38) {
     const m = /^&(?:#([0-9]{1,7})|#[xX]([0-9A-Fa-f]{1,6})|([A-Za-z]{2,8}));/.exec(t.slice(i, i + 11));
     if (!m) return undefined;
-    if (m[3]) return ENTITIES[m[3]] !== undefined ? { text: ENTITIES[m[3]], length: m[0].length } : undefined;
-    return codePoint(m[1] ? parseInt(m[1], 10) : parseInt(m[2], 16), m[0].length);
+    const entity = m[3] && ENTITIES[m[3]];
+    if (m[3]) return entity !== undefined ? { text: entity, length: m[0].length } : undefined;
+    // One of the three alternatives matched: a decimal (group 1), a hex (group 2) or a name (group 3).
+    return codePoint(m[1] ? parseInt(m[1], 10) : parseInt(must(m[2], 'a hex reference'), 16), m[0].length);
   }
   const m = /^\\(?:x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})|u\{([0-9A-Fa-f]{1,6})\})/.exec(t.slice(i, i + 10));
-  return m ? codePoint(parseInt(m[1] ?? m[2] ?? m[3], 16), m[0].length) : undefined;
+  return m
+    ? codePoint(parseInt(must(m[1] ?? m[2] ?? m[3], 'one escape alternative matched'), 16), m[0].length)
+    : undefined;
 }
 
 function codePoint(cp: number, length: number): { text: string; length: number } | undefined {
@@ -323,7 +330,7 @@ export function decodeBase64(s: string): string | undefined {
   const chunk: number[] = [];
   for (let i = 0; i < body.length; i++) {
     const c = body.charCodeAt(i);
-    const v = c < 128 ? B64[c] : -1;
+    const v = c < 128 ? (B64[c] ?? -1) : -1;
     if (v < 0) return undefined;
     acc = ((acc << 6) | v) & 0xffffff;
     bits += 6;

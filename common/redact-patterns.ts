@@ -4,6 +4,7 @@
  * could be long has an upper bound, so a megabyte of `a.a.a.a…` costs one pass, not a square.
  */
 
+import { must } from './must';
 import { decodeBase64 } from './redact-decode';
 
 const NOT_SECRET = /^(?:true|false|yes|no|on|off|enabled|disabled|none|null|undefined)$/i;
@@ -87,17 +88,23 @@ export interface Prepared {
   alnum: string[];
 }
 
+/** Capture group `n` of a match of one of the patterns above, where that group is not optional (it always takes part). */
+function group(m: RegExpMatchArray, n: number): string {
+  return must(m[n], `group ${n} of a secret pattern takes part in every match`);
+}
+
 /** The spans of every secret in `text` as it stands: shapes, auth schemes, URL credentials, assignments, literal values. */
 export function rawSpans(text: string, p: Prepared, spans: Span[] = []): Span[] {
   literalSpans(text, p.values, spans);
   for (const pattern of SECRETS) for (const m of text.matchAll(pattern)) spans.push([m.index!, m.index! + m[0].length]);
   for (const m of text.matchAll(AUTH_SCHEME)) {
-    const start = m.index! + m[1].length + m[2].length;
-    if (m[1].toLowerCase() === 'basic' && !/^[\x20-\x7e]+:/.test(decodeBase64(m[3]) ?? '')) continue;
-    spans.push([start, start + m[3].length]);
+    const [scheme, space, token] = [group(m, 1), group(m, 2), group(m, 3)];
+    const start = m.index! + scheme.length + space.length;
+    if (scheme.toLowerCase() === 'basic' && !/^[\x20-\x7e]+:/.test(decodeBase64(token) ?? '')) continue;
+    spans.push([start, start + token.length]);
   }
   for (const m of text.matchAll(URL_CREDENTIALS)) {
-    const info = m[1];
+    const info = group(m, 1);
     const colon = info.indexOf(':');
     const start = m.index! + 3;
     // `user:password`: the password; a bare user info is a token when it is long (`https://ghp_…@github.com`), not `git@`.
@@ -105,7 +112,7 @@ export function rawSpans(text: string, p: Prepared, spans: Span[] = []): Span[] 
     else if (colon < 0 && info.length >= 16) spans.push([start, start + info.length]);
   }
   for (const m of text.matchAll(ASSIGNMENT)) {
-    const [whole, , name, , vq, value] = m;
+    const [whole, name, vq, value] = [m[0], group(m, 2), group(m, 4), group(m, 5)];
     // `Authorization: Bearer …`: the scheme is not the secret (AUTH_SCHEME takes the credential).
     if (value === '[redacted]' || /^(?:bearer|basic|digest|token)$/i.test(value) || !isSecretName(name, p.names))
       continue;

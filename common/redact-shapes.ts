@@ -26,7 +26,7 @@ export function shapeSpans(text: string, spans: Span[] = []): Span[] {
   for (const { shape, re } of PREFIXES) {
     for (const m of text.matchAll(re)) {
       const start = m.index!;
-      if (start > 0 && WORD.test(text[start - 1])) continue;
+      if (start > 0 && WORD.test(text.charAt(start - 1))) continue;
       const end = walk(text, start + m[0].length, shape.body, shape.min, shape.max);
       if (end > 0) spans.push([start, end]);
     }
@@ -43,7 +43,7 @@ function walk(text: string, i: number, body: RegExp, min: number, max: number): 
   let lastSep = '';
   while (pos < text.length && length < max) {
     const pieceStart = pos;
-    while (pos < text.length && length < max && body.test(text[pos])) {
+    while (pos < text.length && length < max && body.test(text.charAt(pos))) {
       pos++;
       length++;
     }
@@ -55,11 +55,11 @@ function walk(text: string, i: number, body: RegExp, min: number, max: number): 
     // A short separator (up to 6 characters, one line break at most), then the next piece.
     let s = pos;
     let breaks = 0;
-    while (s < text.length && s - pos < 6 && SEPARATOR.test(text[s]) && !body.test(text[s]))
+    while (s < text.length && s - pos < 6 && SEPARATOR.test(text.charAt(s)) && !body.test(text.charAt(s)))
       if (text[s++] === '\n') breaks++;
     if (s === pos || breaks > 1) break;
     let e = s;
-    while (e < text.length && e - s < max && body.test(text[e])) e++;
+    while (e < text.length && e - s < max && body.test(text.charAt(e))) e++;
     const next = text.slice(s, e);
     if (!next) break;
     const sep = text.slice(pos, s);

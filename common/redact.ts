@@ -31,6 +31,7 @@ import {
   toOriginal,
   type View,
 } from './redact-decode';
+import { must } from './must';
 import { isSecretValue, literalSpans, rawSpans, type Prepared, type Span } from './redact-patterns';
 import { shapeSpans } from './redact-shapes';
 
@@ -217,8 +218,8 @@ function replace(text: string, spans: Span[]): string {
   let at = 0;
   let i = 0;
   while (i < spans.length) {
-    let [start, end] = spans[i++];
-    while (i < spans.length && spans[i][0] <= end) end = Math.max(end, spans[i++][1]);
+    let [start, end] = must(spans[i++], 'the loop runs while i < spans.length');
+    for (let next = spans[i]; next && next[0] <= end; next = spans[++i]) end = Math.max(end, next[1]);
     if (start < at) start = at;
     out += text.slice(at, start) + REDACTED;
     at = end;

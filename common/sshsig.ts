@@ -1,5 +1,6 @@
 import { ed25519 } from '@noble/curves/ed25519';
 import { sha256, sha512 } from '@noble/hashes/sha2';
+import { must } from './must';
 
 /**
  * SSH signatures, the way `git` signs commits with `gpg.format ssh`: the SSHSIG format
@@ -80,7 +81,8 @@ export function base64Decode(text: string): Uint8Array | null {
 export function base64Encode(bytes: Uint8Array, pad = true): string {
   let s = '';
   for (let i = 0; i < bytes.length; i += 3) {
-    const n = (bytes[i] << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
+    const [b0 = 0, b1 = 0, b2 = 0] = bytes.subarray(i, i + 3);
+    const n = (b0 << 16) | (b1 << 8) | b2;
     const chars = [
       B64[(n >> 18) & 63],
       B64[(n >> 12) & 63],
@@ -125,7 +127,7 @@ class Reader {
   }
   uint32(): number {
     const b = this.raw(4);
-    return ((b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]) >>> 0;
+    return new DataView(b.buffer, b.byteOffset, 4).getUint32(0);
   }
   string(): Uint8Array {
     return this.raw(this.uint32());
@@ -226,7 +228,7 @@ export function parseAllowedSigners(text: string): AllowedSigners {
     const blob = parsePublicKey(`${f[typeAt]} ${f[typeAt + 1] ?? ''}`);
     if (!blob) return void skipped.push({ line, reason: 'the ssh-ed25519 key does not decode' });
     const entry: AllowedSigner = {
-      principals: unquote(f[0]).split(',').filter(Boolean),
+      principals: unquote(must(f[0], 'the key type comes after the principals')).split(',').filter(Boolean),
       namespaces: null,
       validAfter: null,
       validBefore: null,
@@ -234,7 +236,7 @@ export function parseAllowedSigners(text: string): AllowedSigners {
       fingerprint: fingerprint(blob),
       line,
     };
-    for (const option of typeAt === 2 ? split(f[1], /,/) : []) {
+    for (const option of typeAt === 2 ? split(must(f[1], 'options come before the key type'), /,/) : []) {
       const eq = option.indexOf('=');
       const name = (eq < 0 ? option : option.slice(0, eq)).toLowerCase();
       const value = eq < 0 ? '' : unquote(option.slice(eq + 1));
@@ -370,11 +372,12 @@ export function verifySignature(opts: {
       reason: `the signature by key ${fp} does not match this decision (signed for another run or decision, or altered)`,
     };
   const entries = opts.allowed.entries.filter((e) => equal(e.key, parsed.publicKey));
-  if (!entries.length) return { ok: false, reason: `key ${fp} is not in the worker's allowed signers` };
+  const [first] = entries;
+  if (!first) return { ok: false, reason: `key ${fp} is not in the worker's allowed signers` };
   if (!entries.some((e) => admits(e, opts.principal, opts.namespace, opts.now))) {
     return {
       ok: false,
-      reason: `key ${fp} may not sign as "${opts.principal}" for ${opts.namespace} (see the allowed signers, line ${entries[0].line})`,
+      reason: `key ${fp} may not sign as "${opts.principal}" for ${opts.namespace} (see the allowed signers, line ${first.line})`,
     };
   }
   return { ok: true, principal: opts.principal, fingerprint: fp };

@@ -91,17 +91,17 @@ export class RuleBook {
   /** The answering rule for `facts`, already counted, or undefined when none matches. */
   take(facts: RequestFacts): ModelRule | undefined {
     const index = this.script.rules.findIndex(
-      (rule, i) => (rule.times === undefined || this.used[i] < rule.times) && matchesRule(rule.match, facts),
+      (rule, i) => (rule.times === undefined || (this.used[i] ?? 0) < rule.times) && matchesRule(rule.match, facts),
     );
     if (index < 0) return undefined;
-    this.used[index] += 1;
+    this.used[index] = (this.used[index] ?? 0) + 1;
     return this.script.rules[index];
   }
 
   /** Names of the rules whose `times` are all used. */
   usedUp(): string[] {
     return this.script.rules
-      .filter((rule, i) => rule.times !== undefined && this.used[i] >= rule.times)
+      .filter((rule, i) => rule.times !== undefined && (this.used[i] ?? 0) >= rule.times)
       .map((r) => r.name);
   }
 

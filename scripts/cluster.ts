@@ -26,7 +26,8 @@ export function parseClusterArgs(argv: string[]): {
   const flags: Record<string, string> = {};
   for (let i = 0; i < rest.length; i += 2) {
     const [flag, value] = [rest[i], rest[i + 1]];
-    if (!allowed.has(flag)) throw new UsageError(`unknown option ${flag} for ${command}: ${USAGE}`);
+    if (flag === undefined || !allowed.has(flag))
+      throw new UsageError(`unknown option ${flag} for ${command}: ${USAGE}`);
     if (value === undefined || value.startsWith('--')) throw new UsageError(`${flag} needs a value`);
     if (NUMERIC.has(flag) && !/^\d+$/.test(value)) throw new UsageError(`${flag} must be a whole number, not ${value}`);
     flags[flag] = value;

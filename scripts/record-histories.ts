@@ -14,6 +14,7 @@ import { createActivities } from '../activities';
 import { trustPathsFromEnv } from '../activities/trust';
 import { generateSigningKey } from '../client/signing';
 import { DECISION_NAMESPACE } from '../common/sshsig';
+import { must } from '../common/must';
 import { createModelClient } from '../activities/providers';
 import { harnessStoreId } from '../harness/store';
 import { improveInput, regressionFromRun, waitImprovement } from '../client/improve';
@@ -344,7 +345,7 @@ async function main(): Promise<void> {
       const demo = (id: string) => id === 'replay-effect' || id === 'replay-gate' || id === 'replay-signed';
       const mine = ids.filter((id) => demo(id) === (queue === 'record-demo'));
       await worker.runUntil(async () => {
-        for (const id of mine) await RECORDERS[id](client);
+        for (const id of mine) await must(RECORDERS[id], `ids are checked against RECORDERS above (${id})`)(client);
       });
       for (const id of mine.flatMap((m) => [m, ...(ALSO[m] ? [ALSO[m](client)] : [])])) {
         const history = await client.temporal.workflow.getHandle(id).fetchHistory();

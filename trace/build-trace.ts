@@ -57,7 +57,7 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
   const t0 = eventMs(start);
   const time = (ms: number): TraceTime => ({ at: new Date(ms).toISOString(), offsetMs: ms - t0 });
 
-  const last = histories[histories.length - 1].events ?? [];
+  const last = histories.at(-1)?.events ?? [];
   const record =
     decode<RunRecord>(
       last.find((e) => e.workflowExecutionCompletedEventAttributes)?.workflowExecutionCompletedEventAttributes?.result,

@@ -183,7 +183,8 @@ export function recordJudged(decisions: DecisionRecord[], judged: Judged): Appli
   }
   if (judged.duplicate) return undefined;
   const refused = decisions.filter((d) => d.status === 'refused');
-  if (refused.length >= MAX_REFUSED) decisions.splice(decisions.indexOf(refused[0]), 1);
+  const [oldest] = refused;
+  if (oldest && refused.length >= MAX_REFUSED) decisions.splice(decisions.indexOf(oldest), 1);
   decisions.push(judged.summary);
   return undefined;
 }

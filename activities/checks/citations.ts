@@ -2,6 +2,7 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parseDuration } from '../../common/duration';
 import { ConfigError } from '../../common/errors';
+import { must } from '../../common/must';
 import { testId } from '../../common/test-results';
 import type { CitationsCheck } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
@@ -26,7 +27,12 @@ export function findCitations(text: string): Citation[] {
   const seen = new Map<string, Citation>();
   for (const m of text.matchAll(CITATION)) {
     if (!seen.has(m[0]))
-      seen.set(m[0], { text: m[0], path: m[1], line: Number(m[2]), ...(m[3] ? { endLine: Number(m[3]) } : {}) });
+      seen.set(m[0], {
+        text: m[0],
+        path: must(m[1], 'CITATION has a path group'),
+        line: Number(m[2]),
+        ...(m[3] ? { endLine: Number(m[3]) } : {}),
+      });
   }
   return [...seen.values()];
 }

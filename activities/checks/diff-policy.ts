@@ -113,7 +113,7 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     failures.push({
       rule: 'tests append-only',
       reason: `the change alters existing test infrastructure: ${names(weakened)}`,
-      correction: `restore ${names(weakened.map((w) => w.split(/[: ]/)[0]))} as base has ${weakened.length === 1 ? 'it' : 'them'}: existing tests, helpers, fixtures and runner config may only be added to, so fix the code instead`,
+      correction: `restore ${names(weakened.map((w) => w.split(/[: ]/)[0] ?? w))} as base has ${weakened.length === 1 ? 'it' : 'them'}: existing tests, helpers, fixtures and runner config may only be added to, so fix the code instead`,
     });
   }
 

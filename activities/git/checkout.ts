@@ -56,7 +56,7 @@ export async function requireUpdatable(dir: string, parent: string, tree: string
   const dirty = await workerGit(dir, ['status', '--porcelain', '--untracked-files=no', '--ignore-submodules=dirty']);
   if (dirty.trim())
     throw new CheckoutBlockedError(
-      `the working tree of ${dir} has uncommitted changes (${dirty.trim().split('\n')[0].trim()} …)`,
+      `the working tree of ${dir} has uncommitted changes (${(dirty.trim().split('\n')[0] ?? '').trim()} …)`,
     );
   await workerGit(dir, ['read-tree', '-n', '-m', '-u', parent, tree]).catch((err: unknown) => {
     throw new CheckoutBlockedError(

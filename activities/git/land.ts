@@ -65,9 +65,8 @@ export async function landingTree(
     commitTree(top, await treeOf(top, verified), [base], 'loopwright: the verified change (merge side)'),
   ]);
   try {
-    return (await workerGit(top, ['merge-tree', '--write-tree', '--no-messages', '--name-only', ours, theirs]))
-      .split('\n')[0]
-      .trim();
+    const out = await workerGit(top, ['merge-tree', '--write-tree', '--no-messages', '--name-only', ours, theirs]);
+    return (out.split('\n')[0] ?? '').trim();
   } catch (err) {
     if (!(err instanceof GitError) || err.exitCode !== 1) throw err;
     const files = err.stdout.split('\n').slice(1).filter(Boolean);

@@ -15,6 +15,7 @@
  * 2.39: an empty `diff.external`, `diff.<d>.command` or `diff.<d>.textconv` makes a diff that
  * would use it fail with "cannot run"; `--no-ext-diff --no-textconv` keeps diffs working).
  */
+import { must } from '../../common/must';
 
 /** `[key, value, why]`: the fixed command-line overrides. */
 export const STATIC_OVERRIDES: ReadonlyArray<readonly [string, string, string]> = [
@@ -119,16 +120,17 @@ const MAX_OVERRIDES = 4000;
 export function driverOverrides(listing: string): Array<[string, string]> {
   const out = new Map<string, string>();
   for (const entry of listing.split('\0')) {
-    const key = entry.split('\n', 1)[0];
+    const key = entry.split('\n', 1)[0] ?? '';
     const m = /^([a-z0-9-]+)\.(.+)\.([a-z0-9-]+)$/i.exec(key);
     if (m) {
-      const [, section, sub] = m;
+      const section = must(m[1], 'the pattern requires a section');
+      const sub = must(m[2], 'the pattern requires a subsection');
       for (const [variable, value] of subsectionOverrides(section.toLowerCase()))
         out.set(`${section.toLowerCase()}.${sub}.${variable}`, value);
       continue;
     }
     const two = /^(pager)\.([a-z0-9-]+)$/i.exec(key);
-    if (two) out.set(`pager.${two[2].toLowerCase()}`, 'false');
+    if (two) out.set(`pager.${must(two[2], 'the pattern requires a name').toLowerCase()}`, 'false');
   }
   if (out.size > MAX_OVERRIDES) {
     throw new Error(

@@ -16,7 +16,7 @@ function looksLikeGitDir(dir: string): boolean {
 /** `gitdir: <path>` of a `.git` file, resolved against the file's folder; null when it is not one. */
 function gitdirOfFile(file: string): string | null {
   const m = /^gitdir: (.+)$/m.exec(readFileSync(file, 'utf8'));
-  return m ? path.resolve(path.dirname(file), m[1].trim()) : null;
+  return m?.[1] ? path.resolve(path.dirname(file), m[1].trim()) : null;
 }
 
 /**

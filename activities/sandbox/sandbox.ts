@@ -203,7 +203,7 @@ async function probe(config: SandboxConfig): Promise<SandboxStatus> {
 
 /** `--disable-userns` (no nested user namespaces inside the sandbox) came with bubblewrap 0.8.0. */
 function supportsDisableUserns(version: string): boolean {
-  const [major, minor] = version.split('.').map(Number);
+  const [major = 0, minor = 0] = version.split('.').map(Number);
   return major > 0 || minor >= 8;
 }
 

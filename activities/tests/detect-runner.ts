@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { ConfigError } from '../../common/errors';
 import type { TestRunner } from '../../common/test-results';
+import { must } from '../../common/must';
 
 /** The test command's runner could not be told from the command: the loop must name it. */
 export class UnknownTestRunnerError extends ConfigError {
@@ -49,7 +50,7 @@ function script(packageJsonText: string | undefined, name: string): string | und
 /** The script a package-manager command runs (`npm test`, `npm run unit`, `yarn test`, `pnpm unit`), if any. */
 function scriptName(w: string[]): string | undefined {
   const [pm, sub, arg] = w;
-  if (!PACKAGE_MANAGERS.has(pm) || !sub) return undefined;
+  if (pm === undefined || !PACKAGE_MANAGERS.has(pm) || !sub) return undefined;
   if (sub === 'test' || sub === 't' || sub === 'tst') return 'test';
   if (sub === 'run' || sub === 'run-script') return arg && !arg.startsWith('-') ? arg : undefined;
   // yarn, pnpm and bun run a script named like the subcommand (`yarn unit`); npm does not.
@@ -59,18 +60,19 @@ function scriptName(w: string[]): string | undefined {
 function runnerOfWords(input: string[], packageJsonText: string | undefined, depth: number): TestRunner | undefined {
   let w = input.filter((x) => x !== '');
   for (;;) {
-    while (w.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(w[0])) w = w.slice(1);
-    if (!w.length) return undefined;
-    const head = path.basename(w[0]);
+    while (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[0] ?? '')) w = w.slice(1);
+    const [first] = w;
+    if (first === undefined) return undefined;
+    const head = path.basename(first);
     if (WRAPPERS[head]) {
       w = w.slice(1);
-      while (w.length && w[0].startsWith('-')) w = w.slice(1); // npx --yes, env -i, ...
+      while (w[0]?.startsWith('-')) w = w.slice(1); // npx --yes, env -i, ...
       continue;
     }
     if (head === 'timeout') {
       w = w.slice(1);
-      while (w.length && w[0].startsWith('-')) w = w.slice(1);
-      if (w.length && /^\d/.test(w[0])) w = w.slice(1); // the duration
+      while (w[0]?.startsWith('-')) w = w.slice(1);
+      if (/^\d/.test(w[0] ?? '')) w = w.slice(1); // the duration
       continue;
     }
     if (RUN_WRAPPERS.has(head) && w[1] === 'run') {
@@ -83,7 +85,7 @@ function runnerOfWords(input: string[], packageJsonText: string | undefined, dep
     }
     break;
   }
-  const head = path.basename(w[0]);
+  const head = path.basename(must(w[0], 'the loop above breaks only with words left'));
   if (head === 'jest' || head === 'jest.js') return 'jest';
   if (head === 'vitest' || head === 'vitest.mjs') return 'vitest';
   if (head === 'pytest' || head === 'py.test') return 'pytest';
@@ -105,8 +107,8 @@ function runnerOfWords(input: string[], packageJsonText: string | undefined, dep
 function runnerOfCommand(command: string, packageJsonText: string | undefined, depth: number): TestRunner | undefined {
   // The runner's flags are appended to the end of the command, so the last segment that names a runner decides.
   const segments = command.split(/&&|\|\||[;|\n&]/);
-  for (let i = segments.length - 1; i >= 0; i--) {
-    const found = runnerOfWords(words(segments[i]), packageJsonText, depth);
+  for (const segment of segments.reverse()) {
+    const found = runnerOfWords(words(segment), packageJsonText, depth);
     if (found) return found;
   }
   return undefined;

@@ -136,7 +136,7 @@ export function parseJunitXml(text: string, opts: JunitOptions): TestResult[] {
     doc = parser.parse(text) as Node;
   } catch (err) {
     throw new TestResultsError(
-      `the JUnit XML report is not well-formed XML (${(err as Error).message.split('\n')[0].slice(0, 200)})`,
+      `the JUnit XML report is not well-formed XML (${((err as Error).message.split('\n')[0] ?? '').slice(0, 200)})`,
     );
   }
   const results: TestResult[] = [];

@@ -54,8 +54,8 @@ export function createToolRegistry(extra: Tool[] = []): ToolRegistry {
 
 function messageOf(err: unknown): string {
   if (err instanceof ToolError) return err.message;
-  if (err instanceof Error) return err.message.split('\n')[0];
-  return String(err).split('\n')[0];
+  if (err instanceof Error) return err.message.split('\n')[0] ?? '';
+  return String(err).split('\n')[0] ?? '';
 }
 
 /** Deadline of one tool call when `ctx.deadlineMs` is not set (ms). */

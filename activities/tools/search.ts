@@ -97,7 +97,8 @@ async function* walk(abs: string, budget: Budget, slicer: Slicer): AsyncGenerato
   };
   await push(abs);
   while (stack.length > 0) {
-    const top = stack[stack.length - 1];
+    const top = stack.at(-1);
+    if (!top) break; // the loop runs while the stack is not empty
     const entry = top.entries.pop();
     if (!entry) stack.pop();
     else if (entry.isDir && !SKIPPED_DIRS.has(entry.name)) {

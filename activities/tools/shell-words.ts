@@ -19,7 +19,7 @@ export function splitCommand(command: string): string[] {
     throw new ToolError(`${what} in \`${command}\`: ${NO_SHELL}`);
   };
   while (i < command.length) {
-    const c = command[i];
+    const c = command.charAt(i);
     if (c === "'") {
       const end = command.indexOf("'", i + 1);
       if (end === -1) throw new ToolError(`unterminated ' quote in \`${command}\``);
@@ -32,7 +32,7 @@ export function splitCommand(command: string): string[] {
         if (i >= command.length) throw new ToolError(`unterminated " quote in \`${command}\``);
         const d = command[i];
         if (d === '"') break;
-        if (d === '\\' && i + 1 < command.length && '"\\$`'.includes(command[i + 1])) {
+        if (d === '\\' && i + 1 < command.length && '"\\$`'.includes(command.charAt(i + 1))) {
           word += command[i + 1];
           i += 2;
         } else {
@@ -45,7 +45,7 @@ export function splitCommand(command: string): string[] {
     } else if (c === '\\') {
       if (i + 1 >= command.length) throw new ToolError(`trailing backslash in \`${command}\``);
       if (command[i + 1] === '\n') refuse('a newline');
-      word += command[i + 1];
+      word += command.charAt(i + 1);
       inWord = true;
       i += 2;
     } else if (c === ' ' || c === '\t') {

@@ -34,7 +34,9 @@ const CLOSE_GRACE_MS = 1000;
 export function spawnCapture(argv: string[], opts: SpawnOptions): Promise<Captured> {
   opts.signal?.throwIfAborted();
   return new Promise<Captured>((resolve, reject) => {
-    const child = spawn(argv[0], argv.slice(1), {
+    const [command, ...args] = argv;
+    if (command === undefined) return reject(new Error('spawnCapture: argv is empty, so there is no command to run'));
+    const child = spawn(command, args, {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,

@@ -174,10 +174,10 @@ function demoSigning(runEnv: Record<string, string | undefined>): { principal: s
   const listed = parseAllowedSigners(readFileSync(allowed, 'utf8')).entries.find(
     (e) => publicKeyLine(e.key) === publicKey,
   );
-  if (!listed) return undefined;
+  const as = listed?.principals[0];
+  if (as === undefined) return undefined;
   runEnv.LOOPWRIGHT_SIGNING_KEY = keyFile;
   runEnv.LOOPWRIGHT_ALLOWED_SIGNERS = allowed;
-  const as = listed.principals[0];
   return {
     principal: as,
     note: `Decisions are signed: the demo signs as ${as} with ${keyFile}, which ${allowed} trusts (the worker checks every approval of effects against it).`,

@@ -174,10 +174,10 @@ function scheduleTable(rows: ScheduleView[]): string[] {
       r.nextRuns[0]?.replace('T', ' ').slice(0, 19) ?? '-',
     ].map(escapeLine),
   );
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]?.length ?? 0)));
   return [header, ...body].map((row) =>
     row
-      .map((cell, i) => cell.padEnd(widths[i]))
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
       .join('  ')
       .trimEnd(),
   );

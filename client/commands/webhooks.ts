@@ -141,9 +141,9 @@ interface Receiver {
 }
 
 async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unknown]> {
-  const path = (req.url ?? '/').split('?')[0];
-  const match = /^\/events\/([^/]+)$/.exec(path);
-  if (!match) throw new HttpError(404, `no such endpoint ${path}: POST events to /events/<loop>`);
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
+  const loop = /^\/events\/([^/]+)$/.exec(path)?.[1];
+  if (loop === undefined) throw new HttpError(404, `no such endpoint ${path}: POST events to /events/<loop>`);
   if (req.method !== 'POST') throw new HttpError(405, `${req.method} is not allowed on ${path}: use POST`);
   // Browsers put Origin on every cross-origin request and on every POST (same-origin and DNS
   // rebinding included); webhook senders (GitHub, curl, servers) do not. So any Origin means a
@@ -168,7 +168,7 @@ async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unkno
   const delivery = deliveryId(header(req, 'x-github-delivery'), r.secret !== undefined);
   if (delivery !== undefined) r.deliveries.reserve(delivery);
   try {
-    return req.headers['x-github-event'] === 'ping' ? [200, { ping: true }] : await deliver(r.client, match[1], raw);
+    return req.headers['x-github-event'] === 'ping' ? [200, { ping: true }] : await deliver(r.client, loop, raw);
   } catch (err) {
     // A delivery that failed may be sent again (GitHub's "Redeliver" keeps the id).
     if (delivery !== undefined) r.deliveries.release(delivery);

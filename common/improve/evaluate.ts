@@ -1,4 +1,5 @@
 import { fnv1a } from '../test-key';
+import { must } from '../must';
 import type { EvalRun } from './types';
 
 /** Pass rates over a set of tasks, each run k times. */
@@ -61,8 +62,8 @@ export function summarizeEvaluation(
   const { tasks, heldOut, k } = opts;
   const current = summarizeArm(runs, 'current', tasks, heldOut, k);
   const candidate = summarizeArm(runs, 'candidate', tasks, heldOut, k);
-  const fixed = tasks.filter((t) => current.successes[t] < k && candidate.successes[t] === k);
-  const broken = tasks.filter((t) => current.successes[t] === k && candidate.successes[t] < k);
+  const fixed = tasks.filter((t) => successesOf(current, t) < k && successesOf(candidate, t) === k);
+  const broken = tasks.filter((t) => successesOf(current, t) === k && successesOf(candidate, t) < k);
   const gain = candidate.meanPassRate - current.meanPassRate;
   const noise =
     current.repeatRates.length > 1 ? Math.max(...current.repeatRates) - Math.min(...current.repeatRates) : 0;
@@ -75,6 +76,10 @@ export function summarizeEvaluation(
   else
     reason = `accepted: ${signed(gain)} pass rate (noise ${noise.toFixed(2)}), ${fixed.length > 0 ? `fixed ${fixed.join(', ')}` : 'no task fixed outright'}; nothing broken`;
   return { k, tasks, heldOut, current, candidate, fixed, broken, gain, noise, accepted, reason };
+}
+
+function successesOf(arm: ArmSummary, task: string): number {
+  return must(arm.successes[task], `summarizeArm counts every task (${task})`);
 }
 
 function summarizeArm(runs: EvalRun[], arm: EvalRun['arm'], tasks: string[], heldOut: string[], k: number): ArmSummary {
@@ -100,10 +105,11 @@ function summarizeArm(runs: EvalRun[], arm: EvalRun['arm'], tasks: string[], hel
 function rates(tasks: string[], successes: Record<string, number>, k: number): PassRates {
   if (tasks.length === 0 || k <= 0) return { passAtK: 0, passHatK: 0, meanPassRate: 0 };
   const share = (pred: (t: string) => boolean) => tasks.filter(pred).length / tasks.length;
+  const count = (t: string) => must(successes[t], `summarizeArm counts every task (${t})`);
   return {
-    passAtK: share((t) => successes[t] > 0),
-    passHatK: share((t) => successes[t] === k),
-    meanPassRate: tasks.reduce((sum, t) => sum + successes[t] / k, 0) / tasks.length,
+    passAtK: share((t) => count(t) > 0),
+    passHatK: share((t) => count(t) === k),
+    meanPassRate: tasks.reduce((sum, t) => sum + count(t) / k, 0) / tasks.length,
   };
 }
 
@@ -123,7 +129,11 @@ export function heldOutTasks(taskIds: string[], share: number): string[] {
   // Lowest hash first, ties by id: the order tasks are added to or dropped from the held-out set.
   const byHash = [...ids].sort((a, b) => point(a) - point(b) || (a < b ? -1 : a > b ? 1 : 0));
   const held = new Set(ids.filter((id) => point(id) < share));
-  if (held.size === 0 && ids.length >= 3) held.add(byHash[0]);
-  for (let i = byHash.length - 1; held.size >= ids.length && i >= 0; i--) held.delete(byHash[i]);
+  const [lowest] = byHash;
+  if (held.size === 0 && ids.length >= 3 && lowest !== undefined) held.add(lowest);
+  for (const id of [...byHash].reverse()) {
+    if (held.size < ids.length) break;
+    held.delete(id);
+  }
   return ids.filter((id) => held.has(id));
 }

@@ -155,11 +155,13 @@ export function diffHarness(a: Harness, b: Harness): string[] {
 
 /** A longest-common-subsequence line diff; O(n·m), fine for prompts and documents. */
 function lineDiff(a: string[], b: string[]): string[] {
-  // lcs[i][j]: length of the LCS of a[i..] and b[j..].
-  const lcs = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+  // lcs(i, j): length of the LCS of a[i..] and b[j..], one row of b.length + 1 per line of a (and one past the end).
+  const width = b.length + 1;
+  const table = new Array<number>((a.length + 1) * width).fill(0);
+  const lcs = (i: number, j: number): number => table[i * width + j] ?? 0;
   for (let i = a.length - 1; i >= 0; i--) {
     for (let j = b.length - 1; j >= 0; j--) {
-      lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+      table[i * width + j] = a[i] === b[j] ? lcs(i + 1, j + 1) + 1 : Math.max(lcs(i + 1, j), lcs(i, j + 1));
     }
   }
   const out: string[] = [];
@@ -169,7 +171,7 @@ function lineDiff(a: string[], b: string[]): string[] {
     if (i < a.length && j < b.length && a[i] === b[j]) {
       out.push(`  ${a[i++]}`.trimEnd());
       j++;
-    } else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1])) {
+    } else if (i < a.length && (j === b.length || lcs(i + 1, j) >= lcs(i, j + 1))) {
       out.push(`- ${a[i++]}`.trimEnd());
     } else {
       out.push(`+ ${b[j++]}`.trimEnd());

@@ -67,14 +67,14 @@ async function measure(runs: number, workers: number): Promise<void> {
       )
       .result();
     const prefix = uniqueName(latencyTag(0));
-    const [load0, cpu0, t0] = [loadavg()[0], cpu(), performance.now()];
+    const [load0, cpu0, t0] = [loadavg()[0] ?? NaN, cpu(), performance.now()];
     const records = await Promise.all(
       Array.from({ length: runs }, async (_, i) => {
         const { workflowId } = await client.run('evaluate-optimize', THROUGHPUT_INPUT, { id: `${prefix}-${i}` });
         return (await client.temporal.workflow.getHandle(workflowId).result()) as RunRecord;
       }),
     );
-    const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0]];
+    const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0] ?? NaN];
     await client.close();
     const failed = records.filter((r) => r.state !== 'completed' || r.attempts.length !== 2).length;
     console.log(
@@ -82,8 +82,8 @@ async function measure(runs: number, workers: number): Promise<void> {
     );
     console.log('| process | CPU s | CPU ms/run |\n| --- | --- | --- |');
     let total = 0;
-    for (const name of Object.keys(cpu0)) {
-      const used = cpu1[name] - cpu0[name];
+    for (const [name, before] of Object.entries(cpu0)) {
+      const used = (cpu1[name] ?? NaN) - before;
       total += used;
       console.log(`| ${name} | ${used.toFixed(2)} | ${((used * 1000) / runs).toFixed(1)} |`);
     }

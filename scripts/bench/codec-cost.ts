@@ -154,7 +154,7 @@ async function main(runs: number, turns: number): Promise<void> {
     const sides = [
       await side({ ...common, name: 'none', keys: '', code: plainCode }),
       await side({ ...common, name: 'AES-GCM', keys, code: encryptedCode }),
-    ];
+    ] as const;
     const BLOCKS = 4;
     for (let b = 0; b < BLOCKS; b++)
       for (const s of sides) await s.block(Math.floor(runs / BLOCKS) + (b < runs % BLOCKS ? 1 : 0));

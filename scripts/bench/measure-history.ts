@@ -55,12 +55,13 @@ export function measureTurns(history: History, turnActivityType: string): Histor
   const starts = events.flatMap((e, i) =>
     e.activityTaskScheduledEventAttributes?.activityType?.name === turnActivityType ? [i] : [],
   );
-  if (starts.length === 0) {
+  const lastStart = starts.at(-1);
+  if (lastStart === undefined) {
     throw new Error(
       `no ${turnActivityType} activity in this history of ${events.length} events: is it the right workflow and activity type?`,
     );
   }
-  const lastId = Number(events[starts[starts.length - 1]].eventId);
+  const lastId = Number(events[lastStart]?.eventId);
   const completed = events.findIndex(
     (e) => Number(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? -1) === lastId,
   );

@@ -18,7 +18,7 @@ import { load1, rssMiB, startBenchStack, startFloorWorker, type BenchStack } fro
 
 /** The `p`th percentile (nearest rank) of ascending `sorted`. */
 export const percentile = (sorted: number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN; // NaN for no values
 
 /** Parked runs approved all at once, as measured for Loopwright and for the floor. Times in seconds, memory in MiB. */
 export interface FloorParkedFigures {
@@ -160,7 +160,7 @@ export async function measureParked(
       errors: errors.length,
       falseErrors: errors.filter((o) => o.applied).length,
       notApplied: outcomes.filter((o) => !o.applied).length,
-      ...(errors.length ? { firstError: errors[0].error } : {}),
+      ...(errors[0] ? { firstError: errors[0].error } : {}),
     };
     log(
       `loopwright: approved ${runs} at once in ${approveSeconds.toFixed(1)} s: p50 ${figures.p50.toFixed(2)} s, p95 ${figures.p95.toFixed(2)} s; now the floor on the same server`,

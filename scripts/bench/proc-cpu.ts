@@ -24,7 +24,7 @@ export function procCpuSeconds(pid: number): number {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name, which sits in parentheses and may hold spaces: state is field 3.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
+    const [utime = NaN, stime = NaN, cutime = NaN, cstime = NaN] = [11, 12, 13, 14].map((i) => Number(fields[i]));
     return (utime + stime + cutime + cstime) / clockTicks();
   } catch {
     return NaN;

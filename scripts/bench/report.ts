@@ -59,10 +59,10 @@ export function formatReport(lw: BenchSide, naive: BenchSide): string[] {
   const out: string[] = [];
   const turns = lw.measure.turns.length;
   const content = (t: number): string => {
-    if (t > lw.newContent.length) return '— (answer)';
     const a = lw.newContent[t - 1];
+    if (a === undefined) return '— (answer)'; // t is past lw's tool turns
     const b = naive.newContent[t - 1];
-    return a === b ? n(a) : `${n(a)} / ${n(b)}`;
+    return a === b ? n(a) : `${n(a)} / ${b === undefined ? '—' : n(b)}`;
   };
   out.push(
     `${pad('turn', 5)} | ${pad(`${lw.name} bytes`, 16)} | ${pad('events', 6)} | ${pad(`${naive.name} bytes`, 12)} | ${pad('events', 6)} | ${pad('new content (bytes)', 19)}`,
@@ -71,6 +71,7 @@ export function formatReport(lw: BenchSide, naive: BenchSide): string[] {
   for (const t of SHOWN_TURNS.filter((x) => x <= turns)) {
     const a = lw.measure.turns[t - 1];
     const b = naive.measure.turns[t - 1];
+    if (!a || !b) throw new Error(`turn ${t} is missing from the ${a ? naive.name : lw.name} measure`);
     out.push(
       `${pad(String(t), 5)} | ${pad(n(a.bytes), 16)} | ${pad(String(a.events), 6)} | ${pad(n(b.bytes), 12)} | ${pad(String(b.events), 6)} | ${pad(content(t), 19)}`,
     );
@@ -91,7 +92,7 @@ export function formatReport(lw: BenchSide, naive: BenchSide): string[] {
       `${side.name}: history ${n(side.measure.bytes)} bytes (${kb(side.measure.bytes)}), ${n(side.measure.events)} events; largest turn: turn ${big.turn}, ${n(big.bytes)} bytes`,
     );
   }
-  const last = (s: BenchSide) => s.measure.turns[turns - 1].bytes;
+  const last = (s: BenchSide) => s.measure.turns[turns - 1]?.bytes ?? NaN;
   out.push(
     `naive/${lw.name}: total bytes ×${(naive.measure.bytes / lw.measure.bytes).toFixed(1)}, turn ${turns} bytes ×${(last(naive) / last(lw)).toFixed(1)}`,
   );
@@ -108,7 +109,7 @@ function conclusion(lw: BenchSide, naive: BenchSide): string[] {
   const lwTools = lw.measure.turns.slice(0, -1);
   const lwFit = fitLine(steady(lw));
   const naiveFit = fitLine(steady(naive));
-  const fitted = `turns ${steady(lw)[0].turn}–${turns - 1}`;
+  const fitted = `turns ${steady(lw)[0]?.turn ?? '?'}–${turns - 1}`;
   const perTurn = sum(lwTools.map((t) => t.bytes)) / Math.max(1, lwTools.length);
   const lo = Math.min(...lwTools.map((t) => t.bytes));
   const hi = Math.max(...lwTools.map((t) => t.bytes));
@@ -121,7 +122,7 @@ function conclusion(lw: BenchSide, naive: BenchSide): string[] {
   return [
     `Loopwright: history per tool turn stays at ~${n(perTurn)} bytes (${n(lo)}–${n(hi)}, slope ${lwFit.slope >= 0 ? '+' : ''}${lwFit.slope.toFixed(1)} B/turn over ${fitted}) ` +
       `whatever the turn; the ~${n(content)} bytes of new content per turn stay in the transcript store (history gets a ref and a 200-char preview).`,
-    `naive: grows linearly by ~${n(naiveFit.slope)} bytes per turn over ${fitted} (the new content, re-sent every turn), to ${n(naive.measure.turns[turns - 1].bytes)} bytes at turn ${turns}; total history grows quadratically.`,
+    `naive: grows linearly by ~${n(naiveFit.slope)} bytes per turn over ${fitted} (the new content, re-sent every turn), to ${n(naive.measure.turns[turns - 1]?.bytes ?? NaN)} bytes at turn ${turns}; total history grows quadratically.`,
     `Loopwright's tail (checks and the run record, which lists every tool call with its preview) is ${n(lw.measure.tail.bytes)} bytes: it grows with the number of tool calls, once per run.`,
     `Turns to Temporal's 50 MB history limit at the observed growth (tail counted per tool turn): Loopwright ~${n(lwLimits.bytes)}, naive ~${n(naiveLimits.bytes)}.`,
     `Turns to the ${n(HISTORY_LIMIT_EVENTS)}-event limit (~${lwEvents.toFixed(1)} events per Loopwright turn): Loopwright ~${n(lwLimits.events)}, naive ~${n(naiveLimits.events)}; ` +

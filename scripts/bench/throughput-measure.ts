@@ -97,7 +97,7 @@ const callsOf = (stack: BenchStack, prefix: string): number =>
 export async function measurePlain(stack: BenchStack, runs: number, latencyMs: number): Promise<Measurement> {
   const callModel = plainModelCaller(stack.model.url);
   const prefix = uniqueName(`${latencyTag(latencyMs)}-plain`);
-  const [load0, cpu0, t0] = [loadavg()[0], selfCpuSeconds(), performance.now()];
+  const [load0, cpu0, t0] = [loadavg()[0] ?? NaN, selfCpuSeconds(), performance.now()];
   const results = await Promise.all(
     Array.from({ length: runs }, (_, i) =>
       runPlainLoop(
@@ -123,7 +123,7 @@ export async function measurePlain(stack: BenchStack, runs: number, latencyMs: n
     historyEvents: NaN,
     historyBytes: NaN,
     loadStart: load0,
-    loadEnd: loadavg()[0],
+    loadEnd: loadavg()[0] ?? NaN,
   };
 }
 
@@ -186,11 +186,11 @@ async function measureDurable(
     worker: procCpuSeconds(workerPid),
     client: selfCpuSeconds(),
   });
-  const [load0, cpu0, t0] = [loadavg()[0], cpu(), performance.now()];
+  const [load0, cpu0, t0] = [loadavg()[0] ?? NaN, cpu(), performance.now()];
   const results = await Promise.all(
     Array.from({ length: runs }, async (_, i) => ({ workflowId: `${prefix}-${i}`, ok: await run(`${prefix}-${i}`) })),
   );
-  const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0]];
+  const [wall, cpu1, load1] = [(performance.now() - t0) / 1000, cpu(), loadavg()[0] ?? NaN];
   const histories = await Promise.all(
     results.slice(0, historySample).map((r) => client.temporal.workflow.getHandle(r.workflowId).fetchHistory()),
   );

@@ -40,7 +40,7 @@ export function formatMeasurements(ms: Measurement[]): string[] {
     ['load 1m start→end', 17, (m) => `${m.loadStart.toFixed(2)}→${m.loadEnd.toFixed(2)}`],
   ];
   const line = (cells: string[]) =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(cols[i][1]) : c.padStart(cols[i][1]))).join('  ');
+    cells.map((c, i) => (i === 0 ? c.padEnd(cols[i]?.[1] ?? 0) : c.padStart(cols[i]?.[1] ?? 0))).join('  ');
   return [line(cols.map(([h]) => h)), ...ms.map((m) => line(cols.map(([, , get]) => get(m))))];
 }
 

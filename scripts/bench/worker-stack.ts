@@ -22,7 +22,7 @@ export function rssMiB(pid: number): number {
 
 /** The machine's 1-minute load average, to print beside a figure so a noisy one shows. */
 export function load1(): string {
-  return loadavg()[0].toFixed(2);
+  return (loadavg()[0] ?? NaN).toFixed(2);
 }
 
 /** A dev server, the scripted model and a `loopwright worker` process (as deployed), with a client. */

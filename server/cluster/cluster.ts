@@ -8,6 +8,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'fs';
 import { dirname, join, resolve } from 'path';
 import { UsageError } from '../../common/errors';
+import { must } from '../../common/must';
 import { freePort, isPortFree } from '../free-port';
 import { packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
@@ -215,6 +216,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     });
 
     const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2);
+    const firstPorts = must(frontendPorts[0], '--frontends is at least 1');
     const base = {
       PATH: env.PATH ?? '',
       HOME: env.HOME ?? '',
@@ -223,14 +225,14 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
       ...shared,
     };
     const services: Array<[string, string, Record<string, string>]> = [
-      ['history', 'history', frontendPorts[0]],
-      ['matching', 'matching', frontendPorts[0]],
+      ['history', 'history', firstPorts],
+      ['matching', 'matching', firstPorts],
       ...frontendPorts.map((ports, i): [string, string, Record<string, string>] => [
         i === 0 ? 'frontend' : `frontend-${i + 1}`,
         'frontend',
         ports,
       ]),
-      ['internal-worker', 'worker', frontendPorts[0]],
+      ['internal-worker', 'worker', firstPorts],
     ];
     for (const [name, service, ports] of services) {
       const metrics = String(await freePort());
@@ -280,7 +282,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     await runStep('deploy/temporal-setup.sh', join(DEPLOY(), 'temporal-setup.sh'), {
       PATH: `${dirname(cli)}:${env.PATH ?? ''}`,
       HOME: env.HOME ?? '',
-      TEMPORAL_ADDRESS: state.addresses[0],
+      TEMPORAL_ADDRESS: must(state.addresses[0], 'the cluster has a frontend'),
       TEMPORAL_NAMESPACE: namespace,
       LOOPWRIGHT_RETENTION: o.retention ?? '720h',
       TEMPORAL_SETUP_RETRY_DELAY: '1',
@@ -432,7 +434,7 @@ async function startWorker(
     args: [join(packageRoot(), 'dist', 'workers', 'main.js')],
     env: {
       ...(env as Record<string, string>),
-      TEMPORAL_ADDRESS: state.addresses[(i - 1) % state.addresses.length],
+      TEMPORAL_ADDRESS: must(state.addresses[(i - 1) % state.addresses.length], 'the cluster has a frontend'),
       TEMPORAL_NAMESPACE: state.namespace,
     },
     logFile: join(dir, 'logs', `worker-${i}.log`),

@@ -273,11 +273,10 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
         );
     }
     const results: EvalRun[] = new Array(jobs.length);
-    let next = 0;
+    // One queue for every worker: each takes the next job when it is free, in order.
+    const queue = jobs.entries();
     const worker = async () => {
-      while (next < jobs.length) {
-        const i = next++;
-        const { task, arm, repeat } = jobs[i];
+      for (const [i, { task, arm, repeat }] of queue) {
         const workflowId = `${record.workflowId}/eval/${task.id}/${arm}/${repeat + 1}`;
         const run: RunRecord = await executeChild(loopWorkflow, {
           args: [plans.get(`${task.id}/${arm}`)!],

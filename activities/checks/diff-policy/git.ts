@@ -61,17 +61,24 @@ export async function diffTrees(root: string, from: string, to: string): Promise
     '\0',
   );
   const changes: Change[] = [];
+  const field = (k: number): string => {
+    const value = fields[k];
+    if (value === undefined) throw new Error(`git diff-tree ${from} ${to}: its -z output ends inside a record`);
+    return value;
+  };
   for (let i = 0; i < fields.length - 1;) {
-    const [, , oldOid, newOid, score] = fields[i].slice(1).split(' ');
-    const status = score[0];
+    const [, , oldOid, newOid, score] = field(i).slice(1).split(' ');
+    if (oldOid === undefined || newOid === undefined || score === undefined)
+      throw new Error(`git diff-tree ${from} ${to}: unexpected record ${JSON.stringify(fields[i])}`);
+    const status = score.charAt(0);
     const zero = /^0+$/;
     if (status === 'R' || status === 'C') {
-      changes.push({ status, oldPath: fields[i + 1], path: fields[i + 2], oldOid, newOid });
+      changes.push({ status, oldPath: field(i + 1), path: field(i + 2), oldOid, newOid });
       i += 3;
     } else {
       changes.push({
         status,
-        path: fields[i + 1],
+        path: field(i + 1),
         oldOid: zero.test(oldOid) ? null : oldOid,
         newOid: zero.test(newOid) ? null : newOid,
       });

@@ -48,7 +48,7 @@ function ancestors(file: string): string[] {
 export function globToRegExp(glob: string): { test(path: string): boolean } {
   let re = '';
   for (let i = 0; i < glob.length; i++) {
-    const c = glob[i];
+    const c = glob.charAt(i);
     if (c === '*' && glob[i + 1] === '*') {
       const atStart = i === 0 || glob[i - 1] === '/';
       i++;

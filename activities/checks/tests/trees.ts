@@ -24,7 +24,11 @@ export async function listTree(repo: string, tree: string): Promise<Map<string, 
   const files = new Map<string, TreeEntry>();
   for (const record of out.split('\0')) {
     const m = /^(\d+) \w+ ([0-9a-f]+)\t([\s\S]+)$/.exec(record);
-    if (m) files.set(m[3], { mode: m[1], oid: m[2] });
+    if (m) {
+      const [, mode, oid, file] = m; // the pattern requires all three
+      if (!mode || !oid || !file) throw new Error(`ls-tree record without mode, oid and path: ${record}`);
+      files.set(file, { mode, oid });
+    }
   }
   return files;
 }
