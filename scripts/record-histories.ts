@@ -93,6 +93,8 @@ const SCRIPT = parseModelScript(
         reply: verdict(true),
       },
       { name: 'approve-w1', match: { workflowId: 'replay-approve', role: 'worker', attempt: 1 }, reply: text('first') },
+      { name: 'lean-w1', match: { workflowId: 'replay-lean', role: 'worker', attempt: 1 }, reply: text('first') },
+      { name: 'lean-c1', match: { workflowId: 'replay-lean', role: 'checker', attempt: 1 }, reply: verdict(false) },
       {
         name: 'approve-c1',
         match: { workflowId: 'replay-approve', role: 'checker', attempt: 1 },
@@ -192,6 +194,13 @@ const RECORDERS: Record<string, Recorder> = {
     await client.wait('replay-approve');
     await client.decide('replay-approve', { kind: 'approve', by: 'ada', note: 'override' });
     await client.wait('replay-approve');
+  },
+  /** As replay-approve, on the code since the patch lean-start: trust read by a local activity, identity and state in one upsert. */
+  'replay-lean': async (client) => {
+    await client.run('evaluate-optimize', { ...input, maxAttempts: 1 }, { id: 'replay-lean' });
+    await client.wait('replay-lean');
+    await client.decide('replay-lean', { kind: 'approve', by: 'ada', note: 'override' });
+    await client.wait('replay-lean');
   },
   'replay-agent': async (client) => {
     const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));

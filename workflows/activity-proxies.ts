@@ -1,4 +1,10 @@
-import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { ModelTimeouts } from '../common/loop-spec';
 import { FailureType } from '../common/failure-types';
@@ -61,4 +67,16 @@ export const TOOL_CALL: ActivityOptions = {
   retry: { ...LOST_WORKER_RETRY, nonRetryableErrorTypes: [FailureType.Workspace] },
 };
 
+/**
+ * Short reads of the worker's own files (the trust record): a local activity, run by the worker
+ * that runs the workflow task, recorded as one marker, with no task round trip through the
+ * server. Retried as {@link LOST_WORKER_RETRY}; when the worker is lost the workflow task times
+ * out and the next worker runs it again.
+ */
+export const LOCAL_READ: LocalActivityOptions = {
+  startToCloseTimeout: '1m',
+  retry: { ...LOST_WORKER_RETRY, nonRetryableErrorTypes: [FailureType.Workspace] },
+};
+
 export const acts = proxyActivities<Activities>(MODEL_CALL);
+export const localActs = proxyLocalActivities<Activities>(LOCAL_READ);

@@ -28,3 +28,32 @@ test.each(files)('replays %s without nondeterminism', async (file) => {
     ),
   ).resolves.toBeUndefined();
 });
+
+/** The patches a history's markers name, and the activities it scheduled on the task queue or ran locally. */
+function commandsOf(file: string): { patches: string[]; activities: string[]; localActivities: string[] } {
+  const history = historyFromJSON(JSON.parse(readFileSync(path.join(dir, file), 'utf8')));
+  const out = { patches: [] as string[], activities: [] as string[], localActivities: [] as string[] };
+  const decode = (p: { data?: Uint8Array | null } | undefined) =>
+    JSON.parse(Buffer.from(p?.data ?? new Uint8Array()).toString('utf8')) as Record<string, unknown>;
+  for (const e of history.events ?? []) {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName === 'core_patch')
+      out.patches.push(String(decode(marker.details?.['patch-data']?.payloads?.[0]).id));
+    if (marker?.markerName === 'core_local_activity')
+      out.localActivities.push(String(decode(marker.details?.data?.payloads?.[0]).activity_type));
+    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (scheduled) out.activities.push(scheduled);
+  }
+  return out;
+}
+
+test('both ways a run reads its trust record are recorded: an activity before lean-start, a local activity since', () => {
+  const before = commandsOf('replay-signed.json');
+  expect(before.patches).toContain('trust');
+  expect(before.activities).toContain('loadTrust');
+  const since = commandsOf('replay-lean.json');
+  expect(since.patches).toContain('lean-start');
+  expect(since.patches).not.toContain('trust');
+  expect(since.localActivities).toEqual(['loadTrust']);
+  expect(since.activities).not.toContain('loadTrust');
+});

@@ -25,11 +25,18 @@ import { chargeUsage, newRecord, recordAttempt } from './record-keeping';
 import type { ResumeState } from './resume';
 
 /** What a run needs of Temporal; `temporalHost()` (run-host.ts) in the workflow, a fake in unit tests. */
+/** Which run this is, as the run list shows it: its loop, autonomy and work item (redacted). */
+export interface RunIdentity {
+  loop: string;
+  autonomy: string;
+  itemKey?: string;
+}
+
 export interface RunHost {
   /** Workflow time (replayed identically). */
   now(): number;
-  /** Shows the record: its search attributes and the Web UI's current details. */
-  show(record: RunRecord, details: string): void;
+  /** Shows the record: its search attributes and the Web UI's current details; with `identity`, those too, in the same upsert. */
+  show(record: RunRecord, details: string, identity?: RunIdentity): void;
   /** Waits until `ready()` or `ms` pass; false when the time ran out. */
   wait(ready: () => boolean, ms: number, summary: string): Promise<boolean>;
   /** True when Temporal suggests continuing as new (the history grew long). */
@@ -163,10 +170,11 @@ export class LoopRun {
     return this.pending !== undefined;
   }
 
-  transition(state: RunState): void {
+  /** Moves the run to `state` and shows it; `identity` is shown with it when given (a run's first state). */
+  transition(state: RunState, identity?: RunIdentity): void {
     this.record.state = state;
     this.record.budget.used.wallTimeMs = this.clock.used(this.host.now());
-    this.host.show(this.record, forDisplay(runDetails(this.record), this.secrets));
+    this.host.show(this.record, forDisplay(runDetails(this.record), this.secrets), identity);
   }
 
   finish(state: RunState, stopReason: StopReason, output: string | null = null): RunRecord {

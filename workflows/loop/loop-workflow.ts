@@ -14,7 +14,7 @@ import {
 import type { LoopInput } from '../../common/loop-input';
 import { runsCommands } from '../../common/loop-rules';
 import type { RunRecord } from '../../common/run-record';
-import { LoopAudit, LoopAutonomy, LoopItemKey, LoopName } from '../../common/search-attributes';
+import { LoopAudit } from '../../common/search-attributes';
 import { ZERO_USAGE } from '../../common/usage';
 import { acts, TOOL_CALL } from '../activity-proxies';
 import { runAttempt, type AttemptProgress } from './attempt';
@@ -29,7 +29,7 @@ import { deliver } from './deliver';
 import { runMetrics } from './metrics';
 import { LoopRun } from './loop-run';
 import { reviews } from './reviews';
-import { temporalHost } from './run-host';
+import { identityAttributes, temporalHost } from './run-host';
 import { heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
 import { forDisplay, redact } from '../../common/redact';
 import { auditWaitSummary } from '../../common/activity-summary';
@@ -110,16 +110,25 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
     (entry) => run.receive(entry),
   );
 
-  upsertSearchAttributes([
-    { key: LoopName, value: input.loop },
-    { key: LoopAutonomy, value: input.spec.autonomy },
-    ...(input.itemKey ? [{ key: LoopItemKey, value: redact(input.itemKey, run.secrets) }] : []),
-  ]);
-  run.transition('running');
+  const identity = {
+    loop: input.loop,
+    autonomy: input.spec.autonomy,
+    ...(input.itemKey ? { itemKey: redact(input.itemKey, run.secrets) } : {}),
+  };
+  // Since 'lean-start', a new run shows its identity and first state in one upsert and reads its
+  // trust record with a local activity: a search-attribute upsert and an activity's round trip are
+  // a run's dearest server costs (README "Performance"). Runs begun before replay the old commands,
+  // and a patch is only asked where the old code asked for 'trust', so no run gains a marker.
+  const lean = !resume && !input.evaluation && patched('lean-start');
+  if (lean) run.transition('running', identity);
+  else {
+    upsertSearchAttributes(identityAttributes(identity));
+    run.transition('running');
+  }
 
   try {
-    if (!resume && !input.evaluation && patched('trust')) {
-      const loaded = await pinTrust(run);
+    if (lean || (!resume && !input.evaluation && patched('trust'))) {
+      const loaded = await pinTrust(run, lean ? 'local' : 'activity');
       if (!loaded) return run.finish('blocked', 'setup_error');
       if (!loaded.autonomy.granted) {
         record.error = loaded.autonomy.reason;

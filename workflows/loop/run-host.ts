@@ -1,7 +1,25 @@
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { condition, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RunRecord } from '../../common/run-record';
-import { LoopAttempt, LoopCostUsd, LoopState, LoopTokens } from '../../common/search-attributes';
-import type { RunHost } from './loop-run';
+import {
+  LoopAttempt,
+  LoopAutonomy,
+  LoopCostUsd,
+  LoopItemKey,
+  LoopName,
+  LoopState,
+  LoopTokens,
+} from '../../common/search-attributes';
+import type { RunHost, RunIdentity } from './loop-run';
+
+/** The search attributes that say which run this is: its loop, autonomy and work item. */
+export function identityAttributes(identity: RunIdentity): SearchAttributeUpdatePair[] {
+  return [
+    { key: LoopName, value: identity.loop },
+    { key: LoopAutonomy, value: identity.autonomy },
+    ...(identity.itemKey ? [{ key: LoopItemKey, value: identity.itemKey }] : []),
+  ];
+}
 
 /**
  * The Temporal side of a `LoopRun`: workflow time, the run's search attributes and current
@@ -11,8 +29,9 @@ import type { RunHost } from './loop-run';
 export function temporalHost(): RunHost {
   return {
     now: () => Date.now(),
-    show(record: RunRecord, details: string): void {
+    show(record: RunRecord, details: string, identity?: RunIdentity): void {
       upsertSearchAttributes([
+        ...(identity ? identityAttributes(identity) : []),
         { key: LoopState, value: record.state },
         { key: LoopAttempt, value: record.attempt },
         { key: LoopCostUsd, value: record.usage.total.costUsd },

@@ -2,7 +2,7 @@ import { isCancellation } from '@temporalio/workflow';
 import type { SessionSetup } from '../../common/agent';
 import { runsCommands } from '../../common/loop-rules';
 import { trustRecord, type Trust } from '../../common/trust-record';
-import { acts, TOOL_CALL } from '../activity-proxies';
+import { acts, localActs, LOCAL_READ, TOOL_CALL } from '../activity-proxies';
 import type { LoopRun } from './loop-run';
 import { activityErrorMessage } from './record-keeping';
 
@@ -11,16 +11,22 @@ import { activityErrorMessage } from './record-keeping';
  * signed, the autonomy grant) and pins it into the run and its record; undefined, with the
  * reason recorded, when a configured file cannot be read.
  */
-export async function pinTrust(run: LoopRun): Promise<Trust | undefined> {
+export async function pinTrust(run: LoopRun, as: 'local' | 'activity'): Promise<Trust | undefined> {
   const { input, record } = run;
+  const args: Parameters<typeof acts.loadTrust> = [
+    {
+      loop: input.loop,
+      autonomy: input.spec.autonomy,
+      commits: (input.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit'),
+    },
+  ];
+  const summary = `trust (${input.spec.autonomy})`;
   try {
-    run.trust = await acts.loadTrust.executeWithOptions({ ...TOOL_CALL, summary: `trust (${input.spec.autonomy})` }, [
-      {
-        loop: input.loop,
-        autonomy: input.spec.autonomy,
-        commits: (input.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit'),
-      },
-    ]);
+    // 'local' since the patch 'lean-start' (see loop-workflow.ts); 'activity' replays older runs.
+    run.trust =
+      as === 'local'
+        ? await localActs.loadTrust.executeWithOptions({ ...LOCAL_READ, summary }, args)
+        : await acts.loadTrust.executeWithOptions({ ...TOOL_CALL, summary }, args);
     record.trust = trustRecord(run.trust);
     return run.trust;
   } catch (err) {
