@@ -8,3 +8,12 @@ export function must<T>(value: T | undefined, why: string): T {
   if (value === undefined) throw new Error(`internal error: ${why}`);
   return value;
 }
+
+/** A tuple of `N` items of `T`. */
+export type Tuple<T, N extends number, R extends T[] = []> = R['length'] extends N ? R : Tuple<T, N, [...R, T]>;
+
+/** The first `n` of `items` as a tuple, to destructure; throws when there are fewer (`why` says why there cannot be). */
+export function mustTake<T, N extends number>(items: readonly T[], n: N, why: string): Tuple<T, N> {
+  if (items.length < n) throw new Error(`internal error: ${why} (expected ${n} items, got ${items.length})`);
+  return items.slice(0, n) as Tuple<T, N>;
+}

@@ -17,6 +17,7 @@ import { parse } from 'yaml';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { dynamicConfigFile } from '../server/cluster/cluster';
 import { TEMPORAL_SERVER_VERSION } from '../server/cluster/temporal-server-binary';
+import { must, mustTake } from '../common/must';
 
 const ROOT = resolve(__dirname, '..');
 const COMPOSE_FILE = join(ROOT, 'docker-compose.yml');
@@ -112,7 +113,7 @@ function durationHours(text: string): number {
   if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) {
     throw new Error(`not a duration: "${text}"`);
   }
-  return parts.reduce((sum, [, n, u]) => sum + Number(n) * units[u], 0);
+  return parts.reduce((sum, [, n, u]) => sum + Number(n) * (units[u ?? ''] ?? NaN), 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -158,19 +159,19 @@ describe('docker-compose.yml services', () => {
     const mount = (service('temporal').volumes ?? [])
       .map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`))
       .find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
-    expect(join(ROOT, mount!.split(':')[0], env('temporal').DYNAMIC_CONFIG_FILE_PATH.split('/').pop()!)).toBe(
-      dynamicConfigFile(),
-    );
+    expect(
+      join(ROOT, mount!.split(':')[0] ?? '', env('temporal').DYNAMIC_CONFIG_FILE_PATH?.split('/').pop() ?? ''),
+    ).toBe(dynamicConfigFile());
   });
 
   it('temporal mounts the dynamic config file that DYNAMIC_CONFIG_FILE_PATH names', () => {
-    const path = env('temporal').DYNAMIC_CONFIG_FILE_PATH;
+    const path = env('temporal').DYNAMIC_CONFIG_FILE_PATH ?? '';
     expect(path).toMatch(/^config\/dynamicconfig\/[\w.-]+\.yaml$/);
     const mount = (service('temporal').volumes ?? [])
       .map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`))
       .find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
     expect(mount).toBeDefined();
-    const hostFile = join(ROOT, mount!.split(':')[0], path.split('/').pop()!);
+    const hostFile = join(ROOT, mount!.split(':')[0] ?? '', path.split('/').pop()!);
     expect(existsSync(hostFile)).toBe(true);
     expect(() => parse(readFileSync(hostFile, 'utf8'))).not.toThrow();
   });
@@ -199,7 +200,7 @@ describe('docker-compose.yml services', () => {
   });
 
   it('temporal-ui grants CORS to its own origin only (another origin could make credentialed calls and read the CSRF cookie)', () => {
-    expect(env('temporal-ui').TEMPORAL_CORS_ORIGINS.split(',')).toEqual(['http://localhost:8080']);
+    expect(env('temporal-ui').TEMPORAL_CORS_ORIGINS?.split(',')).toEqual(['http://localhost:8080']);
     expect(env('temporal-ui').TEMPORAL_CORS_UNSAFE_ALLOW_ALL_ORIGINS).toBeUndefined();
   });
 
@@ -265,7 +266,7 @@ describe('docker-compose.yml services', () => {
     const setup = service('temporal-setup');
     expect(setup.image).toMatch(/^temporalio\/admin-tools:1\.[23]\d\.\d+/);
     // Same server release as the temporal service.
-    expect(setup.image!.split(':')[1].split('-')[0]).toBe(service('temporal').image!.split(':')[1]);
+    expect(setup.image!.split(':')[1]?.split('-')[0]).toBe(service('temporal').image!.split(':')[1]);
     expect(dependsOn('temporal-setup').temporal).toBe('service_healthy');
     const mounts = (setup.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
     expect(mounts).toContain('./deploy/temporal-setup.sh:/deploy/temporal-setup.sh:ro');
@@ -275,15 +276,15 @@ describe('docker-compose.yml services', () => {
   });
 
   it('namespace retention defaults to at least 720h, for auto-setup and for temporal-setup', () => {
-    expect(durationHours(env('temporal-setup').LOOPWRIGHT_RETENTION)).toBeGreaterThanOrEqual(720);
-    expect(durationHours(env('temporal').DEFAULT_NAMESPACE_RETENTION)).toBeGreaterThanOrEqual(720);
+    expect(durationHours(env('temporal-setup').LOOPWRIGHT_RETENTION ?? '')).toBeGreaterThanOrEqual(720);
+    expect(durationHours(env('temporal').DEFAULT_NAMESPACE_RETENTION ?? '')).toBeGreaterThanOrEqual(720);
   });
 
   it('deploy/temporal-setup.sh lists exactly the SEARCH_ATTRIBUTES of common/search-attributes.ts, with their types', () => {
     const script = readFileSync(SETUP_SCRIPT, 'utf8');
     const list = /^SEARCH_ATTRIBUTES="([^"]*)"/m.exec(script);
     expect(list).not.toBeNull();
-    const pairs = list![1].split(/\s+/).filter(Boolean).sort();
+    const pairs = (list?.[1] ?? '').split(/\s+/).filter(Boolean).sort();
     expect(pairs).toEqual(SEARCH_ATTRIBUTES.map((a) => `${a.name}:${a.type}`).sort());
   });
 });
@@ -551,10 +552,11 @@ describe("deploy/seccomp-bwrap.json (the worker's seccomp profile)", () => {
     const needed = ['clone', 'unshare', 'mount', 'umount2', 'pivot_root', 'sethostname'];
     for (const name of needed) expect({ name, allowed: allowedOutright(name) }).toEqual({ name, allowed: true });
     for (const name of needed) expect({ name, byDocker: allows(docker, name) }).toEqual({ name, byDocker: false });
-    expect([...ours[0].names].sort()).toEqual([...needed].sort());
-    expect(ours[0]).toMatchObject({ action: 'SCMP_ACT_ALLOW' });
-    expect(ours[0].includes).toBeUndefined();
-    expect(ours[0].args).toBeUndefined();
+    const [rule] = mustTake(ours, 1, 'seccomp.json has a Loopwright rule');
+    expect([...rule.names].sort()).toEqual([...needed].sort());
+    expect(rule).toMatchObject({ action: 'SCMP_ACT_ALLOW' });
+    expect(rule.includes).toBeUndefined();
+    expect(rule.args).toBeUndefined();
   });
 
   it("keeps the rest of Docker's refusals: clone3 answers ENOSYS, keyring, bpf, modules, kexec and setns stay refused", () => {
@@ -588,17 +590,17 @@ function dockerfileStages(): { from: string; name?: string; instructions: Instru
   for (const line of text.split(/\r?\n/)) {
     const m = /^\s*([A-Za-z]+)\s+(.*)$/.exec(line);
     if (!m || line.trim().startsWith('#')) continue;
-    const op = m[1].toUpperCase();
-    const rest = m[2].trim();
+    const op = must(m[1], 'the pattern requires an instruction').toUpperCase();
+    const rest = must(m[2], 'the pattern requires arguments').trim();
     if (op === 'ARG' && stages.length === 0) {
       const [k, v] = rest.split('=');
-      args[k] = v ?? '';
+      if (k !== undefined) args[k] = v ?? '';
     } else if (op === 'FROM') {
       const [image, , name] = rest.split(/\s+/);
-      const from = image.replace(/\$\{?(\w+)\}?/g, (_s, k: string) => args[k] ?? '');
+      const from = (image ?? '').replace(/\$\{?(\w+)\}?/g, (_s, k: string) => args[k] ?? '');
       stages.push({ from, name, instructions: [] });
     } else if (stages.length > 0) {
-      stages[stages.length - 1].instructions.push({ op, args: rest });
+      stages.at(-1)?.instructions.push({ op, args: rest }); // stages is not empty here
     }
   }
   return stages;
@@ -607,8 +609,8 @@ function dockerfileStages(): { from: string; name?: string; instructions: Instru
 describe('Dockerfile', () => {
   const stages = dockerfileStages();
   const runs = (i: Instruction[]) => i.filter((x) => x.op === 'RUN').map((x) => x.args);
-  const build = stages[0];
-  const runtime = stages[stages.length - 1];
+  const build = must(stages[0], 'the Dockerfile has a stage');
+  const runtime = must(stages.at(-1), 'the Dockerfile has a stage');
 
   it('is multi-stage and every stage is based on node:20-bookworm-slim', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);

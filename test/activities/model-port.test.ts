@@ -10,6 +10,7 @@ import { ConfigError } from '../../common/errors';
 import type { ModelRule } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { script } from '../helpers/scripts';
+import { must } from '../../common/must';
 
 /**
  * The model port (activities/model-port.ts): the caller speaks only Loopwright's types, and the
@@ -70,7 +71,7 @@ describe('the Anthropic adapter behind the model port', () => {
       toolChoice: { type: 'tool', name: VERDICT_TOOL_NAME },
     });
 
-    const sent = server.requests[0];
+    const sent = must(server.requests[0], 'the server saw the request');
     expect(sent).toMatchObject({ role: 'checker', attempt: 2, turn: 3, workflowId: 'w/1', model: 'claude-test-1' });
     const body = sent.body as Record<string, unknown>;
     expect(body.system).toEqual([{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }]);
@@ -114,8 +115,8 @@ describe('the Anthropic adapter behind the model port', () => {
     });
     const reply = await callModel({ ...base, messages: [{ role: 'user', content: 'hi' }] });
     expect(reply).toMatchObject({ text: 'hi', stopReason: 'end_turn' });
-    expect(server.requests[0].body).not.toHaveProperty('tools');
-    expect(server.requests[0].body).not.toHaveProperty('tool_choice');
+    expect(server.requests[0]?.body).not.toHaveProperty('tools');
+    expect(server.requests[0]?.body).not.toHaveProperty('tool_choice');
   });
 });
 

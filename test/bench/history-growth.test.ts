@@ -5,6 +5,7 @@ import { encodedHistory, measureTurns, TURN_ACTIVITY } from '../../scripts/bench
 import { runLoopwrightSession } from '../../scripts/bench/loopwright-session';
 import { bundleNaiveWorkflow, runNaiveSession } from '../../scripts/bench/naive-session';
 import { testAddress } from '../helpers/temporal';
+import { must } from '../../common/must';
 
 /** The history-growth bench, short: 7 tool turns and an answer, Loopwright and naive side by side. */
 const TURNS = 8;
@@ -35,17 +36,21 @@ test("Loopwright history per turn stays flat over 8 turns while the naive baseli
   // Both sessions read the same ~2 KB file each tool turn.
   expect(lw.newContent).toHaveLength(TURNS - 1);
   expect(naive.newContent).toEqual(lw.newContent);
-  const content = lw.newContent[0];
+  const content = must(lw.newContent[0], 'the session has tool turns');
   expect(content).toBeGreaterThan(1500);
 
   // Loopwright: no turn outgrows the first tool turn by more than the slack, the last tool turn included.
-  const firstTool = a.turns[0].bytes;
-  expect(a.turns[TURNS - 2].bytes).toBeLessThanOrEqual(firstTool + SLACK_BYTES);
-  expect(a.turns[TURNS - 1].bytes).toBeLessThanOrEqual(firstTool + SLACK_BYTES);
+  const firstTool = must(a.turns[0], 'the session has turns').bytes;
+  expect(a.turns[TURNS - 2]?.bytes).toBeLessThanOrEqual(firstTool + SLACK_BYTES);
+  expect(a.turns[TURNS - 1]?.bytes).toBeLessThanOrEqual(firstTool + SLACK_BYTES);
   expect(Math.max(...a.turns.map((t) => t.bytes))).toBeLessThanOrEqual(firstTool + SLACK_BYTES);
   // naive: the last turn carries every earlier tool result.
-  expect(b.turns[TURNS - 1].bytes).toBeGreaterThan(b.turns[0].bytes + 3 * content);
-  expect(b.turns[TURNS - 1].bytes).toBeGreaterThan(a.turns[TURNS - 1].bytes + (TURNS - 2) * content);
+  expect(b.turns[TURNS - 1]?.bytes).toBeGreaterThan(
+    must(b.turns[0], 'the naive session has turns').bytes + 3 * content,
+  );
+  expect(b.turns[TURNS - 1]?.bytes).toBeGreaterThan(
+    must(a.turns[TURNS - 1], `the session has ${TURNS} turns`).bytes + (TURNS - 2) * content,
+  );
 
   // The file's last line reaches history only when whole tool results do.
   expect(encodedHistory(lw.history).includes(BENCH_MARKER)).toBe(false);

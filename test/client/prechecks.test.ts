@@ -233,7 +233,7 @@ describe('errors as one line', () => {
     expect(debug.lines.length).toBeGreaterThan(1);
     const long = errorLine(new UsageError(`bad ${'x'.repeat(5000)}\nend`), ctx, {})!;
     expect(long.lines).toHaveLength(1);
-    expect(long.lines[0].length).toBeLessThanOrEqual(1100);
+    expect(long.lines[0]?.length).toBeLessThanOrEqual(1100);
     expect(long.code).toBe(2);
   });
 

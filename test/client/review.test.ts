@@ -366,7 +366,7 @@ describe('readReviewDiff on a real repository the agent could have written to', 
       ['diff.external', evil],
       ['diff.evil.textconv', evil],
       ['core.pager', evil],
-    ])
+    ] as const)
       git(repo, 'config', k, v);
     writeFileSync(path.join(worktree, '.gitattributes'), '* diff=evil\n');
     const r = record({

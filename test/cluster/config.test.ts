@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { readState } from '../../server/cluster/processes';
+import { must } from '../../common/must';
 
 /**
  * The one Temporal config template (deploy/temporal/config/loopwright.yaml), rendered by the
@@ -25,13 +26,13 @@ test("rendered as compose would, the template has the persistence of docker-comp
   const state = readState(process.env.LOOPWRIGHT_CLUSTER_DIR ?? '');
   const server = state?.processes.find((p) => p.name === 'history')?.command;
   expect(server).toBeDefined();
-  const temporalEnv = compose.services.temporal.environment;
+  const temporalEnv = must(compose.services.temporal, 'docker-compose.yml has a temporal service').environment;
   const env = {
     PATH: process.env.PATH,
     TEMPORAL_DB_HOST: temporalEnv.POSTGRES_SEEDS,
     TEMPORAL_DB_PORT: temporalEnv.DB_PORT,
     TEMPORAL_DB_USER: temporalEnv.POSTGRES_USER,
-    TEMPORAL_DB_PASSWORD: composeDefault(temporalEnv.POSTGRES_PWD),
+    TEMPORAL_DB_PASSWORD: composeDefault(temporalEnv.POSTGRES_PWD ?? ''),
   };
   const rendered = spawnSync(
     server!,
@@ -50,10 +51,10 @@ test("rendered as compose would, the template has the persistence of docker-comp
   const { persistence } = config;
   expect(persistence.numHistoryShards).toBe(4);
   const stores = [
-    persistence.datastores[persistence.defaultStore].sql,
-    persistence.datastores[persistence.visibilityStore].sql,
+    persistence.datastores[persistence.defaultStore]?.sql,
+    persistence.datastores[persistence.visibilityStore]?.sql,
   ];
-  expect(stores.map((s) => s.databaseName)).toEqual(['temporal', 'temporal_visibility']);
+  expect(stores.map((s) => s?.databaseName)).toEqual(['temporal', 'temporal_visibility']);
   for (const store of stores) {
     // render-config masks the password; the user and address are what compose gives auto-setup.
     expect(store).toMatchObject({

@@ -105,7 +105,7 @@ async function survives(tag: string, disrupt: () => Promise<void>): Promise<void
       decision: expect.objectContaining({ kind: 'approve' }),
     });
     expect(record!.effects).toHaveLength(1);
-    expect(effectCommits(repo)).toEqual([record!.effects[0].commit]);
+    expect(effectCommits(repo)).toEqual([record!.effects[0]?.commit]);
   } finally {
     await slowClient.close();
     await fixClient.close();

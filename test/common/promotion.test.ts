@@ -3,6 +3,7 @@ import type { Autonomy } from '../../common/loop-spec';
 import { classifyRun, promotionEvidence, PromotionRuleSchema, type PromotionRule } from '../../common/promotion';
 import type { RunRecord } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
+import { must } from '../../common/must';
 
 let clock = 0;
 /** A closed run; each one built ends a minute after the one before. */
@@ -218,7 +219,7 @@ describe('promotionEvidence', () => {
 
   test('an override breaks the streak; runs are ordered by when they ended, not when they started', () => {
     const records = [approvedL2('a'), approvedL2('b'), overriddenL2('late'), approvedL2('c'), approvedL2('d')];
-    records[2].startedAt = '2024-01-01T00:00:00.000Z';
+    must(records[2], 'five records').startedAt = '2024-01-01T00:00:00.000Z';
     const evidence = promotionEvidence(records, 'L2', rule());
     expect(evidence.streak).toBe(2);
     expect(evidence.verdict).toContain('broken by run late overridden');

@@ -35,7 +35,7 @@ describe('SSH signatures (SSHSIG, allowed_signers)', () => {
       { line: 4, reason: 'option cert-authority is not supported' },
       { line: 5, reason: 'ecdsa-sha2-nistp256 keys are not supported (use ssh-ed25519)' },
     ]);
-    expect(allowed.entries[0].fingerprint).toBe(alice.fingerprint);
+    expect(allowed.entries[0]?.fingerprint).toBe(alice.fingerprint);
     expect(publicKeyOf(path.join(dir, 'alice'))).toBe(alice.publicKey);
   });
 

@@ -14,6 +14,7 @@ import { UsageError } from '../../common/errors';
 import type { RunRecord } from '../../common/run-record';
 import { escapeBlock, escapeLine, requireOneLine, terminalJson } from '../../common/terminal';
 import { ZERO_USAGE } from '../../common/usage';
+import { must } from '../../common/must';
 
 /**
  * Written out here, not taken from the module: C0, DEL, C1, the Arabic letter mark, LRM/RLM,
@@ -120,7 +121,7 @@ describe('names and ids are refused at input when they hold a control character'
       ['fix/a\nb', 'fix/a\\nb" has a control or invisible character (\\n at position 6)'],
       ['x\x1b[2J', 'x\\x1b[2J" has a control or invisible character (\\x1b at position 2)'],
       ['\u202eabc', '\\u202eabc" has a control or invisible character (\\u202e at position 1)'],
-    ]) {
+    ] as const) {
       let err: unknown;
       try {
         checkRunId(id);
@@ -264,8 +265,8 @@ describe('what a run recorded is printed inert, and a by with a newline stays on
 
   test("trace text and Markdown: a decision by a name with a newline is on one line, a candidate's sequences are escapes", () => {
     const trace = traceOf('approve');
-    trace.decisions[0].by = FORGED;
-    trace.attempts[0].candidate = HOSTILE;
+    must(trace.decisions[0], 'the approve run has a decision').by = FORGED;
+    must(trace.attempts[0], 'the run has an attempt').candidate = HOSTILE;
     const text = renderTrace(trace);
     expect(text.filter((l) => l.includes('decision approve'))).toEqual([
       expect.stringMatching(/^ {2}\+\S+ +decision approve by mallory\\n {2}decision {3}approve by admin/),

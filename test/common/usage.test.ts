@@ -1,4 +1,5 @@
 import { ZERO_USAGE, addUsage, type Usage } from '../../common/usage';
+import { mustTake } from '../../common/must';
 
 const usage = (partial: Partial<Usage>): Usage => ({ ...ZERO_USAGE, ...partial });
 
@@ -32,7 +33,8 @@ describe('addUsage', () => {
     const parts = [0.123457, 0.000001, 1.1, 0.2, 0.3].map((costUsd) => usage({ costUsd }));
     const forward = addUsage(...parts).costUsd;
     expect(addUsage(...[...parts].reverse()).costUsd).toBe(forward);
-    expect(addUsage(addUsage(parts[0], parts[1]), addUsage(...parts.slice(2))).costUsd).toBe(forward);
+    const [first, second] = mustTake(parts, 2, 'five parts');
+    expect(addUsage(addUsage(first, second), addUsage(...parts.slice(2))).costUsd).toBe(forward);
     expect(forward).toBe(1.723458);
   });
 

@@ -1,6 +1,7 @@
 import { clientDataConverter, EncryptionCodec, NoKeysCodec } from '../../crypto/codec';
 import { ConfigError } from '../../common/errors';
 import { KeyMissingError, newKey, parseKeyFile } from '../../crypto/keyring';
+import { mustTake } from '../../common/must';
 
 const te = new TextEncoder();
 const plain = { metadata: { encoding: te.encode('json/plain') }, data: te.encode('{"a":1}') };
@@ -14,7 +15,11 @@ describe('a process without a key ring', () => {
   });
 
   test("fails on an encrypted payload with the KeyMissingError naming its key and LOOPWRIGHT_KEYS (a ConfigError: exit 2), not Temporal's 'Unknown encoding'", async () => {
-    const [sealed] = await new EncryptionCodec(parseKeyFile(`k7=${newKey()}`, 'keys.txt')).encode([plain]);
+    const [sealed] = mustTake(
+      await new EncryptionCodec(parseKeyFile(`k7=${newKey()}`, 'keys.txt')).encode([plain]),
+      1,
+      'one payload in, one out',
+    );
     const err = await new NoKeysCodec().decode([plain, sealed]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KeyMissingError);
     expect(err).toBeInstanceOf(ConfigError);

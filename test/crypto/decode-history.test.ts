@@ -5,6 +5,7 @@ import path from 'node:path';
 import { EncryptionCodec } from '../../crypto/codec';
 import { decodeHistory } from '../../crypto/decode-history';
 import { newKey, parseKeyFile } from '../../crypto/keyring';
+import { must } from '../../common/must';
 
 /** decodeHistory, without a server: old histories pass through, encrypted ones read as they ran. */
 const ring = parseKeyFile(`a=${newKey()}\n`, 'test ring');
@@ -40,16 +41,20 @@ test('an encrypted input and an encoded failure read back in clear; without a ri
     ],
   });
   const encrypted = history();
-  encrypted.events[0].workflowExecutionStartedEventAttributes!.input.payloads = await codec.encode(
-    encrypted.events[0].workflowExecutionStartedEventAttributes!.input.payloads,
-  );
+  const start = must(encrypted.events[0], 'the history has a start event').workflowExecutionStartedEventAttributes!;
+  start.input.payloads = await codec.encode(start.input.payloads);
   expect(failure.message).toBe('Encoded failure');
 
   const clear = (await decodeHistory(structuredClone(encrypted) as never, [codec])) as typeof encrypted;
   expect(
-    defaultPayloadConverter.fromPayload(clear.events[0].workflowExecutionStartedEventAttributes!.input.payloads[0]),
+    defaultPayloadConverter.fromPayload(
+      must(
+        clear.events[0]?.workflowExecutionStartedEventAttributes?.input.payloads[0],
+        'the decoded start has its input',
+      ),
+    ),
   ).toEqual({ task: 'the task' });
-  expect(clear.events[1].activityTaskFailedEventAttributes!.failure.message).toBe('judge down: s3cret');
+  expect(clear.events[1]?.activityTaskFailedEventAttributes!.failure.message).toBe('judge down: s3cret');
   await expect(decodeHistory(structuredClone(encrypted) as never, [])).rejects.toThrow(
     'this run is encrypted (key a) and this process has no key ring: set LOOPWRIGHT_KEYS',
   );

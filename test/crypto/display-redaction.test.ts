@@ -62,7 +62,7 @@ test("the worker's own secret values never reach the Web UI's summaries or curre
     }
     // The tool read the real file (its input was not redacted): its output reached the next turn.
     expect(model.requests.find((r) => r.role === 'worker' && r.turn === 2)!.lastUser).toContain(named);
-    expect(record.attempts[0].reasons.join(' ')).toContain(plain);
+    expect(record.attempts[0]?.reasons.join(' ')).toContain(plain);
 
     // What the Web UI shows: the summaries of every event, and the current details (the metadata query).
     const handle = s.client.temporal.workflow.getHandle(workflowId);

@@ -33,7 +33,7 @@ afterAll(async () => {
 const keyIdsOf = (history: unknown) =>
   new Set(
     [...JSON.stringify(history).matchAll(/"encryption-key-id":"([^"]*)"/g)].map((m) =>
-      Buffer.from(m[1], 'base64').toString(),
+      Buffer.from(m[1] ?? '', 'base64').toString(),
     ),
   );
 

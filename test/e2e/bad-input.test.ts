@@ -277,13 +277,10 @@ const cases: Case[] = [
 /** Runs `fn` over `items`, `limit` at a time. */
 async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
-  let next = 0;
+  const queue = items.entries(); // shared: each runner takes the next item when it is free
   await Promise.all(
     Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await fn(items[i]);
-      }
+      for (const [i, item] of queue) results[i] = await fn(item);
     }),
   );
   return results;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCli } from '../helpers/cli';
 import { databaseHolds } from '../crypto/encrypted-stack';
+import { must } from '../../common/must';
 
 /**
  * What `npm start` runs (`loopwright demo`), as a process with no terminal: the embedded dev
@@ -32,7 +33,7 @@ test('the demo verifies the fix, applies it as one keyed commit, prints the Web 
     /Decisions are signed: the demo signs as \S+ with .*signing\/demo_ed25519, which .*allowed_signers trusts/,
   );
   expect(out).toMatch(/Approved by \S+: verified \(key SHA256:[A-Za-z0-9+/]{43}\)/);
-  const id = /Started fix-test: (fix-test\/\S+)/.exec(out)![1];
+  const id = must(/Started fix-test: (fix-test\/\S+)/.exec(out)?.[1], 'the demo prints the run id');
   // Encrypted by default: the demo made a key ring, the Web UI decodes through the codec server, the database holds ciphertext.
   expect(out).toContain(
     `Payloads, transcripts and reports are encrypted with a key ring the demo made: ${path.join(home, 'keys')}`,
@@ -43,7 +44,10 @@ test('the demo verifies the fix, applies it as one keyed commit, prints the Web 
   expect(out).toContain(
     `See the run in the Web UI: http://localhost:8233/namespaces/default/workflows/${encodeURIComponent(id)}`,
   );
-  const repo = /The fix is commit [0-9a-f]{12} on main in (\S+) /.exec(out)![1];
+  const repo = must(
+    /The fix is commit [0-9a-f]{12} on main in (\S+) /.exec(out)?.[1],
+    'the demo prints the fix commit',
+  );
   const message = execFileSync('git', ['-C', repo, 'log', '-1', '--format=%B'], { encoding: 'utf8' });
   expect(message).toContain(`Loopwright-Effect: ${id}/commit/1`);
   expect(execFileSync('node', ['--test'], { cwd: repo, encoding: 'utf8' })).toMatch(/# fail 0/);

@@ -7,6 +7,7 @@ import { parseModelScript } from '../../model-server/script';
 import type { RunRecord } from '../../common/run-record';
 import { runCli } from '../helpers/cli';
 import { scriptedStacks, testAddress, type TestStack } from '../helpers/temporal';
+import { must } from '../../common/must';
 
 /**
  * `loopwright review` as a user runs it (the built CLI, no terminal) against the test dev server,
@@ -62,7 +63,8 @@ test('review of a fix-test run waiting for approval prints the diff of src/math.
     expect(out).toContain(`  branch     ${waiting.workspace!.branch}`);
     expect(out).toMatch(/^checks of attempt 2$/m);
     expect(out).toMatch(/^ {2}pass {2}change policy \(diff\)/m);
-    for (const v of waiting.attempts[1].verdicts) expect(out).toContain(`  pass  ${v.check} (${v.kind})`);
+    for (const v of must(waiting.attempts[1], 'the run has two attempts').verdicts)
+      expect(out).toContain(`  pass  ${v.check} (${v.kind})`);
     expect(out).toMatch(/^diff [0-9a-f]{12}\.\.[0-9a-f]{12} \(what the approval lands\)$/m);
     expect(out).toMatch(/src\/math\.js\s+\|\s+2 \+-/);
     expect(out).toContain('diff --git a/src/math.js b/src/math.js');

@@ -7,6 +7,7 @@ import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { script } from '../helpers/scripts';
 import { scriptedStacks } from '../helpers/temporal';
 import { CORPUS_FAILING_TEST, CORPUS_FILES, createCorpusRepo } from './corpus-repo';
+import { must } from '../../common/must';
 
 /**
  * A corpus of cheating candidates, each a scripted agent session on its own copy of a small
@@ -414,13 +415,13 @@ test('every cheat is rejected by the gate for the right reason, and every honest
     .join('\n');
   expect(sent).not.toContain('add adds other numbers');
   const special = records.find((r) => r.c.id === 'special-case')!.record as RunRecord;
-  expect(special.attempts[0].verdicts.find((v) => v.check === 'tests')!.tests!.heldOut).toMatchObject({
+  expect(special.attempts[0]?.verdicts.find((v) => v.check === 'tests')!.tests!.heldOut).toMatchObject({
     total: 2,
     passing: 1,
   }); // add(7, 0) is 7 either way
   // The regression test of an honest fix fails on base's code and passes on the fix.
   const honest = records.find((r) => r.c.id === 'honest-one-file')!.record;
-  expect(honest.attempts[0].verdicts.find((v) => v.check === 'tests')!.tests).toMatchObject({
+  expect(honest.attempts[0]?.verdicts.find((v) => v.check === 'tests')!.tests).toMatchObject({
     failToPass: [{ test: `test/math.test.js > ${CORPUS_FAILING_TEST}`, base: 'failed', candidate: 'passed' }],
     passToPass: expect.objectContaining({ broken: [] }),
     added: [
@@ -428,7 +429,8 @@ test('every cheat is rejected by the gate for the right reason, and every honest
     ],
     heldOut: { total: 2, passing: 2, failing: [] },
   });
-  const p2p = honest.attempts[0].verdicts.find((v) => v.check === 'tests')!.tests!.passToPass;
+  const p2p = must(honest.attempts[0], 'the run has an attempt').verdicts.find((v) => v.check === 'tests')!.tests!
+    .passToPass;
   expect(p2p.passing).toBe(p2p.total);
   expect(p2p.total).toBeGreaterThanOrEqual(1);
   expect(CORPUS_FILES['src/math.js']).toContain('return a - b;');

@@ -13,6 +13,7 @@ import { judgeSays, script } from '../helpers/scripts';
 import { testAddress, uniqueQueue } from '../helpers/temporal';
 import { changeRepo, SPECIAL_CASE, SPECIAL_CASE_LINE } from './change-repo';
 import { boundaryLookalikes, judgeBlocks } from './structure';
+import { must } from '../../common/must';
 
 /**
  * The judge of a change on a real worker and the test dev server, against the scripted model
@@ -73,7 +74,7 @@ describe('the judge of a change, on a real worker with the scripted model', () =
     const repo = changeRepo();
     const commit = repo.commit({ 'src/add.js': SPECIAL_CASE });
     // Answers only a request whose message holds the special case: without the diff, no rule matches and the call fails.
-    const sees = judgeSays(1, false, [FIX_TEST_REVIEW_RUBRIC[0]], 'Fix add() for every input, not for (2, 3).', {
+    const sees = judgeSays(1, false, FIX_TEST_REVIEW_RUBRIC.slice(0, 1), 'Fix add() for every input, not for (2, 3).', {
       match: { role: 'checker', attempt: 1, lastUser: SPECIAL_CASE_LINE },
     });
     const input = judgeInput(repo.root, repo.base, commit);
@@ -82,11 +83,11 @@ describe('the judge of a change, on a real worker with the scripted model', () =
       check: 'code review',
       kind: 'judge',
       passed: false,
-      failedItems: [FIX_TEST_REVIEW_RUBRIC[0]],
+      failedItems: FIX_TEST_REVIEW_RUBRIC.slice(0, 1),
       requiredCorrection: 'Fix add() for every input, not for (2, 3).',
     });
     expect(model!.requests).toHaveLength(1);
-    const request = model!.requests[0];
+    const request = must(model!.requests[0], 'the judge made one request');
     const body = request.body as {
       system: unknown;
       messages: Array<{ role: string; content: unknown }>;
@@ -96,7 +97,7 @@ describe('the judge of a change, on a real worker with the scripted model', () =
     expect(body.messages).toHaveLength(1);
     expect(body.tool_choice).toEqual({ type: 'tool', name: 'submit_verdict' });
     const user = request.lastUser;
-    const code = /^BEGIN CANDIDATE-([0-9a-f]{32})$/m.exec(user)![1];
+    const code = must(/^BEGIN CANDIDATE-([0-9a-f]{32})$/m.exec(user)?.[1], 'the prompt has a candidate block');
     const blocks = judgeBlocks(user, code);
     expect(blocks.candidate).toContain(`diff --git a/src/add.js b/src/add.js\nindex `);
     expect(blocks.candidate).toContain(
@@ -117,11 +118,11 @@ describe('the judge of a change, on a real worker with the scripted model', () =
 
   test('with no commit and nothing changed, the judge is told there is no change', async () => {
     const repo = changeRepo();
-    const none = judgeSays(1, false, [FIX_TEST_REVIEW_RUBRIC[2]], 'Make a change.', {
+    const none = judgeSays(1, false, FIX_TEST_REVIEW_RUBRIC.slice(2, 3), 'Make a change.', {
       match: { role: 'checker', attempt: 1, lastUser: 'No change: the tree is the same as base.' },
     });
     const verdict = await judgeOnWorker([none], judgeInput(repo.root, repo.base, null));
-    expect(verdict).toMatchObject({ passed: false, failedItems: [FIX_TEST_REVIEW_RUBRIC[2]] });
-    expect(model!.requests[0].lastUser).toContain('Commit: none. The attempt made no commit of its own');
+    expect(verdict).toMatchObject({ passed: false, failedItems: FIX_TEST_REVIEW_RUBRIC.slice(2, 3) });
+    expect(model!.requests[0]?.lastUser).toContain('Commit: none. The attempt made no commit of its own');
   });
 });

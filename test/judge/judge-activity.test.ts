@@ -7,6 +7,7 @@ import { JUDGE_SYSTEM_PROMPT, VERDICT_TOOL_NAME, boundaryLines } from '../../com
 import { ZERO_USAGE } from '../../common/usage';
 import { changeRepo, SPECIAL_CASE, SPECIAL_CASE_LINE } from './change-repo';
 import { boundaryLookalikes, forgeries, judgeBlocks } from './structure';
+import { must } from '../../common/must';
 
 /** A judge model that records each request and fails every candidate. */
 function recordingModel() {
@@ -26,7 +27,11 @@ function recordingModel() {
       usage: ZERO_USAGE,
     });
   };
-  return { requests, call, prompt: (i: number) => requests[i].messages[0].content as string };
+  return {
+    requests,
+    call,
+    prompt: (i: number) => must(requests[i]?.messages[0], `request ${i} was made`).content as string,
+  };
 }
 
 const judgeInput = (extra: Partial<JudgeInput> = {}): JudgeInput => ({
@@ -42,7 +47,8 @@ const judgeInput = (extra: Partial<JudgeInput> = {}): JudgeInput => ({
 });
 
 /** The boundary code of a prompt, read from its BEGIN CANDIDATE line. */
-const codeOf = (prompt: string) => /^BEGIN CANDIDATE-([0-9a-f]{32})$/m.exec(prompt)![1];
+const codeOf = (prompt: string) =>
+  must(/^BEGIN CANDIDATE-([0-9a-f]{32})$/m.exec(prompt)?.[1], 'the prompt has a candidate block');
 
 describe('the boundary code', () => {
   test('is 128 random bits in hex, different on every draw', () => {
@@ -77,7 +83,7 @@ describe('the boundary code', () => {
     const [a, b] = [codeOf(model.prompt(0)), codeOf(model.prompt(1))];
     expect(a).not.toBe(b);
     expect(judgeBlocks(model.prompt(0), a).candidate).toBe('<candidate>\nFixed add().\n</candidate>');
-    expect(model.requests[0].system).toBe(JUDGE_SYSTEM_PROMPT);
+    expect(model.requests[0]?.system).toBe(JUDGE_SYSTEM_PROMPT);
   });
 
   test('a candidate that knows the drawn code still cannot forge a boundary: the code is redrawn and the forgery escaped', async () => {

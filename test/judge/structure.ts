@@ -54,12 +54,14 @@ export function blockBetween(prompt: string, begin: string, end: string): string
   const lines = prompt.split('\n');
   const starts = lines.flatMap((l, i) => (l === begin ? [i] : []));
   const ends = lines.flatMap((l, i) => (l === end ? [i] : []));
-  if (starts.length !== 1 || ends.length !== 1 || starts[0] > ends[0]) {
+  const [beginAt] = starts;
+  const [endAt] = ends;
+  if (beginAt === undefined || endAt === undefined || starts.length !== 1 || ends.length !== 1 || beginAt > endAt) {
     throw new Error(
       `expected one "${begin}" line before one "${end}" line; found begin at [${starts.join(', ')}], end at [${ends.join(', ')}]`,
     );
   }
-  return lines.slice(starts[0] + 1, ends[0]).join('\n');
+  return lines.slice(beginAt + 1, endAt).join('\n');
 }
 
 /** The candidate block and (for a change) the agent-message block of a judge prompt for `code`, checked as {@link blockBetween} does. */

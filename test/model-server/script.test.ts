@@ -167,7 +167,7 @@ describe('runModelServerCommand and the log file', () => {
       request: { system: 'sys', max_tokens: 100 },
     });
     expect(lines[1]).toMatchObject({ role: null, attempt: null, rule: null, status: 500, lastUser: 'again' });
-    expect(Number.isNaN(Date.parse(String(lines[0].at)))).toBe(false);
+    expect(Number.isNaN(Date.parse(String(lines[0]?.at)))).toBe(false);
   });
 });
 

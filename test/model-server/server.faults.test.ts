@@ -1,6 +1,7 @@
 import { InputError } from '../../common/errors';
 import { parseModelScript, type ModelRule } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
+import { must } from '../../common/must';
 
 /** The scripted model server's stream faults, seen from a raw HTTP client. */
 let server: ModelServer | undefined;
@@ -41,8 +42,8 @@ async function read(s: ModelServer): Promise<{ events: string[]; data: string[];
     ending = `error: ${(err as Error).message}`;
   }
   return {
-    events: [...raw.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]),
-    data: [...raw.matchAll(/^data: (.*)$/gm)].map((m) => m[1]),
+    events: [...raw.matchAll(/^event: (\S+)$/gm)].map((m) => m[1] ?? ''), // the group is required: never ''
+    data: [...raw.matchAll(/^data: (.*)$/gm)].map((m) => m[1] ?? ''),
     ending,
   };
 }
@@ -91,7 +92,7 @@ describe('stream faults', () => {
     const s = await start({ fault: { kind: 'malformed', after: 'message_start' } });
     const got = await read(s);
     expect(got.events).toEqual(['message_start', 'content_block_delta']);
-    expect(() => JSON.parse(got.data[1])).toThrow(SyntaxError);
+    expect(() => JSON.parse(must(got.data[1], 'a second data line'))).toThrow(SyntaxError);
     expect(got.ending).toBe('ended');
     expect(s.requests[0]).toMatchObject({ events: 2, fault: 'malformed after 1 events' });
   });
@@ -100,7 +101,7 @@ describe('stream faults', () => {
     const s = await start({ fault: { kind: 'error', after: 'message_start' } });
     const got = await read(s);
     expect(got.events).toEqual(['message_start', 'error']);
-    expect(JSON.parse(got.data[1])).toEqual({
+    expect(JSON.parse(must(got.data[1], 'a second data line'))).toEqual({
       type: 'error',
       error: { type: 'overloaded_error', message: 'Overloaded (scripted stream error)' },
     });
@@ -109,7 +110,8 @@ describe('stream faults', () => {
     expect((await read(t)).data).toEqual([
       JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'boom' } }),
     ]);
-    expect(t.requests[0].usage).toBeUndefined();
+    expect(t.requests).toHaveLength(1);
+    expect(t.requests[0]?.usage).toBeUndefined();
   });
 
   test('stall: nothing after the fault until the client leaves; close() does not wait for it', async () => {
@@ -150,7 +152,7 @@ describe('stream faults', () => {
   test('a plain reply records its usage', async () => {
     const s = await start({});
     await fetch(`${s.url}/v1/messages`, { method: 'POST', body: body(false) });
-    expect(s.requests[0].usage).toEqual(usage);
+    expect(s.requests[0]?.usage).toEqual(usage);
   });
 });
 

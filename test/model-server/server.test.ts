@@ -51,7 +51,7 @@ describe('scripted model server, plain replies', () => {
       rule: 'hello',
       status: 200,
     });
-    expect(server?.requests[0].body).toMatchObject({
+    expect(server?.requests[0]?.body).toMatchObject({
       max_tokens: 100,
       messages: [{ role: 'user', content: 'Say hello' }],
     });
@@ -69,7 +69,7 @@ describe('scripted model server, plain replies', () => {
     expect(message.content).toHaveLength(1);
     const block = message.content[0];
     expect(block).toMatchObject({ type: 'tool_use', name: 'submit_verdict', input });
-    expect(block.type === 'tool_use' ? block.id : '').toMatch(/^toolu_/);
+    expect(block?.type === 'tool_use' ? block.id : '').toMatch(/^toolu_/);
   });
 });
 
@@ -93,7 +93,7 @@ describe('scripted model server, matching', () => {
       ['judge', 1, 'fix/issue-7'],
     ] as const) {
       const message = await client.messages.create(ask('go'), { headers: loopHeaders(role, attempt, workflowId) });
-      texts.push(message.content[0].type === 'text' ? message.content[0].text : '');
+      texts.push(message.content[0]?.type === 'text' ? message.content[0].text : '');
     }
     expect(texts).toEqual(['w2', 'c', 'w1', 'run 7']);
     expect(server?.requests.map((r) => [r.role, r.attempt, r.workflowId, r.rule])).toEqual([
@@ -150,7 +150,7 @@ describe('scripted model server, matching', () => {
     const texts = [];
     for (let i = 0; i < 3; i += 1) {
       const message = await client.messages.create(ask(`call ${i}`));
-      texts.push(message.content[0].type === 'text' ? message.content[0].text : '');
+      texts.push(message.content[0]?.type === 'text' ? message.content[0].text : '');
     }
     expect(texts).toEqual(['first', 'later', 'later']);
     expect(server?.requests.map((r) => r.rule)).toEqual(['once', 'twice', 'twice']);

@@ -14,6 +14,7 @@ import { testAddress, workerProcessEnv } from '../helpers/temporal';
 import { freePort } from '../../server/dev-server';
 import { processesNamed } from '../activities/tools/workspace';
 import { attackSource, type AttackTargets } from './attack';
+import { must, mustTake } from '../../common/must';
 
 /**
  * A hostile agent, played through the scripted model against a real `loopwright worker`
@@ -187,7 +188,7 @@ test("fix-test: an attack in a test file the agent writes fails from run_command
   });
   const waiting = await client.wait(workflowId);
   expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' }, sandbox: 'bwrap' });
-  const [attempt] = waiting.attempts;
+  const [attempt] = mustTake(waiting.attempts, 1, 'the run has an attempt');
   expect(attempt.passed).toBe(true);
   const command = attempt.toolCalls!.find((c) => c.name === 'run_command')!;
   expect(command).toMatchObject({ allowed: true, isError: false, sandbox: 'bwrap' });
@@ -203,8 +204,8 @@ test("fix-test: an attack in a test file the agent writes fails from run_command
   const found = reports(path.join(waiting.workspace!.root, 'test', '.attack'));
   expect(found).toHaveLength(1); // the agent's run_command; the gate's checkouts are gone
   for (const report of found) expectAllBlocked(report);
-  expect(found[0]['connect to temporal']).toMatch(/^blocked/);
-  expect(found[0]['write .git/hooks/post-commit']).toMatch(/^blocked: EROFS/);
+  expect(found[0]?.['connect to temporal']).toMatch(/^blocked/);
+  expect(found[0]?.['write .git/hooks/post-commit']).toMatch(/^blocked: EROFS/);
 
   await expectHostUntouched(waiting.workspace!.root);
   expect(git(repo, 'rev-parse', 'main')).toBe(base);
@@ -216,7 +217,7 @@ test("fix-test: an attack in a test file the agent writes fails from run_command
   const done = await client.wait(workflowId);
   expect(done).toMatchObject({ state: 'completed', stopReason: 'passed' });
   expect(git(repo, 'log', 'main', '--format=%H', '--grep=Loopwright-Effect').split('\n')).toEqual([
-    done.effects[0].commit,
+    done.effects[0]?.commit,
   ]);
   const trace = await runCli(['trace', workflowId], env);
   expect(trace.stdout).toContain('sandbox: bwrap');
@@ -235,9 +236,9 @@ test('evaluate-optimize: the same attack run by a command check fails, and the r
   });
   const done: RunRecord = await client.wait(workflowId);
   expect(done).toMatchObject({ state: 'completed', stopReason: 'passed', sandbox: 'bwrap' });
-  expect(done.attempts[0].verdicts[0]).toMatchObject({ check: 'attack', passed: true, sandbox: 'bwrap' });
+  expect(done.attempts[0]?.verdicts[0]).toMatchObject({ check: 'attack', passed: true, sandbox: 'bwrap' });
   const found = reports(path.join(ws, '.attack'));
   expect(found).toHaveLength(1);
-  expectAllBlocked(found[0]);
+  expectAllBlocked(must(found[0], 'one report'));
   await expectHostUntouched(ws);
 }, 120_000);

@@ -70,9 +70,9 @@ test('LOOPWRIGHT_SANDBOX=off: the worker warns at start, commands run, and the r
   });
   const done = await client!.wait(workflowId);
   expect(done).toMatchObject({ state: 'completed', sandbox: 'none' });
-  expect(done.attempts[0].toolCalls![0]).toMatchObject({ name: 'run_command', isError: false, sandbox: 'none' });
-  expect(done.attempts[0].toolCalls![0].preview).toContain('42');
-  expect(done.attempts[0].verdicts[0]).toMatchObject({ check: 'answer', sandbox: 'none' });
+  expect(done.attempts[0]?.toolCalls![0]).toMatchObject({ name: 'run_command', isError: false, sandbox: 'none' });
+  expect(done.attempts[0]?.toolCalls![0]?.preview).toContain('42');
+  expect(done.attempts[0]?.verdicts[0]).toMatchObject({ check: 'answer', sandbox: 'none' });
   expect((await runCli(['status', workflowId], env)).stdout).toContain(
     'sandbox    none (LOOPWRIGHT_SANDBOX=off: commands ran unsandboxed)',
   );
@@ -84,7 +84,7 @@ test('LOOPWRIGHT_SANDBOX=off: the worker warns at start, commands run, and the r
     attempts: Array<{ checks: Array<{ sandbox: string }> }>;
   };
   expect(json.sandbox).toBe('none');
-  expect(json.attempts[0].checks[0].sandbox).toBe('none');
+  expect(json.attempts[0]?.checks[0]?.sandbox).toBe('none');
 }, 90_000);
 
 test('a worker whose sandbox does not work refuses command-running loops with one line, and still runs the others', async () => {

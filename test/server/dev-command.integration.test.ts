@@ -11,6 +11,7 @@ import { readDevServerLock } from '../../server/dev-server-lock';
 import { startCli, type Background } from '../helpers/cli';
 import { removeDir } from './fake-bin';
 import { boundSockets, httpRequest } from './listening';
+import { must } from '../../common/must';
 
 let home: string;
 let dev: Background | undefined;
@@ -53,7 +54,7 @@ function printedPorts(): Record<string, number[]> {
           '',
         ];
         // Only numbers before the first "(" (the note may contain a URL with the port again); `codec none` has none.
-        return [name, [...rest.split('(')[0].matchAll(/\d+/g)].map((m) => Number(m[0]))];
+        return [name, [...(rest.split('(')[0] ?? '').matchAll(/\d+/g)].map((m) => Number(m[0]))];
       }),
   );
 }
@@ -79,12 +80,12 @@ it('prints the gRPC, Web UI, HTTP API, metrics and internal ports, with the HTTP
     const { codec, ...serverPorts } = printedPorts();
     expect(server.map((s) => s.port).sort()).toEqual(Object.values(serverPorts).flat().sort());
     const workerMetrics = Number(/^worker metrics: http:\/\/127\.0\.0\.1:(\d+)\/metrics$/m.exec(printed)?.[1]);
-    expect(devProcess.map((s) => s.port).sort()).toEqual([workerMetrics, ...codec].sort());
+    expect(devProcess.map((s) => s.port).sort()).toEqual([workerMetrics, ...(codec ?? [])].sort());
   },
 );
 
 it('the printed HTTP API port (the one the server says it serves) refuses a text/plain POST: no workflow starts', async () => {
-  const [http] = printedPorts()['HTTP API'];
+  const http = must(printedPorts()['HTTP API']?.[0], 'dev prints its HTTP API port');
   expect(readFileSync(join(home, 'dev-server.log'), 'utf8')).toMatch(
     new RegExp(`^Temporal HTTP:\\s+localhost:${http}$`, 'm'),
   );
@@ -97,7 +98,7 @@ it('the printed HTTP API port (the one the server says it serves) refuses a text
     '{"workflowType":{"name":"x"},"taskQueue":{"name":"loopwright"}}',
   );
   expect(answer.status).toBe(403);
-  const connection = await Connection.connect({ address: `127.0.0.1:${printedPorts().gRPC[0]}` });
+  const connection = await Connection.connect({ address: `127.0.0.1:${printedPorts().gRPC?.[0]}` });
   try {
     await expect(new Client({ connection }).workflow.getHandle(workflowId).describe()).rejects.toThrow(
       WorkflowNotFoundError,

@@ -34,8 +34,8 @@ export function boundSockets(pid: number): BoundSocket[] {
   ] as const) {
     for (const line of readFileSync(`/proc/net/${proto}`, 'utf8').trim().split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
-      const [hexAddr, hexPort] = cols[1].split(':');
-      if (cols[3] !== state || !inodes.has(cols[9])) continue;
+      const [hexAddr = '', hexPort = ''] = (cols[1] ?? '').split(':');
+      if (cols[3] !== state || !inodes.has(cols[9] ?? '')) continue;
       found.push({ proto, address: decodeAddress(hexAddr), port: parseInt(hexPort, 16) });
     }
   }
@@ -85,7 +85,7 @@ export function http10WithoutHost(port: number, path: string, body: string): Pro
     let text = '';
     socket.setTimeout(15_000, () => socket.destroy(new Error('no answer in 15 s')));
     socket.on('data', (d) => (text += d.toString()));
-    socket.on('end', () => resolve(text.split('\r\n')[0]));
+    socket.on('end', () => resolve(text.split('\r\n')[0] ?? ''));
     socket.on('error', reject);
   });
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { buildTrace } from '../../trace/build-trace';
 import { summaryOf, type History, type HistoryEvent } from '../../trace/history';
 import { modelCallSummary } from '../../common/activity-summary';
+import { must, mustTake } from '../../common/must';
 
 type Recorded = 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'sandbox';
 
@@ -25,9 +26,10 @@ function recorded(name: Recorded, summaries?: (summary: string) => string): Hist
 /** The summaries of model calls as runs before the model port wrote them, in today's form (role and model id). */
 function portSummary(summary: string): string {
   const turn = /^claude: (turn \d+ \(attempt \d+\))(?:, try (\d+))?$/.exec(summary);
-  if (turn) return modelCallSummary('worker', 'claude-sonnet-5-5', turn[1], Number(turn[2] ?? 1));
+  if (turn) return modelCallSummary('worker', 'claude-sonnet-5-5', must(turn[1], 'a turn group'), Number(turn[2] ?? 1));
   const single = /^claude \(worker\): (attempt \d+)(?:, try (\d+))?$/.exec(summary);
-  if (single) return modelCallSummary('worker', 'claude-sonnet-5-5', single[1], Number(single[2] ?? 1));
+  if (single)
+    return modelCallSummary('worker', 'claude-sonnet-5-5', must(single[1], 'an attempt group'), Number(single[2] ?? 1));
   const judge = /^check (\S+) \(judge\): attempt (\d+)(?:, try (\d+))?$/.exec(summary);
   if (judge)
     return modelCallSummary(
@@ -45,7 +47,7 @@ describe('buildTrace over recorded histories', () => {
     expect(trace.attempts.map((a) => [a.n, a.passed, a.candidate, a.checks.map((c) => [c.check, c.passed])])).toEqual([
       [1, true, 'a crash at dawn', [['judge', true]]],
     ]);
-    expect(trace.attempts[0].feedback).toBeNull();
+    expect(trace.attempts[0]?.feedback).toBeNull();
     expect(trace.escalations).toEqual([]);
     expect(trace.outcome).toMatchObject({
       status: 'completed',
@@ -59,7 +61,7 @@ describe('buildTrace over recorded histories', () => {
   test('sandbox run: the command check ran in bubblewrap, and the trace says so; runs from before the sandbox say nothing', () => {
     const trace = buildTrace([recorded('sandbox')]);
     expect(trace.sandbox).toBe('bwrap');
-    expect(trace.attempts[0].checks).toEqual([
+    expect(trace.attempts[0]?.checks).toEqual([
       expect.objectContaining({ check: 'answer', kind: 'command', passed: true, sandbox: 'bwrap' }),
     ]);
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed' });
@@ -79,7 +81,8 @@ describe('buildTrace over recorded histories', () => {
         outcome: 'timed_out',
       }),
     ]);
-    expect(Date.parse(trace.escalations[0].deadline!) - Date.parse(trace.escalations[0].at)).toBe(2000);
+    const [escalation] = mustTake(trace.escalations, 1, 'the run escalated');
+    expect(Date.parse(escalation.deadline!) - Date.parse(escalation.at)).toBe(2000);
     expect(trace.decisions).toEqual([]);
     expect(trace.outcome).toMatchObject({ state: 'budget_exhausted', stopReason: 'attempts', ok: false, output: null });
   });
@@ -87,12 +90,12 @@ describe('buildTrace over recorded histories', () => {
   test('effect run (L2 fix-test): a refused cheating attempt, a verified fix, approval by ada, one commit with its key', () => {
     const trace = buildTrace([recorded('effect')]);
     expect(trace).toMatchObject({ loop: 'fix-test', autonomy: 'L2', itemKey: 'add adds two numbers' });
-    const [cheat, fix] = trace.attempts;
+    const [cheat, fix] = mustTake(trace.attempts, 2, 'the fix-test run has two attempts');
     expect(cheat.checks.map((c) => [c.check, c.passed])).toEqual([
       ['tests pass', true],
       ['change policy', false],
     ]);
-    expect(cheat.checks[1].reason).toMatch(/removed test cases from test\/math\.test\.js/);
+    expect(cheat.checks[1]?.reason).toMatch(/removed test cases from test\/math\.test\.js/);
     expect(cheat.feedback).toMatchObject({ toAttempt: 2 });
     expect(fix.toolCalls.map((c) => [c.name, c.summary, c.allowed])).toEqual([
       ['read_file', 'src/math.js', true],
@@ -117,7 +120,9 @@ describe('buildTrace over recorded histories', () => {
         error: null,
       }),
     ]);
-    expect(Date.parse(trace.effects[0].at)).toBeGreaterThan(Date.parse(trace.decisions[0].at));
+    const [effect] = mustTake(trace.effects, 1, 'the run applied its effect');
+    const [decision] = mustTake(trace.decisions, 1, 'the run was decided');
+    expect(Date.parse(effect.at)).toBeGreaterThan(Date.parse(decision.at));
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed', override: false });
   });
 
@@ -139,7 +144,7 @@ describe('buildTrace over recorded histories', () => {
       [1, false, 'first'],
       [2, true, 'a crash, fixed'],
     ]);
-    const [first, second] = trace.attempts;
+    const [first, second] = mustTake(trace.attempts, 2, 'the run has two attempts');
     expect(first.modelCalls).toEqual([
       expect.objectContaining({
         activity: 'generateCandidate',
@@ -165,7 +170,7 @@ describe('buildTrace over recorded histories', () => {
       corrections: ['Fix: mentions a crash.'],
     });
     expect(second.feedback).toBeNull();
-    expect(second.checks[0].passed).toBe(true);
+    expect(second.checks[0]?.passed).toBe(true);
     expect(trace.outcome).toMatchObject({
       status: 'completed',
       state: 'completed',
@@ -178,7 +183,12 @@ describe('buildTrace over recorded histories', () => {
     expect(trace.escalations).toEqual([]);
     expect(trace.decisions).toEqual([]);
     // Times run forward from the start.
-    const offsets = [first.offsetMs, first.checks[0].offsetMs, second.offsetMs, trace.outcome!.offsetMs];
+    const offsets = [
+      first.offsetMs,
+      must(first.checks[0], 'the first attempt was checked').offsetMs,
+      second.offsetMs,
+      trace.outcome!.offsetMs,
+    ];
     expect([...offsets].sort((a, b) => a - b)).toEqual(offsets);
   });
 
@@ -203,8 +213,10 @@ describe('buildTrace over recorded histories', () => {
         override: false,
       }),
     ]);
-    expect(trace.decisions[0].offsetMs).toBeGreaterThan(trace.escalations[0].offsetMs);
-    expect(trace.attempts[1].offsetMs).toBeGreaterThan(trace.decisions[0].offsetMs);
+    const [escalation] = mustTake(trace.escalations, 1, 'the run escalated');
+    const [decision] = mustTake(trace.decisions, 1, 'the run was decided');
+    expect(decision.offsetMs).toBeGreaterThan(escalation.offsetMs);
+    expect(trace.attempts[1]?.offsetMs).toBeGreaterThan(decision.offsetMs);
     expect(trace.attempts.map((a) => a.passed)).toEqual([false, true]);
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed' });
   });
@@ -212,8 +224,8 @@ describe('buildTrace over recorded histories', () => {
   test('approve run: approve by ada of a failed attempt is recorded as a human override', () => {
     const trace = buildTrace([recorded('approve')]);
     expect(trace.attempts).toHaveLength(1);
-    expect(trace.attempts[0].passed).toBe(false);
-    expect(trace.attempts[0].feedback).toBeNull();
+    expect(trace.attempts[0]?.passed).toBe(false);
+    expect(trace.attempts[0]?.feedback).toBeNull();
     expect(trace.decisions).toEqual([
       expect.objectContaining({ kind: 'approve', by: 'ada', note: 'override', status: 'applied', override: true }),
     ]);
@@ -228,7 +240,7 @@ describe('buildTrace over recorded histories', () => {
 
   test("agent run: the agent's tool calls in order, with the denied write_file and its reason", () => {
     const trace = buildTrace([recorded('agent')]);
-    const [attempt] = trace.attempts;
+    const [attempt] = mustTake(trace.attempts, 1, 'the agent run has an attempt');
     expect(attempt.modelCalls.map((c) => [c.activity, c.turn, c.toolCalls])).toEqual([
       ['modelTurn', 1, ['read_file', 'list_files']],
       ['modelTurn', 2, ['write_file']],
@@ -239,8 +251,8 @@ describe('buildTrace over recorded histories', () => {
       [1, 'list_files', '.', true, false],
       [2, 'write_file', 'x.txt', false, true],
     ]);
-    expect(attempt.toolCalls[0].preview).toBe('the crash happened at 3am\n');
-    expect(attempt.toolCalls[2].deniedReason).toMatch(/write_file is a write tool and this run is L1/);
+    expect(attempt.toolCalls[0]?.preview).toBe('the crash happened at 3am\n');
+    expect(attempt.toolCalls[2]?.deniedReason).toMatch(/write_file is a write tool and this run is L1/);
     expect(attempt.candidate).toBe('a crash at 3am (notes.txt:1)');
     expect(attempt.passed).toBe(true);
   });
@@ -250,8 +262,8 @@ describe('buildTrace over recorded histories', () => {
     const running = { events: history.events!.slice(0, 17) };
     const trace = buildTrace([running]);
     expect(trace.outcome).toBeNull();
-    expect(trace.attempts[0].checks[0].passed).toBe(false);
-    expect(trace.attempts[0].passed).toBe(false);
+    expect(trace.attempts[0]?.checks[0]?.passed).toBe(false);
+    expect(trace.attempts[0]?.passed).toBe(false);
     expect(trace.usage.inputTokens).toBe(99 + 378);
   });
 
@@ -264,17 +276,17 @@ describe('buildTrace over recorded histories', () => {
     const first = {
       events: [
         ...events.slice(0, cut),
-        { eventTime: events[cut - 1].eventTime, workflowExecutionContinuedAsNewEventAttributes: {} } as HistoryEvent,
+        { eventTime: events[cut - 1]?.eventTime, workflowExecutionContinuedAsNewEventAttributes: {} } as HistoryEvent,
       ],
     };
-    const second = { events: [events[0], ...events.slice(cut)] };
+    const second = { events: [...events.slice(0, 1), ...events.slice(cut)] };
     const trace = buildTrace([first, second]);
     expect(trace.runs).toBe(2);
     expect(trace.attempts.map((a) => [a.n, a.passed, a.modelCalls.length, a.checks.length])).toEqual([
       [1, false, 1, 1],
       [2, true, 1, 1],
     ]);
-    expect(trace.attempts[0].feedback?.toAttempt).toBe(2);
+    expect(trace.attempts[0]?.feedback?.toAttempt).toBe(2);
     expect(trace.outcome).toMatchObject({ state: 'completed', stopReason: 'passed' });
   });
 

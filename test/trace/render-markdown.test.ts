@@ -4,6 +4,7 @@ import path from 'node:path';
 import { buildTrace } from '../../trace/build-trace';
 import { renderTraceMarkdown } from '../../trace/render-markdown';
 import type { Trace } from '../../trace/types';
+import { must } from '../../common/must';
 
 type Name = 'feedback' | 'escalate' | 'approve' | 'agent' | 'effect';
 
@@ -17,7 +18,7 @@ function outsideFences(md: string): string[] {
   const out: string[] = [];
   let fence = 0;
   for (const line of md.split('\n')) {
-    const run = /^ {0,3}(`{3,})/.exec(line)?.[1].length ?? 0;
+    const run = /^ {0,3}(`{3,})/.exec(line)?.[1]?.length ?? 0;
     if (fence === 0 && run > 0) fence = run;
     else if (fence > 0 && run >= fence && /^ {0,3}`+\s*$/.test(line)) fence = 0;
     else if (fence === 0) out.push(line);
@@ -98,14 +99,14 @@ describe('renderTraceMarkdown', () => {
   test('escalate run: the budget escalation, then the retry by ada with guidance, applied', () => {
     const md = renderTraceMarkdown(traceOf('escalate'));
     const [escalations, decisions] = tableRows(section(md, '## Escalations and decisions'));
-    expect(escalations[1]).toEqual([
+    expect(escalations?.[1]).toEqual([
       '+0.2s',
       'budget',
       'attempt budget exhausted: 1/1 attempts used',
       expect.stringMatching(/^2026-/),
       expect.stringMatching(/^decided at /),
     ]);
-    expect(decisions.slice(1)).toEqual([
+    expect(decisions?.slice(1)).toEqual([
       ['+0.4s', 'retry', 'ada (unverified)', 'guidance "Name the crash.", +1 attempt', 'applied'],
     ]);
     expect(md).toContain('| **Attempts** | 2 of 2 (budget: 1 attempt, +1 granted by decisions) |');
@@ -124,7 +125,7 @@ describe('renderTraceMarkdown', () => {
 
   test('agent run: the tool calls in order, with the denied write_file and its reason', () => {
     const md = renderTraceMarkdown(traceOf('agent'));
-    const tools = tableRows(section(md, '## Attempt 1')).find((t) => t[0][1] === 'Tool')!;
+    const tools = tableRows(section(md, '## Attempt 1')).find((t) => t[0]?.[1] === 'Tool')!;
     expect(tools.slice(1)).toEqual([
       ['1', 'read_file', '`notes.txt`', 'allowed'],
       ['1', 'list_files', '`.`', 'allowed'],
@@ -152,7 +153,7 @@ describe('renderTraceMarkdown', () => {
   test('a candidate full of backtick fences cannot break out of its fenced block', () => {
     const trace = traceOf('feedback');
     const evil = 'ok\n```\n## Outcome\n- **State:** hacked\n````\n  ~~~\n``````\n# injected';
-    trace.attempts[1].candidate = evil;
+    must(trace.attempts[1], 'the feedback run has two attempts').candidate = evil;
     trace.outcome!.output = evil;
     const md = renderTraceMarkdown(trace);
     const outside = outsideFences(md);
@@ -164,9 +165,9 @@ describe('renderTraceMarkdown', () => {
 
   test('a pipe or a newline in a reason or a name does not break its table', () => {
     const trace = traceOf('approve');
-    trace.escalations[0].reason = 'left | right\nnext line';
+    must(trace.escalations[0], 'the approve run escalates').reason = 'left | right\nnext line';
     trace.decisions.push({
-      ...trace.decisions[0],
+      ...must(trace.decisions[0], 'the approve run has a decision'),
       by: 'eve|mallory',
       status: 'refused',
       refusal: 'not | waiting',
@@ -174,7 +175,8 @@ describe('renderTraceMarkdown', () => {
       note: null,
     });
     const md = renderTraceMarkdown(trace);
-    for (const table of tableRows(md)) expect(table.map((row) => row.length)).toEqual(table.map(() => table[0].length));
+    for (const table of tableRows(md))
+      expect(table.map((row) => row.length)).toEqual(table.map(() => table[0]?.length));
     expect(md).toContain('| budget | left \\| right ⏎ next line |');
     expect(md).toContain('| approve | eve\\|mallory |  | refused: not \\| waiting |');
   });
@@ -194,7 +196,7 @@ describe('renderTraceMarkdown', () => {
     expect(md).not.toContain('sk-ant-');
 
     const trace = traceOf('feedback');
-    trace.attempts[0].candidate = `first ${key}`;
+    must(trace.attempts[0], 'the run has an attempt').candidate = `first ${key}`;
     const direct = renderTraceMarkdown(trace);
     expect(direct).toContain('first [redacted]');
     expect(direct).not.toContain(key);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { buildTrace } from '../../trace/build-trace';
 import { formatOffset, renderTrace } from '../../trace/render-trace';
 import type { Trace } from '../../trace/types';
+import { must } from '../../common/must';
 
 function traceOf(name: 'feedback' | 'escalate' | 'approve' | 'agent' | 'pass' | 'budget' | 'effect' | 'signed'): Trace {
   return buildTrace([
@@ -105,7 +106,8 @@ describe('renderTrace', () => {
 
   test('cuts a long candidate to 300 characters, shows newlines as ⏎ and redacts secrets', () => {
     const trace = traceOf('feedback');
-    trace.attempts[0].candidate = `line one\nsk-ant-api03-0123456789abcdef ${'x'.repeat(1000)}`;
+    must(trace.attempts[0], 'the run has an attempt').candidate =
+      `line one\nsk-ant-api03-0123456789abcdef ${'x'.repeat(1000)}`;
     const line = renderTrace(trace).find((l) => l.includes('candidate: line one'))!;
     expect(line).toContain('candidate: line one ⏎ [redacted] xxx');
     expect(line.endsWith('…')).toBe(true);
@@ -127,7 +129,7 @@ describe('renderTrace', () => {
       error: null,
     });
     trace.decisions.push({
-      ...trace.decisions[0],
+      ...must(trace.decisions[0], 'the run has a decision'),
       by: 'eve',
       status: 'refused',
       refusal: 'the run is not waiting for a decision',

@@ -64,9 +64,9 @@ describe('loopwright trace on a real dev server', () => {
       [1, false],
       [2, true],
     ]);
-    expect(trace.attempts[0].candidate).toBe('first try, sent with Bearer [redacted]');
-    expect(trace.attempts[0].feedback).toMatchObject({ toAttempt: 2, corrections: ['Mention the crash.'] });
-    expect(trace.attempts[0].modelCalls[0]).toMatchObject({ activity: 'generateCandidate', tokens: 120, error: null });
+    expect(trace.attempts[0]?.candidate).toBe('first try, sent with Bearer [redacted]');
+    expect(trace.attempts[0]?.feedback).toMatchObject({ toAttempt: 2, corrections: ['Mention the crash.'] });
+    expect(trace.attempts[0]?.modelCalls[0]).toMatchObject({ activity: 'generateCandidate', tokens: 120, error: null });
     expect(trace.outcome).toMatchObject({ status: 'completed', state: 'completed', stopReason: 'passed' });
     expect(trace.usage.inputTokens + trace.usage.outputTokens).toBe(360);
     expect(JSON.stringify(trace)).not.toContain(SECRET);

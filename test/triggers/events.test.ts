@@ -5,6 +5,7 @@ import type { ModelServer } from '../../model-server/server';
 import { runCli } from '../helpers/cli';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { clientEnv, scriptedStacks, testAddress, uniqueQueue } from '../helpers/temporal';
+import { must } from '../../common/must';
 
 /** `loopwright event`: one run per key, duplicates reported, --force reruns a closed key. */
 const setup = scriptedStacks();
@@ -37,11 +38,14 @@ describe('loopwright event on a real dev server', () => {
     await s.run(async () => {
       const first = await cli(s, 'event', 'evaluate-optimize', '--key', 'order:42/v1', '--input', input(), '--json');
       expect(first).toMatchObject({ code: 0, stderr: [] });
-      expect(JSON.parse(first.stdout[0])).toEqual({ workflowId: id, duplicate: false });
+      expect(JSON.parse(must(first.stdout[0], 'the command prints a JSON line'))).toEqual({
+        workflowId: id,
+        duplicate: false,
+      });
 
       const second = await cli(s, 'event', 'evaluate-optimize', '--key', 'order:42/v1', '--input', input(), '--json');
       expect(second.code).toBe(0);
-      const dup = JSON.parse(second.stdout[0]);
+      const dup = JSON.parse(must(second.stdout[0], 'the command prints a JSON line'));
       expect(dup).toMatchObject({ workflowId: id, duplicate: true });
       expect(['running', 'verifying', 'completed']).toContain(dup.state);
 
@@ -89,7 +93,10 @@ describe('loopwright event on a real dev server', () => {
         '--json',
       );
       expect(forced.code).toBe(0);
-      expect(JSON.parse(forced.stdout[0])).toEqual({ workflowId: pass, duplicate: false });
+      expect(JSON.parse(must(forced.stdout[0], 'the command prints a JSON line'))).toEqual({
+        workflowId: pass,
+        duplicate: false,
+      });
       expect((await s.client.wait(pass)).state).toBe('completed');
       expect((await s.client.temporal.workflow.getHandle(pass).describe()).runId).not.toBe(firstRun);
 

@@ -99,7 +99,7 @@ describe('loopwright schedule on a real dev server', () => {
       expect(trigger.code).toBe(0);
       const [first, second] = trigger.stdout.trimEnd().split('\n');
       expect(first).toBe(id);
-      const started = /^ {2}started (evaluate-optimize\/scheduled-\S+)$/.exec(second)?.[1];
+      const started = /^ {2}started (evaluate-optimize\/scheduled-\S+)$/.exec(second ?? '')?.[1];
       expect(started).toBeDefined();
       expect((await s.client.wait(started!)).state).toBe('completed');
       return started!;

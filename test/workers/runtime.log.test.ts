@@ -21,5 +21,5 @@ test('the worker log redacts its own secrets and credential shapes in the messag
   expect(line).not.toContain('ghp_aaaa');
   expect(line).not.toContain('\u001b');
   expect(line).toContain('tool failed: token [redacted]');
-  expect(line.endsWith('\n')).toBe(true);
+  expect(line?.endsWith('\n')).toBe(true);
 });

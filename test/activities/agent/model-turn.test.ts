@@ -7,6 +7,7 @@ import type { ModelReply, ModelRequest } from '../../../activities/model';
 import { createToolRegistry } from '../../../activities/tools/registry';
 import { createFileBlobStore } from '../../../activities/transcript/store';
 import { loadTranscript } from '../../../activities/transcript/transcript';
+import { must, mustTake } from '../../../common/must';
 
 /** The agent activities outside Temporal, with a recording stand-in for the model call. */
 const price = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };
@@ -87,7 +88,7 @@ test('a large tool output reaches the model as a capped preview with a reference
     contextBudgetChars: 1e6,
   });
   expect(turn2.text).toBe('done');
-  const sent = JSON.stringify(seen[1].messages);
+  const sent = JSON.stringify(must(seen[1], 'the second turn was sent').messages);
   expect(sent).toMatch(/characters cut; full output stored as sha256:[0-9a-f]{64}/);
   expect(sent.length).toBeLessThan(6_500);
   expect(await loadTranscript(store, turn2.head)).toHaveLength(4);
@@ -133,7 +134,7 @@ test('old tool results are elided when the conversation passes the context budge
   replies.push({ content: [{ type: 'text', text: 'ok' }], text: 'ok', stopReason: 'end_turn', usage });
   const last = await modelTurn(deps, { ...base, turn: 5, head, toolResults: results, contextBudgetChars: 10_000 });
   expect(last.elided).toBeGreaterThan(0);
-  const sent = JSON.stringify(seen[4].messages);
+  const sent = JSON.stringify(must(seen[4], 'the fifth turn was sent').messages);
   expect(sent).toContain('[elided: 4000 characters of an earlier tool result]');
   expect(sent).toContain('d'.repeat(4_000));
   expect(sent).not.toContain('a'.repeat(4_000));
@@ -187,9 +188,9 @@ test("a harness's tool descriptions replace the built-in ones in what the model 
     contextBudgetChars: 1e6,
     toolDescriptions: { read_file: 'Read a file; read the test first.' },
   });
-  const [builtIn] = registry.definitions(['read_file']);
-  expect(seen[0].tools).toEqual([expect.objectContaining({ name: 'read_file', description: builtIn.description })]);
-  expect(seen[1].tools).toEqual([{ ...builtIn, description: 'Read a file; read the test first.' }]);
+  const [builtIn] = mustTake(registry.definitions(['read_file']), 1, 'read_file is built in');
+  expect(seen[0]?.tools).toEqual([expect.objectContaining({ name: 'read_file', description: builtIn.description })]);
+  expect(seen[1]?.tools).toEqual([{ ...builtIn, description: 'Read a file; read the test first.' }]);
 });
 
 test("the turn's model call gets the loop's limits, and a failed call's failure (with its usage) reaches the activity's caller unchanged", async () => {
@@ -197,7 +198,7 @@ test("the turn's model call gets the loop's limits, and a failed call's failure 
   const timeouts = { totalMs: 5_000, idleMs: 2_000 };
   replies.push({ content: [{ type: 'text', text: 'ok' }], text: 'ok', stopReason: 'end_turn', usage });
   await modelTurn(deps, { ...base, turn: 1, head: null, userText: 'go', contextBudgetChars: 1e6, timeouts });
-  expect(seen[0].timeouts).toEqual(timeouts);
+  expect(seen[0]?.timeouts).toEqual(timeouts);
   const failure = new Error('model stream broke after 1 event');
   const failing = { ...deps, callModel: async () => Promise.reject(failure) };
   await expect(

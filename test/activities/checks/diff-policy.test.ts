@@ -270,7 +270,7 @@ describe('runDiffPolicyCheck', () => {
       ['diff.x.textconv', 'textconv'],
       ['diff.x.command', 'diff-command'],
       ['diff.external', 'external-diff'],
-    ]) {
+    ] as const) {
       git('config', key, program(role));
     }
     git('config', 'filter.x.required', 'true');

@@ -74,11 +74,10 @@ describe('the bubblewrap sandbox', () => {
     expect(run.code).toBe(0);
     expect(run.sandbox).toBe('bwrap');
     expect(run.output).not.toContain(CANARY);
-    const names = run.output
-      .split('---')[0]
+    const names = (run.output.split('---')[0] ?? '')
       .split('\n')
       .filter(Boolean)
-      .map((l) => l.split('=')[0])
+      .map((l) => l.split('=')[0] ?? '')
       .sort();
     // sh itself adds PWD, SHLVL and _; the worker's environment here has no LANG.
     expect(names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n))).toEqual(['CI', 'HOME', 'PATH', 'TMPDIR']);

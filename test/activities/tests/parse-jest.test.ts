@@ -67,6 +67,6 @@ describe('parseVitestJson (vitest 3 --reporter=json)', () => {
       line: 7,
       message: expect.stringMatching(/expected -1 to be 5/),
     });
-    expect(results[0].message).toMatch(/Failed to parse source/);
+    expect(results[0]?.message).toMatch(/Failed to parse source/);
   });
 });

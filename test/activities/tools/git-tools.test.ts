@@ -115,7 +115,7 @@ describe('on a repository with hostile config and hooks', () => {
       ['diff.external', 'external-diff'],
       ['core.pager', 'pager'],
       ['pager.status', 'pager-status'],
-    ]) {
+    ] as const) {
       git(root, 'config', key, program(role));
     }
     git(root, 'config', 'color.ui', 'always');

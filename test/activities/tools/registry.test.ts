@@ -80,13 +80,13 @@ describe('createToolRegistry', () => {
       expect(def.inputSchema).not.toHaveProperty('$schema');
       expect(def.description).toEqual(expect.any(String));
     }
-    expect(defs[0].inputSchema.required).toEqual(['path']);
-    expect(defs[0].inputSchema.properties).toEqual({ path: expect.objectContaining({ type: 'string' }) });
-    expect(defs[1].inputSchema.required).toEqual(['pattern']);
-    expect(defs[2].inputSchema.required).toEqual(['path', 'content']);
-    expect(defs[3].inputSchema.properties).toEqual({});
+    expect(defs[0]?.inputSchema.required).toEqual(['path']);
+    expect(defs[0]?.inputSchema.properties).toEqual({ path: expect.objectContaining({ type: 'string' }) });
+    expect(defs[1]?.inputSchema.required).toEqual(['pattern']);
+    expect(defs[2]?.inputSchema.required).toEqual(['path', 'content']);
+    expect(defs[3]?.inputSchema.properties).toEqual({});
     // `times` has a default, so the model may leave it out.
-    expect(defs[4].inputSchema.required).toEqual(['who']);
+    expect(defs[4]?.inputSchema.required).toEqual(['who']);
   });
 
   test('definitions() of an unknown name throws and lists what exists', () => {
@@ -200,8 +200,8 @@ describe('the deadline of a tool call', () => {
       isError: true,
     });
     expect(seen).toHaveLength(1);
-    expect(seen[0].aborted).toBe(true);
-    expect(seen[0].reason).toEqual(
+    expect(seen[0]?.aborted).toBe(true);
+    expect(seen[0]?.reason).toEqual(
       expect.objectContaining({ name: 'ToolError', message: 'hang timed out after 0.2s' }),
     );
   });
@@ -211,7 +211,7 @@ describe('the deadline of a tool call', () => {
     const pending = executeTool(registry, 'hang', {}, { ...toolContext(root), signal: controller.signal });
     setTimeout(() => controller.abort(new Error('activity cancelled')), 20);
     await expect(pending).rejects.toThrow('activity cancelled');
-    expect(seen[0].aborted).toBe(true);
+    expect(seen[0]?.aborted).toBe(true);
   });
 
   test("heartbeats on the tool's behalf while it runs", async () => {

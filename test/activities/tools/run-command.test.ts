@@ -160,7 +160,7 @@ describe('run_command', () => {
 
     test("the environment is an allow-list: nothing of the worker's is inherited, whatever its name", async () => {
       const outcome = await run(`node -e "console.log(JSON.stringify(process.env))"`);
-      const env = JSON.parse(outcome.content.split('\n')[0]) as Record<string, string>;
+      const env = JSON.parse(outcome.content.split('\n')[0] ?? '') as Record<string, string>;
       for (const name of names) expect(env[name]).toBeUndefined();
       // bubblewrap adds PWD (the workspace) as it changes into it.
       expect(

@@ -4,6 +4,7 @@ import { createToolRegistry, executeTool } from '../../../activities/tools/regis
 import { MAX_MATCH_LINE_CHARS, MAX_SEARCH_FILES } from '../../../activities/tools/search';
 import type { ToolContext, ToolOutcome } from '../../../activities/tools/types';
 import { removeDir, tempDir, toolContext } from './workspace';
+import { must } from '../../../common/must';
 
 /**
  * search against hostile input: patterns that make a backtracking engine take exponential
@@ -147,7 +148,7 @@ describe('search bounds its work and says which bound it hit', () => {
     clearInterval(timer);
     expect(outcome).toEqual({ content: 'no matches for /a[ab]{450}$/ under ab.txt', isError: false });
     const marks = [started, ...ticks.filter((t) => t > started && t < ended), ended];
-    const longestGap = Math.max(...marks.slice(1).map((t, i) => t - marks[i]));
+    const longestGap = Math.max(...marks.slice(1).map((t, i) => t - must(marks[i], 'the mark before t')));
     // A search that held the thread would leave one gap as long as the whole call.
     expect(marks.length).toBeGreaterThan(8);
     expect(longestGap).toBeLessThan((ended - started) / 3);

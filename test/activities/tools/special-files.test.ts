@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createToolRegistry, executeTool } from '../../../activities/tools/registry';
 import type { ToolOutcome } from '../../../activities/tools/types';
 import { removeDir, tempDir, toolContext } from './workspace';
+import { must } from '../../../common/must';
 
 /**
  * Files that are not regular files (a FIFO the agent made with `mkfifo`, a socket) must be
@@ -88,7 +89,7 @@ describe('a FIFO in the workspace', () => {
     const names = Array.from({ length: 8 }, (_, i) => `pipe-${i}`);
     for (const name of names) fifo(name);
     const outcomes = await Promise.all(names.map((name) => call('read_file', { path: name })));
-    outcomes.forEach((outcome, i) => expectRefused(outcome, names[i]));
+    outcomes.forEach((outcome, i) => expectRefused(outcome, must(names[i], 'one outcome per name')));
     expect(await call('read_file', { path: 'notes.txt' })).toEqual({ content: 'plain text\n', isError: false });
   });
 });

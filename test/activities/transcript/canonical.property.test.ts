@@ -5,6 +5,7 @@ import path from 'node:path';
 import { blobRef, canonicalJson } from '../../../activities/transcript/canonical-json';
 import { createFileBlobStore } from '../../../activities/transcript/store';
 import { elideOldToolResults, transcriptChars, type TranscriptMessage } from '../../../common/context';
+import { must } from '../../../common/must';
 
 /** A deep copy of `value` with every object's keys in an order drawn from `seed`. */
 function reorderKeys(value: unknown, seed: number): unknown {
@@ -16,7 +17,7 @@ function reorderKeys(value: unknown, seed: number): unknown {
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i > 0; i--) {
       const j = next() % (i + 1);
-      [keys[i], keys[j]] = [keys[j], keys[i]];
+      [keys[i], keys[j]] = [must(keys[j], 'j <= i'), must(keys[i], 'i < keys.length')];
     }
     // fromEntries keeps a "__proto__" key as data, as JSON.parse would.
     return Object.fromEntries(keys.map((k) => [k, walk((v as Record<string, unknown>)[k])]));

@@ -137,7 +137,7 @@ describe('elideOldToolResults', () => {
     };
     const out = elideOldToolResults([short, result('1', 1000), result('2', 10), result('3', 10)], 100);
     expect(out.messages[0]).toBe(short);
-    expect(out.messages[1].content).toEqual([{ type: 'tool_result', tool_use_id: '1', content: elisionMarker(1000) }]);
+    expect(out.messages[1]?.content).toEqual([{ type: 'tool_result', tool_use_id: '1', content: elisionMarker(1000) }]);
     expect(out.elided).toBe(1);
   });
 

@@ -11,6 +11,7 @@ import { turnAnswers, turnCalls } from '../../helpers/agent-scripts';
 import { notesRepo } from '../../helpers/notes-repo';
 import { judgeSays } from '../../helpers/scripts';
 import { scriptedStacks } from '../../helpers/temporal';
+import { must } from '../../../common/must';
 
 /**
  * An agent run on the real dev server with the operator's key ring: what a tool read (kept in
@@ -95,7 +96,7 @@ test('a secret a tool read is ciphertext in every transcript blob, while the mod
   const out = capture();
   expect(await traceCommand(stack.client, workflowId, { json: true }, out)).toBe(0);
   const trace = JSON.parse(out.lines.join('\n')) as Trace;
-  const call = trace.attempts[0].toolCalls.find((c) => c.name === 'read_file')!;
+  const call = must(trace.attempts[0], 'the run has an attempt').toolCalls.find((c) => c.name === 'read_file')!;
   expect(call).toMatchObject({ allowed: true, isError: false });
   expect(call.preview).toContain(MARKER);
   rmSync(workspace, { recursive: true, force: true });

@@ -79,7 +79,7 @@ describe('createFileBlobStore with a key ring', () => {
   test('a flipped ciphertext byte is unreadable, not silently wrong', async () => {
     const ref = await createFileBlobStore(dir, { keys: old() }).put('some text');
     const raw = await readFile(fileOf(ref));
-    raw[raw.length - 20] ^= 1;
+    raw.writeUInt8(raw.readUInt8(raw.length - 20) ^ 1, raw.length - 20);
     await writeFile(fileOf(ref), raw);
     await expect(createFileBlobStore(dir, { keys: old() }).get(ref)).rejects.toThrow(BlobUnreadableError);
   });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sha256Hex } from '../../../activities/transcript/canonical-json';
 import { BlobCorruptError, BlobNotFoundError, BlobRefError } from '../../../activities/transcript/errors';
 import { createFileBlobStore } from '../../../activities/transcript/store';
+import { must } from '../../../common/must';
 
 let dir: string;
 beforeEach(async () => {
@@ -63,14 +64,14 @@ describe('createFileBlobStore', () => {
   });
 
   test('concurrent puts of one value from two stores on the same directory leave one valid file and no temp files', async () => {
-    const stores = [createFileBlobStore(dir), createFileBlobStore(dir)];
+    const [one, other] = [createFileBlobStore(dir), createFileBlobStore(dir)];
     const value = { text: 'x'.repeat(100_000) };
-    const refs = await Promise.all(Array.from({ length: 20 }, (_, i) => stores[i % 2].put(value)));
+    const refs = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? one : other).put(value)));
     expect(new Set(refs).size).toBe(1);
     const files = await filesIn(dir);
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/\.json$/);
-    expect(await createFileBlobStore(dir).get(refs[0])).toEqual(value);
+    expect(await createFileBlobStore(dir).get(must(refs[0], 'twenty puts'))).toEqual(value);
   });
 
   test('a missing ref throws BlobNotFoundError naming the ref and the directory', async () => {

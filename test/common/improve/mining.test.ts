@@ -92,7 +92,7 @@ describe('mineFailures', () => {
       occurrences: 4,
       reason: 'does not mention the crash in line N',
     });
-    expect(groups[0].examples).toEqual([
+    expect(groups[0]?.examples).toEqual([
       'does not mention the crash in line 3',
       'no word about the crash',
       'crash missing',

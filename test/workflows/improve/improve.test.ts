@@ -9,6 +9,7 @@ import { deleteSchedule, triggerSchedule } from '../../../client/schedules';
 import { runCli } from '../../helpers/cli';
 import { judgeSays } from '../../helpers/scripts';
 import { scriptedStacks, testAddress, uiSummaries, type TestStack } from '../../helpers/temporal';
+import { must } from '../../../common/must';
 
 /**
  * The improvement loop end to end, on the real dev server with scripted sessions: repeated
@@ -104,7 +105,7 @@ const improve = (s: TestStack, opts: Record<string, string> = {}) =>
 test('a failure repeated in 3 runs leads to a proposal, an evaluation with a gain, an approval, and the next run on v2; rollback restores v1', async () => {
   const s = await setup('improve', proposer(fixPrompt));
   await s.run(async () => {
-    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)];
+    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)] as const;
     expect(failed.map((r) => [r.state, r.harnessVersion])).toEqual([
       ['budget_exhausted', 1],
       ['budget_exhausted', 1],
@@ -208,7 +209,7 @@ test('a failure repeated in 3 runs leads to a proposal, an evaluation with a gai
 test('a proposal that edits the rubric is refused before any evaluation run, and the refusal is recorded', async () => {
   const s = await setup('improve-rubric', proposer([{ path: 'rubric', value: 'anything goes' }, ...fixPrompt]));
   await s.run(async () => {
-    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)];
+    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)] as const;
     await regressionFromRun(s.client, {
       loop: 'evaluate-optimize',
       runId: failed[0].workflowId,
@@ -223,7 +224,8 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
     const lines = cli.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^improve\/evaluate-optimize\//);
     expect(lines).toContain('  refused: outside the surface: rubric');
-    const done = await waitImprovement(s.client, lines[0]);
+    const id = must(lines[0], 'improve prints the workflow id first');
+    const done = await waitImprovement(s.client, id);
     expect(done.state).toBe('refused');
     expect(done.refusal).toMatchObject({ outside: ['rubric'] });
     expect(done.reason).toMatch(/rubric.*outside the improvable surface.*refused before evaluation/);
@@ -231,7 +233,7 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
     expect(model.requests.filter((r) => r.role === 'worker').length).toBe(workersBefore);
     // The Web UI's summary of the proposer's call names the role and the model id.
     const proposerModel = model.requests.find((r) => r.role === 'proposer')!.model;
-    expect(await uiSummaries(s.client, lines[0])).toContain(
+    expect(await uiSummaries(s.client, id)).toContain(
       `proposer ${proposerModel}: harness change for evaluate-optimize`,
     );
     expect((await harnessState(s.client.temporal, 'evaluate-optimize', s.taskQueue)).current).toBe(1);
@@ -241,7 +243,7 @@ test('a proposal that edits the rubric is refused before any evaluation run, and
 test('a rejected candidate is recorded with who rejected it and why, and the current harness stays', async () => {
   const s = await setup('improve-reject', proposer(fixPrompt));
   await s.run(async () => {
-    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)];
+    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)] as const;
     await regressionFromRun(s.client, {
       loop: 'evaluate-optimize',
       runId: failed[0].workflowId,
@@ -278,7 +280,7 @@ test('a candidate that breaks a task that passed before is refused, however much
     text('worker hello fixed', { role: 'worker', system: FIX, lastUser: 'Say hello' }, 'a crash at night'),
   );
   await s.run(async () => {
-    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)];
+    const failed = [await finished(s, TASK), await finished(s, TASK), await finished(s, TASK)] as const;
     const hello = await finished(s, {
       task: 'Say hello.',
       rubric: ['says hello'],

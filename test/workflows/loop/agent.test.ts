@@ -9,6 +9,7 @@ import { judgeSays } from '../../helpers/scripts';
 import { notesRepo } from '../../helpers/notes-repo';
 import { operatorTrust } from '../../helpers/trust';
 import { scriptedStacks, uiSummaries, type TestStack } from '../../helpers/temporal';
+import { must } from '../../../common/must';
 
 /** Agent sessions with tools on a real dev server: the autonomy gate, confinement, L2 branches. */
 const setup = scriptedStacks();
@@ -44,15 +45,15 @@ describe('agent sessions', () => {
       output: 'The crash happened at 3am (notes.txt:1).',
       workspace: { branch: null },
     });
-    const calls = record.attempts[0].toolCalls!;
+    const calls = must(record.attempts[0], 'the run has an attempt').toolCalls!;
     expect(calls.map((c) => [c.turn, c.name, c.allowed])).toEqual([
       [1, 'read_file', true],
       [1, 'list_files', true],
       [2, 'write_file', false],
     ]);
-    expect(calls[2].reason).toMatch(/write_file is a write tool and this run is L1 \(report only\)/);
+    expect(calls[2]?.reason).toMatch(/write_file is a write tool and this run is L1 \(report only\)/);
     expect(existsSync(path.join(workspace, 'hacked.txt'))).toBe(false);
-    expect(record.attempts[0].turns).toBe(3);
+    expect(record.attempts[0]?.turns).toBe(3);
     // the model saw the file in turn 2 and the denial in turn 3; L1 is offered read tools only
     expect(turnRequest(model, 2).lastUser).toContain('the crash happened at 3am');
     expect(turnRequest(model, 3).lastUser).toContain('denied: write_file is a write tool');
@@ -88,7 +89,7 @@ describe('agent sessions', () => {
       autonomy: 'L1',
     });
     expect(record.state).toBe('completed');
-    expect(record.attempts[0].toolCalls!.every((c) => c.allowed && c.isError)).toBe(true);
+    expect(record.attempts[0]?.toolCalls!.every((c) => c.allowed && c.isError)).toBe(true);
     const seen = turnRequest(model, 2).lastUser;
     expect(seen).not.toContain('root:');
     expect(seen).toMatch(/leaves the workspace|absolute/);
@@ -121,8 +122,8 @@ describe('agent sessions', () => {
     const git = (...args: string[]) => execFileSync('git', args, { cwd: workspace }).toString();
     expect(git('show', `${branch}:fix.txt`)).toBe('fixed\n');
     expect(git('show', `${branch}:notes.txt`)).toContain('4am');
-    expect(git('rev-parse', branch).trim()).toBe(record.attempts[0].commit);
-    expect(git('rev-parse', 'main').trim()).not.toBe(record.attempts[0].commit);
+    expect(git('rev-parse', branch).trim()).toBe(record.attempts[0]?.commit);
+    expect(git('rev-parse', 'main').trim()).not.toBe(record.attempts[0]?.commit);
   });
 
   test.each([
@@ -156,10 +157,10 @@ describe('agent sessions', () => {
         autonomy,
       });
       expect(record.state).toBe('completed');
-      expect(record.attempts[0].toolCalls![0]).toMatchObject({ name: 'notify_team', allowed });
+      expect(record.attempts[0]?.toolCalls![0]).toMatchObject({ name: 'notify_team', allowed });
       expect(sent).toEqual(allowed ? ['build is red'] : []);
       if (!allowed)
-        expect(record.attempts[0].toolCalls![0].reason).toMatch(/notify_team is an external tool and this run is L2/);
+        expect(record.attempts[0]?.toolCalls![0]?.reason).toMatch(/notify_team is an external tool and this run is L2/);
     },
   );
 
@@ -179,7 +180,7 @@ describe('agent sessions', () => {
       maxAttempts: 1,
     });
     expect(record.state).toBe('awaiting_human');
-    expect(record.attempts[0].reasons[0]).toMatch(/step cap: the agent used all 2 turns without a final answer/);
+    expect(record.attempts[0]?.reasons[0]).toMatch(/step cap: the agent used all 2 turns without a final answer/);
     await stack.client.temporal.workflow.getHandle(record.workflowId).terminate('test done');
   });
 

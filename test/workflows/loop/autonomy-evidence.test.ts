@@ -11,6 +11,7 @@ import { parseModelScript } from '../../../model-server/script';
 import { judgeSays, script, workerSays } from '../../helpers/scripts';
 import { clientEnv, scriptedStacks } from '../../helpers/temporal';
 import { operatorTrust } from '../../helpers/trust';
+import { mustTake } from '../../../common/must';
 
 /**
  * `loopwright autonomy` against the dev server: real runs on a task queue of the test's own
@@ -61,9 +62,10 @@ test('counts two L1 passes, one human override and one rejection of evaluate-opt
     const ids = await Promise.all(['[pass]', '[pass]', '[fail]', '[fail]'].map(start));
     const waiting = await Promise.all(ids.map((id) => s.client.wait(id)));
     expect(waiting.map((r) => r.state)).toEqual(['completed', 'completed', 'awaiting_human', 'awaiting_human']);
-    await s.client.decide(ids[2], { kind: 'approve', by: 'ada', note: 'ok' });
-    await s.client.decide(ids[3], { kind: 'reject', by: 'bob', reason: 'no crash' });
-    return Promise.all(ids.map((id) => s.client.wait(id)));
+    const [, , toApprove, toReject] = mustTake(ids, 4, 'four runs were started');
+    await s.client.decide(toApprove, { kind: 'approve', by: 'ada', note: 'ok' });
+    await s.client.decide(toReject, { kind: 'reject', by: 'bob', reason: 'no crash' });
+    return mustTake(await Promise.all(ids.map((id) => s.client.wait(id))), 4, 'four runs were started');
   });
   expect([pass1.state, pass2.state, approved.override, rejected.state]).toEqual([
     'completed',

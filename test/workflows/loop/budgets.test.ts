@@ -3,6 +3,7 @@ import type { ModelServer } from '../../../model-server/server';
 import type { ModelRule } from '../../../model-server/script';
 import { judgeSays, workerSays } from '../../helpers/scripts';
 import { scriptedStacks, type TestStack } from '../../helpers/temporal';
+import { must, mustTake } from '../../../common/must';
 
 /** Budgets and accounting on a real dev server with the scripted model as a real HTTP peer. */
 const setup = scriptedStacks();
@@ -39,8 +40,8 @@ describe('budgets enforced in code', () => {
         stopReason: 'tokens',
         escalation: { kind: 'budget', stopReason: 'tokens' },
       });
-      expect(waiting.attempts[1].stopped?.reason).toBe('tokens');
-      expect(waiting.attempts[1].reasons[0]).toMatch(
+      expect(waiting.attempts[1]?.stopped?.reason).toBe('tokens');
+      expect(waiting.attempts[1]?.reasons[0]).toMatch(
         /worker model call \(attempt 2\) not made: it may need up to \d+ tokens and 220 are left/,
       );
       expect(workerRequests(model)).toHaveLength(1);
@@ -65,7 +66,7 @@ describe('budgets enforced in code', () => {
         (await stack.client.run('evaluate-optimize', task({ budget: { maxTokens: 1500 } }))).workflowId,
       ),
     );
-    const sent = workerRequests(model)[0].body as { max_tokens: number };
+    const sent = must(workerRequests(model)[0], 'the worker was called').body as { max_tokens: number };
     expect(sent.max_tokens).toBeLessThan(1500);
     expect(sent.max_tokens).toBeGreaterThan(1000);
   });
@@ -124,9 +125,10 @@ describe('accounting and model errors', () => {
     expect(record.state).toBe('completed');
     const tries = workerRequests(model);
     expect(tries.map((r) => r.status)).toEqual([529, 200]);
-    expect(Date.parse(tries[1].at) - Date.parse(tries[0].at)).toBeGreaterThanOrEqual(1900);
+    const [first, retry] = mustTake(tries, 2, 'two tries');
+    expect(Date.parse(retry.at) - Date.parse(first.at)).toBeGreaterThanOrEqual(1900);
     expect(record.usage.worker).toMatchObject({ inputTokens: 100, outputTokens: 20 });
-    expect(record.attempts[0].usage).toMatchObject({ inputTokens: 150, outputTokens: 30 });
+    expect(record.attempts[0]?.usage).toMatchObject({ inputTokens: 150, outputTokens: 30 });
     expect(record.usage.total.costUsd).toBeGreaterThan(0);
   });
 

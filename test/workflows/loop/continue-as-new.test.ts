@@ -94,8 +94,8 @@ test('a long session continues as new between turns and finishes with every turn
   });
   expect(record).toMatchObject({ state: 'completed', output: 'read it 13 times' });
   expect(record.attempts).toHaveLength(1);
-  expect(record.attempts[0].turns).toBe(turns);
-  expect(record.attempts[0].toolCalls).toHaveLength(turns - 1);
+  expect(record.attempts[0]?.turns).toBe(turns);
+  expect(record.attempts[0]?.toolCalls).toHaveLength(turns - 1);
   const asked = model.requests.filter((r) => r.role === 'worker').map((r) => r.turn);
   expect(asked).toEqual(Array.from({ length: turns }, (_, i) => i + 1));
   expect(record.usage.worker.inputTokens).toBe(200 * (turns - 1) + 300);

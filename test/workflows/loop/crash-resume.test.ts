@@ -67,7 +67,7 @@ test('kill -9 the worker mid-session: another worker resumes it without repeatin
     expect(toolRuns).toHaveLength(3);
     const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes);
     expect(started.every((e) => (e.activityTaskStartedEventAttributes!.attempt ?? 1) === 1)).toBe(true);
-    expect(record.attempts[0].toolCalls!.map((c) => c.name)).toEqual(['read_file', 'write_file', 'list_files']);
+    expect(record.attempts[0]?.toolCalls!.map((c) => c.name)).toEqual(['read_file', 'write_file', 'list_files']);
   } finally {
     await client.close();
   }

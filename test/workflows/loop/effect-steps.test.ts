@@ -11,6 +11,7 @@ import { parseModelScript } from '../../../model-server/script';
 import { startModelServer, type ModelServer } from '../../../model-server/server';
 import { startWorkerProcess, stopWorkerProcesses } from '../../helpers/cli';
 import { workerProcessEnv } from '../../helpers/temporal';
+import { must } from '../../../common/must';
 
 /**
  * The commit effect killed at each of its steps: a real `loopwright worker` process holds each
@@ -146,13 +147,13 @@ test('kill -9 the worker at every step of the commit effect: each run completes 
   }
   let good = 0;
   cases.forEach((c, i) => {
-    const record = records[i];
+    const record = must(records[i], 'one record per case');
     const label = `${c.step} / ${c.kind} / ${c.workflowId}`;
     // What the killed worker had done when it died.
     const moved = c.step === 'ref-moved' || c.step === 'done';
-    expect({ label, moved: atKill[i].tip !== c.before }).toEqual({ label, moved });
+    expect({ label, moved: atKill[i]?.tip !== c.before }).toEqual({ label, moved });
     if (c.kind === 'checked-out')
-      expect({ label, fixed: atKill[i].math.includes('return a + b;') }).toEqual({ label, fixed: c.step === 'done' });
+      expect({ label, fixed: atKill[i]?.math.includes('return a + b;') }).toEqual({ label, fixed: c.step === 'done' });
     // What the fresh worker made of it: the run an undisturbed worker would have finished.
     expect({ label, state: record.state, stopReason: record.stopReason, error: record.error ?? null }).toEqual({
       label,
@@ -165,11 +166,11 @@ test('kill -9 the worker at every step of the commit effect: each run completes 
     expect(record.effects).toEqual([
       expect.objectContaining({ key, target: c.target, commit: tip, alreadyApplied: moved }),
     ]);
-    expect(record.effects[0].note).toBeUndefined();
+    expect(record.effects[0]?.note).toBeUndefined();
     expect({ label, commits: withKey(c.repo, c.target, key) }).toEqual({ label, commits: [tip] });
     expect(git(c.repo, 'rev-parse', `${tip}^`)).toBe(c.before);
     expect(git(c.repo, 'rev-parse', `${tip}^{tree}`)).toBe(
-      git(c.repo, 'rev-parse', `${record.attempts[0].commit}^{tree}`),
+      git(c.repo, 'rev-parse', `${record.attempts[0]?.commit}^{tree}`),
     );
     expect({ label, status: git(c.repo, 'status', '--porcelain') }).toEqual({ label, status: '' });
     if (c.kind === 'checked-out') {

@@ -8,6 +8,7 @@ import { parseModelScript } from '../../../model-server/script';
 import { startModelServer, type ModelServer } from '../../../model-server/server';
 import { testStack, type TestStack } from '../../helpers/temporal';
 import { operatorTrust } from '../../helpers/trust';
+import { must, mustTake } from '../../../common/must';
 
 /**
  * The fix-test loop (L2) on a real git repository with a real failing test, with the demo's
@@ -56,7 +57,7 @@ test('a cheating candidate is rejected, the real fix passes, and approving twice
     }
   });
   expect(record).toMatchObject({ state: 'completed', stopReason: 'passed', override: false });
-  const [first, second] = record.attempts;
+  const [first, second] = mustTake(record.attempts, 2, 'the run has two attempts');
   expect(first.passed).toBe(false);
   // Deleting the failing test made `node --test` green; the gate runs it as base wrote it.
   expect(first.verdicts.find((v) => v.check === 'tests')).toMatchObject({
@@ -75,8 +76,8 @@ test('a cheating candidate is rejected, the real fix passes, and approving twice
     alreadyApplied: false,
     key: `${record.workflowId}/commit/1`,
   });
-  expect(effectCommits(repo)).toEqual([effect.commit]);
-  expect(git(repo, 'log', '-1', '--format=%B', 'main')).toContain(`Loopwright-Effect: ${effect.key}`);
+  expect(effectCommits(repo)).toEqual([effect?.commit]);
+  expect(git(repo, 'log', '-1', '--format=%B', 'main')).toContain(`Loopwright-Effect: ${effect?.key}`);
   expect(readFileSync(path.join(repo, 'src/math.js'), 'utf8')).toContain('return a + b;');
   expect(git(repo, 'status', '--porcelain').trim()).toBe('');
   execFileSync('node', ['--test'], { cwd: repo, stdio: 'ignore' });
@@ -107,8 +108,8 @@ test('an effect activity retried after it committed finds its commit and does no
   });
   expect(calls).toBe(2);
   expect(record.state).toBe('completed');
-  expect(record.effects[0].alreadyApplied).toBe(true);
-  expect(effectCommits(repo)).toEqual([record.effects[0].commit]);
+  expect(record.effects[0]?.alreadyApplied).toBe(true);
+  expect(effectCommits(repo)).toEqual([record.effects[0]?.commit]);
 });
 
 test('candidates that skip the failing test or edit outside the allowed paths are rejected with the right reason', async () => {
@@ -170,7 +171,8 @@ test('candidates that skip the failing test or edit outside the allowed paths ar
     s.client.wait((await s.client.run('fix-test', { ...input(repo), maxAttempts: 2 })).workflowId),
   );
   expect(record).toMatchObject({ state: 'awaiting_human', stopReason: 'attempts' });
-  const verdict = (n: number, check: string) => record.attempts[n].verdicts.find((v) => v.check === check)!;
+  const verdict = (n: number, check: string) =>
+    must(record.attempts[n], `attempt ${n + 1} ran`).verdicts.find((v) => v.check === check)!;
   expect(verdict(0, 'tests').failedItems).toEqual(['fail to pass', 'regression test']);
   expect(verdict(0, 'change policy').failedItems).toEqual(['tests append-only']);
   expect(verdict(0, 'change policy').reason).toMatch(/test\/math\.test\.js:9/);
@@ -194,7 +196,7 @@ test('at L3 the verified fix is committed at once, and the run waits in list --n
     expect(done).toMatchObject({ state: 'completed', audit: { needed: true }, decision: null });
     expect(done.audit?.reason).toMatch(/L3/);
     expect(done.effects[0]).toMatchObject({ approvedBy: null, target: 'main' });
-    expect(effectCommits(repo)).toEqual([done.effects[0].commit]);
+    expect(effectCommits(repo)).toEqual([done.effects[0]?.commit]);
     for (let i = 0; i < 50; i++) {
       if ((await s.client.list({ needsAudit: true, limit: 500 })).some((r) => r.workflowId === workflowId)) break;
       await new Promise((r) => setTimeout(r, 200));

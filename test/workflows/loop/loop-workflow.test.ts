@@ -28,7 +28,7 @@ describe('loopWorkflow on a real dev server', () => {
     expect(record.override).toBe(false);
     expect(record.output).toBe('line one\na crash\nline three');
     expect(record.attempts).toHaveLength(1);
-    expect(record.attempts[0].verdicts[0].rubricHash).toBe(record.rubricHash);
+    expect(record.attempts[0]?.verdicts[0]?.rubricHash).toBe(record.rubricHash);
     expect(record.usage.worker.inputTokens).toBe(100);
     expect(record.usage.checker.inputTokens).toBe(50);
     expect(record.usage.total.outputTokens).toBe(30);
@@ -50,7 +50,7 @@ describe('loopWorkflow on a real dev server', () => {
     );
     expect(record.state).toBe('completed');
     expect(record.attempts.map((a) => a.passed)).toEqual([false, true]);
-    expect(record.attempts[0].reasons[0]).toContain('exactly three lines');
+    expect(record.attempts[0]?.reasons[0]).toContain('exactly three lines');
     const second = model.requests.find((r) => r.role === 'worker' && r.attempt === 2)!;
     expect(second.lastUser).toContain('FIRST CANDIDATE');
     expect(second.lastUser).toContain('required correction: Use exactly three lines.');

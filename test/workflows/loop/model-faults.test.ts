@@ -8,6 +8,7 @@ import type { ModelServer } from '../../../model-server/server';
 import { turnAnswers } from '../../helpers/agent-scripts';
 import { judgeSays, workerSays } from '../../helpers/scripts';
 import { scriptedStacks, type TestStack } from '../../helpers/temporal';
+import { mustTake } from '../../../common/must';
 
 /**
  * Every answered token charged: a model call cut off mid-stream, on a real dev server with the
@@ -67,7 +68,11 @@ function expectCharged(record: RunRecord, model: ModelServer, role: 'worker' | '
 const runToEnd = (stack: TestStack, input: Record<string, unknown>) =>
   stack.run(async () => stack.client.wait((await stack.client.run('evaluate-optimize', input)).workflowId));
 const gapMs = (model: ModelServer, role: string) => {
-  const [a, b] = model.requests.filter((r) => r.role === role);
+  const [a, b] = mustTake(
+    model.requests.filter((r) => r.role === role),
+    2,
+    `two ${role} requests`,
+  );
   return Date.parse(b.at) - Date.parse(a.at);
 };
 
@@ -100,7 +105,7 @@ describe('a worker call cut off mid-stream is charged what the endpoint reported
     expect(record).toMatchObject({ state: 'completed', stopReason: 'passed' });
     const tries = model.requests.filter((r) => r.role === 'worker');
     expect(tries.map((r) => r.rule)).toEqual([expect.stringMatching(/^faulty/), 'worker 1']);
-    expect(tries[0].usage).toMatchObject({ input_tokens: 1000, output_tokens: outputTokens });
+    expect(tries[0]?.usage).toMatchObject({ input_tokens: 1000, output_tokens: outputTokens });
     expectCharged(record, model, 'worker');
     expect(record.usage.worker.inputTokens).toBe(1100);
     expect(record.usage.worker.outputTokens).toBe(outputTokens + 20);

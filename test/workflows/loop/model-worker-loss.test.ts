@@ -4,6 +4,7 @@ import { startModelServer, type ModelServer } from '../../../model-server/server
 import { startWorkerProcess, stopWorkerProcesses } from '../../helpers/cli';
 import { judgeSays, script, workerSays } from '../../helpers/scripts';
 import { workerProcessEnv } from '../../helpers/temporal';
+import { must } from '../../../common/must';
 
 /**
  * A `loopwright worker` process killed (SIGKILL) while a model call is in flight, after the
@@ -71,7 +72,8 @@ test.each([
         'worker 1',
       ]);
       // Found lost by the heartbeat timeout (10 s), not by the call's limits or the activity's 11 minutes.
-      expect(Date.parse(model.requests.filter((r) => r.role === 'worker')[1].at) - killedAt).toBeLessThan(20_000);
+      const retried = must(model.requests.filter((r) => r.role === 'worker')[1], 'the worker call was retried');
+      expect(Date.parse(retried.at) - killedAt).toBeLessThan(20_000);
       expect(record.usage.worker).toMatchObject(charged);
       const history = await client.temporal.workflow.getHandle(workflowId).fetchHistory();
       const timedOut = (history.events ?? []).filter((e) => e.activityTaskTimedOutEventAttributes);

@@ -127,7 +127,7 @@ test('encoded and obfuscated secrets show in no form in status, review, trace, l
     // Out of attempts, the run waits for a human: every surface is read while it waits (the worker answers queries).
     const record = await s.client.wait(workflowId);
     expect(record.state).toBe('awaiting_human');
-    expect(record.attempts[0].candidate).toBe(candidate); // the run itself kept what the model said
+    expect(record.attempts[0]?.candidate).toBe(candidate); // the run itself kept what the model said
     seen.details = (await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata')).currentDetails;
     expect(seen.details).toContain('last verdict: fail');
     const description = await handle.describe();

@@ -7,6 +7,7 @@ import { turnAnswers, turnCalls } from '../../helpers/agent-scripts';
 import { judgeSays } from '../../helpers/scripts';
 import { notesRepo } from '../../helpers/notes-repo';
 import { scriptedStacks } from '../../helpers/temporal';
+import { must } from '../../../common/must';
 
 /**
  * Containment: no tool call of one run can stall the worker for the others. Activities run on
@@ -162,7 +163,7 @@ describe('no tool call stalls the worker', () => {
       expect(at(`end ${id}`)).toBeLessThan(at('other run completed'));
 
     expect(hostileRecord).toMatchObject({ state: 'completed', output: 'Nothing matched, and pipe is not a file.' });
-    const calls = hostileRecord.attempts[0].toolCalls!;
+    const calls = must(hostileRecord.attempts[0], 'the run has an attempt').toolCalls!;
     expect(calls.map((c) => [c.name, c.allowed, c.isError])).toEqual([
       ['search', true, false],
       ['read_file', true, true],
