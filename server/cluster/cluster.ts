@@ -478,13 +478,54 @@ export async function killService(dir: string, name: string, signal: NodeJS.Sign
 
 /** Starts one process of the cluster again exactly as it was started (same ports, environment and log). */
 export async function restartService(dir: string, name: string): Promise<void> {
-  const { state, p } = processNamed(dir, name);
-  if (isRunning(p)) throw new UsageError(`${name} is still running (pid ${String(p.pid)})`);
-  launch(p);
-  writeState(dir, state);
-  if (name === 'postgres') {
-    await waitFor('PostgreSQL', () => isPostgresReady(dirname(p.command), state.pgPort), p.logFile, 60_000);
+  await restartServices(dir, [name]);
+}
+
+/**
+ * Starts processes of the cluster again, all at once, exactly as they were started, and watches
+ * them as a supervisor (systemd, Kubernetes, compose's `restart:`) would: one that exits within
+ * `settleMs` is started again (5 times at most, PostgreSQL 30). PostgreSQL exits at start while the backends of a
+ * postmaster killed with SIGKILL still hold its shared memory (they leave once they notice it is
+ * gone), and Temporal services started together can race on the cluster metadata (see
+ * {@link checkAlive}). PostgreSQL is waited for until it accepts connections.
+ */
+export async function restartServices(dir: string, names: string[], settleMs = 5_000): Promise<void> {
+  const state = readState(dir);
+  const chosen = names.map((name) => {
+    const p = state?.processes.find((x) => x.name === name);
+    if (!state || !p) throw new UsageError(`no process ${name} in the cluster at ${dir}`);
+    if (isRunning(p)) throw new UsageError(`${name} is still running (pid ${String(p.pid)})`);
+    return p;
+  });
+  for (const p of chosen) launch(p);
+  writeState(dir, state!);
+  const tries = new Map<ClusterProcess, number>();
+  const relaunchExited = () => {
+    for (const p of chosen) {
+      if (isRunning(p)) continue;
+      const n = (tries.get(p) ?? 0) + 1;
+      // PostgreSQL may take a few seconds to be startable again (the old backends leaving).
+      if (n > (p.name === 'postgres' ? 30 : 5))
+        throw new Error(`${p.name} keeps exiting after a restart: see ${p.logFile}`);
+      tries.set(p, n);
+      launch(p);
+    }
+    writeState(dir, state!);
+  };
+  const postgres = chosen.find((p) => p.name === 'postgres');
+  if (postgres) {
+    await waitFor(
+      'PostgreSQL',
+      async () => {
+        relaunchExited();
+        return isPostgresReady(dirname(postgres.command), state!.pgPort);
+      },
+      postgres.logFile,
+      60_000,
+    );
   }
+  for (const end = Date.now() + settleMs; Date.now() < end; await sleep(500)) relaunchExited();
+  relaunchExited();
 }
 
 /** True when `dir` holds a cluster state (running or not). */
