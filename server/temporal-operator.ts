@@ -6,10 +6,15 @@ export interface OperatorTarget {
   cli: string;
   address: string;
   namespace: string;
+  /** The CLI's environment (default this process's): TEMPORAL_TLS_* and TEMPORAL_API_KEY for a secured frontend. */
+  env?: NodeJS.ProcessEnv;
 }
 
 function operator(target: OperatorTarget, args: string[]): Promise<CommandResult> {
-  return runCommand(target.cli, ['operator', ...args, '--address', target.address], { timeoutMs: 15_000 });
+  return runCommand(target.cli, ['operator', ...args, '--address', target.address], {
+    timeoutMs: 15_000,
+    env: target.env,
+  });
 }
 
 /** True when `temporal operator cluster health` answers SERVING. */
