@@ -118,6 +118,17 @@ export function temporalConnectionOptions(env: Env): TemporalConnectionOptions {
   return options;
 }
 
+/**
+ * `env` without the connection variables: for a process that talks to a server it started itself
+ * on 127.0.0.1 (`dev`, the demo, their Temporal CLI calls), where a developer's TEMPORAL_API_KEY or
+ * TEMPORAL_TLS_* for Temporal Cloud would only turn on TLS the local server does not speak.
+ */
+export function withoutConnectionSettings<T extends Record<string, string | undefined>>(env: T): T {
+  const out = { ...env };
+  for (const name of TEMPORAL_CONNECTION_VARIABLES) delete out[name];
+  return out;
+}
+
 /** True when the connection uses TLS or an API key (a refusal is then more likely those than a server that is down). */
 export function isSecured(o: TemporalConnectionOptions): boolean {
   return o.tls !== undefined || o.apiKey !== undefined;

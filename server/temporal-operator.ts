@@ -1,5 +1,6 @@
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { type CommandResult, failureReason, runCommand } from './run-command';
+import { withoutConnectionSettings } from './temporal-connection';
 
 /** Where and how to reach a server with the Temporal CLI. */
 export interface OperatorTarget {
@@ -13,7 +14,8 @@ export interface OperatorTarget {
 function operator(target: OperatorTarget, args: string[]): Promise<CommandResult> {
   return runCommand(target.cli, ['operator', ...args, '--address', target.address], {
     timeoutMs: 15_000,
-    env: target.env,
+    // Without an environment of its own, the CLI talks to a local server: not with a developer's Cloud settings.
+    env: target.env ?? withoutConnectionSettings(process.env),
   });
 }
 

@@ -125,7 +125,8 @@ const INPUT = JSON.stringify({ task: 'Answer.', rubric: ['answers'], maxAttempts
 
 test('a worker and the CLI reach an mTLS frontend with only the TEMPORAL_TLS_* variables: a run completes', async () => {
   const env = { ...workerProcessEnv('tls', model.url), TEMPORAL_ADDRESS: state.addresses[0], ...clientTls };
-  await startWorkerProcess(env);
+  const worker = await startWorkerProcess(env);
+  expect(worker.output()).toMatch(/worker polling task queue \S+ on 127\.0\.0\.1:\d+ \(namespace default, mTLS\)/);
   const run = await runCli(['run', 'evaluate-optimize', '--input', INPUT, '--id', 'tls-run', '--wait'], env, 120_000);
   expect(run.stderr).not.toMatch(/^error:/m);
   expect(run.code).toBe(0);

@@ -2,7 +2,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../common/errors';
-import { describeConnection, isSecured, temporalConnectionOptions } from '../../server/temporal-connection';
+import {
+  describeConnection,
+  isSecured,
+  temporalConnectionOptions,
+  withoutConnectionSettings,
+} from '../../server/temporal-connection';
 
 /**
  * The TLS and API-key options every worker and client connects with, built from Temporal's own
@@ -102,4 +107,18 @@ test('a text file that is not PEM is refused as such, and the message never show
     refusal({ TEMPORAL_TLS_CLIENT_CERT_PATH: notPem, TEMPORAL_TLS_CLIENT_KEY_PATH: key, TEMPORAL_API_KEY: 'secret' }),
   ).toMatch(/^TEMPORAL_TLS_CLIENT_CERT_PATH .*notes\.txt is not PEM/);
   expect(refusal({ TEMPORAL_API_KEY: 'sec ret' })).not.toContain('sec ret');
+});
+
+test('a process talking to its own local server (dev, the demo) drops the connection variables and keeps the rest', () => {
+  const env = {
+    TEMPORAL_API_KEY: 'cloud-key',
+    TEMPORAL_TLS_CLIENT_CERT_PATH: cert,
+    PATH: '/bin',
+    TEMPORAL_NAMESPACE: 'x',
+  };
+  const plain = withoutConnectionSettings(env);
+  expect(plain).toEqual({ PATH: '/bin', TEMPORAL_NAMESPACE: 'x' });
+  expect(temporalConnectionOptions(plain)).toEqual({});
+  // The original is left as it was.
+  expect(env.TEMPORAL_API_KEY).toBe('cloud-key');
 });
