@@ -7,7 +7,7 @@
 import { join } from 'path';
 import { LoopwrightError, UsageError } from '../common/errors';
 import { isRunning, readState } from '../server/cluster/processes';
-import { serverTlsEnv, startCluster, stopCluster } from '../server/cluster/cluster';
+import { serverSecurityEnv, startCluster, stopCluster } from '../server/cluster/cluster';
 import { loopwrightHome } from '../server/paths';
 
 const USAGE =
@@ -45,8 +45,8 @@ async function main(argv: string[]): Promise<void> {
       workers: num('--workers'),
       frontends: num('--frontends'),
       uiPort: num('--ui-port'),
-      // TLS for the Temporal services, from the variables docker-compose.yml documents (TEMPORAL_TLS_FRONTEND_CERT, ...).
-      serverEnv: serverTlsEnv(process.env),
+      // TLS and an authorizer for the Temporal services, from the variables docker-compose.yml documents (TEMPORAL_TLS_FRONTEND_CERT, ...).
+      serverEnv: serverSecurityEnv(process.env),
       log: (l) => console.error(l),
     });
     console.log(

@@ -9,9 +9,12 @@ import { ConfigError } from '../common/errors';
 
 /** What `Connection.connect` and `NativeConnection.connect` take besides the address. */
 export interface TemporalConnectionOptions {
-  /** Absent: plain TCP. `true`: TLS with the system's roots. An object: mTLS, a CA, a server name. */
+  /**
+   * Absent: plain TCP. `false`: plain TCP even with an API key (the SDK turns TLS on for an API key
+   * unless told not to). `true`: TLS with the system's roots. An object: mTLS, a CA, a server name.
+   */
   tls?:
-    | true
+    | boolean
     | {
         serverNameOverride?: string;
         serverRootCACertificate?: Buffer;
@@ -107,7 +110,11 @@ export function temporalConnectionOptions(env: Env): TemporalConnectionOptions {
     );
   const options: TemporalConnectionOptions = {};
   if (apiKey) options.apiKey = apiKey;
-  if (tlsFlag === 'false') return options;
+  if (tlsFlag === 'false') {
+    // Said explicitly: the SDK would turn TLS on for an API key.
+    if (apiKey) options.tls = false;
+    return options;
+  }
   if (anyTls) {
     options.tls = {
       ...(serverName ? { serverNameOverride: serverName } : {}),
@@ -131,7 +138,7 @@ export function withoutConnectionSettings<T extends Record<string, string | unde
 
 /** True when the connection uses TLS or an API key (a refusal is then more likely those than a server that is down). */
 export function isSecured(o: TemporalConnectionOptions): boolean {
-  return o.tls !== undefined || o.apiKey !== undefined;
+  return Boolean(o.tls) || o.apiKey !== undefined;
 }
 
 /** One line for a log: how the connection is secured, never a secret. */

@@ -102,11 +102,11 @@ export function sharedDeployFiles(): {
 }
 
 /**
- * The template's TLS variables (deploy/temporal/config/loopwright.yaml), which `npm run cluster`
- * passes from its environment to every Temporal process. The authorizer's are left out: with one,
- * Temporal's internal worker needs an internal-frontend process, which the cluster does not start.
+ * The template's TLS and authorizer variables (deploy/temporal/config/loopwright.yaml), which
+ * `npm run cluster` passes from its environment to every Temporal process. With an authorizer the
+ * cluster also starts an internal-frontend process (see startCluster).
  */
-export const SERVER_TLS_VARIABLES = [
+export const SERVER_SECURITY_VARIABLES = [
   'TEMPORAL_TLS_REFRESH_INTERVAL',
   'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH',
   'TEMPORAL_TLS_SERVER_CERT',
@@ -120,12 +120,18 @@ export const SERVER_TLS_VARIABLES = [
   'TEMPORAL_TLS_CLIENT2_CA_CERT',
   'TEMPORAL_TLS_FRONTEND_SERVER_NAME',
   'TEMPORAL_TLS_FRONTEND_DISABLE_HOST_VERIFICATION',
+  'TEMPORAL_AUTH_AUTHORIZER',
+  'TEMPORAL_AUTH_CLAIM_MAPPER',
+  'TEMPORAL_JWT_KEY_SOURCE1',
+  'TEMPORAL_JWT_KEY_SOURCE2',
+  'TEMPORAL_JWT_KEY_REFRESH',
+  'TEMPORAL_JWT_PERMISSIONS_CLAIM',
 ] as const;
 
-/** The {@link SERVER_TLS_VARIABLES} set in `env`. */
-export function serverTlsEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+/** The {@link SERVER_SECURITY_VARIABLES} set in `env`. */
+export function serverSecurityEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const vars: Record<string, string> = {};
-  for (const name of SERVER_TLS_VARIABLES) if (env[name]?.trim()) vars[name] = env[name]!.trim();
+  for (const name of SERVER_SECURITY_VARIABLES) if (env[name]?.trim()) vars[name] = env[name]!.trim();
   return vars;
 }
 
@@ -179,7 +185,7 @@ async function temporalPorts(
   port: number,
   frontends: number,
 ): Promise<{ shared: Record<string, string>; frontendPorts: Array<Record<string, string>> }> {
-  const membership = await lowFreePorts(3 + frontends);
+  const membership = await lowFreePorts(4 + frontends);
   const shared: Record<string, string> = {
     TEMPORAL_HISTORY_PORT: String(await freePort()),
     TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(membership[0]),
@@ -187,6 +193,10 @@ async function temporalPorts(
     TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(membership[1]),
     TEMPORAL_WORKER_PORT: String(await freePort()),
     TEMPORAL_WORKER_MEMBERSHIP_PORT: String(membership[2]),
+    // Used only with an authorizer (USE_INTERNAL_FRONTEND): the frontend Temporal's own worker calls.
+    TEMPORAL_INTERNAL_FRONTEND_PORT: String(await freePort()),
+    TEMPORAL_INTERNAL_FRONTEND_MEMBERSHIP_PORT: String(membership[3 + frontends]),
+    TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT: String(await freePort()),
   };
   const frontendPorts: Array<Record<string, string>> = [];
   for (let i = 0; i < frontends; i++) {
@@ -301,6 +311,10 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     });
 
     const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2);
+    // With an authorizer, Temporal's internal worker (and the frontend's calls to itself) go through
+    // an internal frontend, which the authorizer skips; without one they are refused ("Request unauthorized").
+    const internalFrontend = Boolean(o.serverEnv?.TEMPORAL_AUTH_AUTHORIZER?.trim());
+    if (internalFrontend) shared.USE_INTERNAL_FRONTEND = 'true';
     const base = {
       PATH: env.PATH ?? '',
       HOME: env.HOME ?? '',
@@ -317,6 +331,9 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
         'frontend',
         ports,
       ]),
+      ...(internalFrontend
+        ? [['internal-frontend', 'internal-frontend', frontendPorts[0]] as [string, string, Record<string, string>]]
+        : []),
       ['internal-worker', 'worker', frontendPorts[0]],
     ];
     for (const [name, service, ports] of services) {

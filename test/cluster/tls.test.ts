@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { serverTlsEnv, startCluster, stopCluster } from '../../server/cluster/cluster';
+import { serverSecurityEnv, startCluster, stopCluster } from '../../server/cluster/cluster';
 import type { ClusterState } from '../../server/cluster/processes';
 import { freePort } from '../../server/free-port';
 import { startModelServer, type ModelServer } from '../../model-server/server';
@@ -92,8 +92,8 @@ beforeAll(async () => {
     workers: 0,
     uiPort: await freePort(),
     env: { ...process.env, ...clientTls },
-    // What `npm run cluster` passes from its environment (serverTlsEnv): only these names.
-    serverEnv: serverTlsEnv({
+    // What `npm run cluster` passes from its environment (serverSecurityEnv): only these names.
+    serverEnv: serverSecurityEnv({
       TEMPORAL_TLS_FRONTEND_CERT: file('server.pem'),
       TEMPORAL_TLS_FRONTEND_KEY: file('server.key'),
       TEMPORAL_TLS_CLIENT1_CA_CERT: file('ca.pem'),

@@ -69,7 +69,13 @@ test('PEM given inline in the _DATA variables is used as is', () => {
 
 test('an API key turns TLS on with the system roots (Temporal Cloud), unless TEMPORAL_TLS=false', () => {
   expect(temporalConnectionOptions({ TEMPORAL_API_KEY: 'k.e.y' })).toEqual({ apiKey: 'k.e.y', tls: true });
-  expect(temporalConnectionOptions({ TEMPORAL_API_KEY: 'k.e.y', TEMPORAL_TLS: 'false' })).toEqual({ apiKey: 'k.e.y' });
+  // TLS off said explicitly: the SDK turns it on for an API key unless told not to.
+  expect(temporalConnectionOptions({ TEMPORAL_API_KEY: 'k.e.y', TEMPORAL_TLS: 'false' })).toEqual({
+    apiKey: 'k.e.y',
+    tls: false,
+  });
+  expect(temporalConnectionOptions({ TEMPORAL_TLS: 'false' })).toEqual({});
+  expect(describeConnection({ apiKey: 'k', tls: false })).toBe('API key');
   expect(temporalConnectionOptions({ TEMPORAL_TLS: 'TRUE' })).toEqual({ tls: true });
   expect(describeConnection({ apiKey: 'k', tls: true })).toBe('TLS + API key');
 });
