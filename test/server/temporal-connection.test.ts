@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../common/errors';
@@ -20,6 +20,7 @@ const pemFile = (name: string, label: string) => {
   writeFileSync(file, `-----BEGIN ${label}-----\n${name}\n-----END ${label}-----\n`);
   return file;
 };
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const cert = pemFile('client.pem', 'CERTIFICATE');
 const key = pemFile('client.key', 'PRIVATE KEY');
 const ca = pemFile('ca.pem', 'CERTIFICATE');
