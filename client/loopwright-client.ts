@@ -44,6 +44,7 @@ import { planRun } from '../loops/plan-run';
 import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
+import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
 import { checkRunId, newRunId } from './run-id';
 import { serviceError } from './service-errors';
@@ -109,11 +110,13 @@ export class LoopwrightClient {
     const env = opts.env ?? process.env;
     // With a key ring (LOOPWRIGHT_KEYS), payloads and failure messages are encrypted; a bad ring is a ConfigError before anything connects.
     const dataConverter = clientDataConverter(keyRingFromEnv(env));
+    // TLS and API key (TEMPORAL_TLS_*, TEMPORAL_API_KEY): a bad one is a ConfigError before anything connects.
+    const secure = temporalConnectionOptions(env);
     let connection: Connection;
     try {
-      connection = await Connection.connect({ address: config.temporalAddress, connectTimeout: '5s' });
+      connection = await Connection.connect({ address: config.temporalAddress, connectTimeout: '5s', ...secure });
     } catch (err) {
-      throw new ServerUnavailableError(config.temporalAddress, { cause: err });
+      throw new ServerUnavailableError(config.temporalAddress, { cause: err, secured: isSecured(secure) });
     }
     return new LoopwrightClient(
       new Client({ connection, namespace: config.namespace, dataConverter }),

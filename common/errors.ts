@@ -88,10 +88,12 @@ export class ConfigError extends UsageError {}
 export class ServerUnavailableError extends UsageError {
   constructor(
     readonly address: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; secured?: boolean },
   ) {
     super(
-      `cannot reach the Temporal server at ${address}: start one with \`npx loopwright dev\` or set TEMPORAL_ADDRESS`,
+      options?.secured
+        ? `cannot connect to the Temporal server at ${address} with the TLS or API-key settings given: check TEMPORAL_ADDRESS, TEMPORAL_TLS_* and TEMPORAL_API_KEY (the certificate, its CA and server name, the key)`
+        : `cannot reach the Temporal server at ${address}: start one with \`npx loopwright dev\` or set TEMPORAL_ADDRESS`,
       options,
     );
   }

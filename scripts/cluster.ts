@@ -7,7 +7,7 @@
 import { join } from 'path';
 import { LoopwrightError, UsageError } from '../common/errors';
 import { isRunning, readState } from '../server/cluster/processes';
-import { startCluster, stopCluster } from '../server/cluster/cluster';
+import { serverSecurityEnv, startCluster, stopCluster } from '../server/cluster/cluster';
 import { loopwrightHome } from '../server/paths';
 
 const USAGE =
@@ -46,12 +46,15 @@ async function main(argv: string[]): Promise<void> {
       workers: num('--workers'),
       frontends: num('--frontends'),
       uiPort: num('--ui-port'),
+      // TLS and an authorizer for the Temporal services, from the variables docker-compose.yml documents (TEMPORAL_TLS_FRONTEND_CERT, ...).
+      serverEnv: serverSecurityEnv(process.env),
       log: (l) => console.error(l),
     });
     console.log(
       `cluster running: Temporal at ${state.addresses.join(', ')}, namespace ${state.namespace}, PostgreSQL at 127.0.0.1:${state.pgPort}`,
     );
     if (state.uiUrl) console.log(`Web UI: ${state.uiUrl}`);
+    if (state.codecUrl) console.log(`codec server (the Web UI decodes payloads through it): ${state.codecUrl}`);
     for (const p of state.processes) console.log(`  ${p.name.padEnd(16)} pid ${String(p.pid)}  log ${p.logFile}`);
     console.log(
       `use it: TEMPORAL_ADDRESS=${state.addresses[0]} npx loopwright run ...   stop it: npm run cluster -- stop`,

@@ -1,15 +1,22 @@
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { type CommandResult, failureReason, runCommand } from './run-command';
+import { withoutConnectionSettings } from './temporal-connection';
 
 /** Where and how to reach a server with the Temporal CLI. */
 export interface OperatorTarget {
   cli: string;
   address: string;
   namespace: string;
+  /** The CLI's environment (default this process's): TEMPORAL_TLS_* and TEMPORAL_API_KEY for a secured frontend. */
+  env?: NodeJS.ProcessEnv;
 }
 
 function operator(target: OperatorTarget, args: string[]): Promise<CommandResult> {
-  return runCommand(target.cli, ['operator', ...args, '--address', target.address], { timeoutMs: 15_000 });
+  return runCommand(target.cli, ['operator', ...args, '--address', target.address], {
+    timeoutMs: 15_000,
+    // Without an environment of its own, the CLI talks to a local server: not with a developer's Cloud settings.
+    env: target.env ?? withoutConnectionSettings(process.env),
+  });
 }
 
 /** True when `temporal operator cluster health` answers SERVING. */

@@ -2,9 +2,12 @@
  * docker-compose.yml, Dockerfile, .dockerignore and deploy/temporal-setup.sh: the
  * scale-out deployment (Temporal on PostgreSQL, Web UI, N Loopwright workers).
  *
- * No Docker engine is needed: the compose file and Dockerfile are parsed and checked
- * statically, and the setup script is run for real by `sh` against a fake `temporal`
- * CLI that keeps the server's state in a temp dir. When a `docker compose` client is
+ * No Docker engine is needed (none exists where this is written): the compose file and
+ * Dockerfile are parsed and checked statically, the setup script is run for real by `sh`
+ * against a fake `temporal` CLI that keeps the server's state in a temp dir, and the server's
+ * start script against a stand-in `temporal-server`. What compose shares with `npm run cluster`
+ * (the config template, the schema and setup scripts, the version) is checked here to be the
+ * same files and the same command line; the cluster suite runs them for real. When a `docker compose` client is
  * installed, `docker compose config -q` also validates the file against the spec.
  */
 import { spawnSync } from 'child_process';
@@ -15,7 +18,8 @@ import { join, resolve } from 'path';
 import * as ts from 'typescript';
 import { parse } from 'yaml';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import { dynamicConfigFile } from '../server/cluster/cluster';
+import { dynamicConfigFile, sharedDeployFiles, temporalServerArgs } from '../server/cluster/cluster';
+import { TEMPORAL_CONNECTION_VARIABLES } from '../server/temporal-connection';
 import { TEMPORAL_SERVER_VERSION } from '../server/cluster/temporal-server-binary';
 import { must, mustTake } from '../common/must';
 
@@ -45,6 +49,9 @@ const compose = parse(readFileSync(COMPOSE_FILE, 'utf8')) as {
   services: Record<string, Service>;
   volumes?: Record<string, unknown>;
 };
+
+/** The version of an image reference, `temporalio/admin-tools:1.29.7-tctl-1.18` → `1.29.7`. */
+const imageVersion = (image: string | undefined): string | undefined => image?.split(':')[1]?.split('-')[0];
 
 function service(name: string): Service {
   const s = compose.services[name];
@@ -118,9 +125,9 @@ function durationHours(text: string): number {
 
 // ---------------------------------------------------------------------------------------
 describe('docker-compose.yml services', () => {
-  it('declares postgresql, temporal, temporal-setup, temporal-ui and worker', () => {
+  it('declares postgresql, temporal-schema, temporal, temporal-setup, temporal-ui and worker', () => {
     expect(Object.keys(compose.services).sort()).toEqual(
-      expect.arrayContaining(['postgresql', 'temporal', 'temporal-setup', 'temporal-ui', 'worker']),
+      expect.arrayContaining(['postgresql', 'temporal-schema', 'temporal', 'temporal-setup', 'temporal-ui', 'worker']),
     );
   });
 
@@ -136,44 +143,98 @@ describe('docker-compose.yml services', () => {
     expect(compose.volumes ?? {}).toHaveProperty([volumeName]);
   });
 
-  it('temporal is auto-setup pinned to a 1.2x/1.3x release and uses the postgresql service as its database', () => {
-    const temporal = service('temporal');
-    expect(temporal.image).toMatch(/^temporalio\/auto-setup:1\.[23]\d\.\d+$/);
+  /** A service's mounts as `host:container[:mode]` strings. */
+  const mounts = (name: string) =>
+    (service(name).volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
+  /** The host file (resolved from the repository) mounted at `target`, or inside a folder mounted above it. */
+  const hostPath = (name: string, target: string): string | undefined => {
+    for (const m of mounts(name)) {
+      const [host = '', inside = ''] = m.split(':');
+      if (target === inside) return resolve(ROOT, host);
+      if (target.startsWith(`${inside}/`)) return resolve(ROOT, host, target.slice(inside.length + 1));
+    }
+    return undefined;
+  };
+  const DB_VARS = ['TEMPORAL_DB_HOST', 'TEMPORAL_DB_PORT', 'TEMPORAL_DB_USER', 'TEMPORAL_DB_PASSWORD'];
+
+  it('temporal is the plain temporalio/server image on the postgresql service, started once the schema job is done', () => {
+    expect(service('temporal').image).toMatch(/^temporalio\/server:1\.[23]\d\.\d+$/);
     const e = env('temporal');
-    expect(e.DB).toBe('postgres12');
-    expect(e.POSTGRES_SEEDS).toBe('postgresql');
-    expect(e.DB_PORT).toBe('5432');
+    expect(e.TEMPORAL_DB_HOST).toBe('postgresql');
+    expect(e.TEMPORAL_DB_PORT).toBe('5432');
     // Same credentials as the database container creates.
-    expect(e.POSTGRES_USER).toBe(env('postgresql').POSTGRES_USER);
-    expect(e.POSTGRES_PWD).toBe(env('postgresql').POSTGRES_PASSWORD);
-    expect(e.POSTGRES_PWD).not.toBe('');
-    expect(dependsOn('temporal')).toEqual({ postgresql: 'service_healthy' });
-    expect(argv(temporal.healthcheck?.test).join(' ')).toMatch(/cluster health/);
+    expect(e.TEMPORAL_DB_USER).toBe(env('postgresql').POSTGRES_USER);
+    expect(e.TEMPORAL_DB_PASSWORD).toBe(env('postgresql').POSTGRES_PASSWORD);
+    expect(e.TEMPORAL_DB_PASSWORD).not.toBe('');
+    expect(e.TEMPORAL_BIND_IP).toBe('0.0.0.0');
+    expect(dependsOn('temporal')).toEqual({ 'temporal-schema': 'service_completed_successfully' });
   });
 
-  it('temporal runs the Temporal server version npm run cluster builds (one pinned version for both)', () => {
+  it('temporal-schema runs deploy/temporal-schema.sh (the script npm run cluster runs) in admin-tools, with the database temporal uses', () => {
+    const schema = service('temporal-schema');
+    expect(schema.image).toMatch(/^temporalio\/admin-tools:1\.[23]\d\.\d+/);
+    expect(dependsOn('temporal-schema')).toEqual({ postgresql: 'service_healthy' });
+    expect([...argv(schema.entrypoint), ...argv(schema.command)]).toEqual(['/bin/sh', '/deploy/temporal-schema.sh']);
+    expect(hostPath('temporal-schema', '/deploy/temporal-schema.sh')).toBe(sharedDeployFiles().schemaScript);
+    for (const name of DB_VARS)
+      expect({ name, value: env('temporal-schema')[name] }).toEqual({ name, value: env('temporal')[name] });
+    // admin-tools keeps the schema files and the tool where the script looks by default.
+    expect(env('temporal-schema').TEMPORAL_SCHEMA_DIR).toBe('/etc/temporal/schema');
+  });
+
+  it('compose and npm run cluster share one version: server and both admin-tools jobs pin TEMPORAL_SERVER_VERSION', () => {
     expect(service('temporal').image!.split(':')[1]).toBe(TEMPORAL_SERVER_VERSION);
+    for (const job of ['temporal-schema', 'temporal-setup'])
+      expect({ job, version: imageVersion(service(job).image) }).toEqual({
+        job,
+        version: TEMPORAL_SERVER_VERSION,
+      });
   });
 
-  it('temporal reads the dynamic config file npm run cluster gives its services', () => {
-    const mount = (service('temporal').volumes ?? [])
-      .map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`))
-      .find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
-    expect(
-      join(ROOT, mount!.split(':')[0] ?? '', env('temporal').DYNAMIC_CONFIG_FILE_PATH?.split('/').pop() ?? ''),
-    ).toBe(dynamicConfigFile());
+  it('compose and npm run cluster share one config template: temporal mounts the folder the cluster starts from', () => {
+    const root = env('temporal').TEMPORAL_CONFIG_ROOT ?? '/etc/temporal/loopwright';
+    expect(hostPath('temporal', root)).toBe(sharedDeployFiles().configRoot);
+    expect(hostPath('temporal', `${root}/config/loopwright.yaml`)).toBe(sharedDeployFiles().template);
+    expect(existsSync(sharedDeployFiles().template)).toBe(true);
+    // The dynamic config the template is told to read is the cluster's, through the same mount.
+    expect(hostPath('temporal', env('temporal').TEMPORAL_DYNAMIC_CONFIG ?? '')).toBe(dynamicConfigFile());
+    expect(() => parse(readFileSync(dynamicConfigFile(), 'utf8'))).not.toThrow();
   });
 
-  it('temporal mounts the dynamic config file that DYNAMIC_CONFIG_FILE_PATH names', () => {
-    const path = env('temporal').DYNAMIC_CONFIG_FILE_PATH ?? '';
-    expect(path).toMatch(/^config\/dynamicconfig\/[\w.-]+\.yaml$/);
-    const mount = (service('temporal').volumes ?? [])
-      .map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`))
-      .find((v) => v.split(':')[1] === '/etc/temporal/config/dynamicconfig');
-    expect(mount).toBeDefined();
-    const hostFile = join(ROOT, mount!.split(':')[0] ?? '', path.split('/').pop()!);
-    expect(existsSync(hostFile)).toBe(true);
-    expect(() => parse(readFileSync(hostFile, 'utf8'))).not.toThrow();
+  it("compose's server command line is the cluster's with every service: deploy/temporal-start.sh run against a stand-in temporal-server", () => {
+    const temporal = service('temporal');
+    expect([...argv(temporal.entrypoint), ...argv(temporal.command)]).toEqual(['/bin/sh', '/deploy/temporal-start.sh']);
+    expect(hostPath('temporal', '/deploy/temporal-start.sh')).toBe(join(ROOT, 'deploy', 'temporal-start.sh'));
+    const bin = mkdtempSync(join(tmpdir(), 'loopwright-start-'));
+    try {
+      writeFileSync(join(bin, 'temporal-server'), '#!/bin/sh\nprintf "%s\\n" "$TEMPORAL_BROADCAST_ADDRESS" "$@"\n');
+      writeFileSync(join(bin, 'hostname'), '#!/bin/sh\necho 172.18.0.5 10.0.0.7\n');
+      chmodSync(join(bin, 'temporal-server'), 0o755);
+      chmodSync(join(bin, 'hostname'), 0o755);
+      const start = (extra: Record<string, string> = {}) => {
+        const r = spawnSync('sh', [join(ROOT, 'deploy', 'temporal-start.sh')], {
+          encoding: 'utf8',
+          env: { PATH: `${bin}:/usr/bin:/bin`, ...env('temporal'), ...extra },
+        });
+        expect(r.stderr).toBe('');
+        expect(r.status).toBe(0);
+        return r.stdout.trim().split('\n');
+      };
+      const [broadcast, ...args] = start();
+      expect(broadcast).toBe('172.18.0.5');
+      const services = ['frontend', 'history', 'matching', 'worker'];
+      expect(args).toEqual(temporalServerArgs('/etc/temporal/loopwright', services));
+      // The cluster starts the same binary with the same flags, one service per process.
+      expect(temporalServerArgs(sharedDeployFiles().configRoot, ['history']).slice(2)).toEqual(
+        args.slice(2, args.indexOf('start') + 1).concat(['--service', 'history']),
+      );
+      // With an authorizer, the internal frontend too (the template defines it only then).
+      expect(start({ USE_INTERNAL_FRONTEND: 'true' }).slice(1)).toEqual(
+        temporalServerArgs('/etc/temporal/loopwright', [...services, 'internal-frontend']),
+      );
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
   });
 
   it('publishes Temporal gRPC on host port 7233 and the Web UI on host port 8080', () => {
@@ -193,10 +254,10 @@ describe('docker-compose.yml services', () => {
     }
   });
 
-  it('temporal-ui is a pinned temporalio/ui pointed at temporal:7233, started once temporal is healthy', () => {
+  it('temporal-ui is a pinned temporalio/ui pointed at temporal:7233, started once temporal-setup has set the server up', () => {
     expect(service('temporal-ui').image).toMatch(/^temporalio\/ui:2\.\d+\.\d+$/);
     expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe('temporal:7233');
-    expect(dependsOn('temporal-ui').temporal).toBe('service_healthy');
+    expect(dependsOn('temporal-ui')['temporal-setup']).toBe('service_completed_successfully');
   });
 
   it('temporal-ui grants CORS to its own origin only (another origin could make credentialed calls and read the CSRF cookie)', () => {
@@ -262,22 +323,23 @@ describe('docker-compose.yml services', () => {
     expect(rawEnv('worker', 'LOOPWRIGHT_SANDBOX')).toBe('${LOOPWRIGHT_SANDBOX:-}');
   });
 
-  it('temporal-setup runs deploy/temporal-setup.sh in admin-tools once temporal is healthy, on the worker namespace', () => {
+  it('temporal-setup runs deploy/temporal-setup.sh (the script npm run cluster runs) in admin-tools once temporal has started, on the worker namespace', () => {
     const setup = service('temporal-setup');
     expect(setup.image).toMatch(/^temporalio\/admin-tools:1\.[23]\d\.\d+/);
     // Same server release as the temporal service.
-    expect(setup.image!.split(':')[1]?.split('-')[0]).toBe(service('temporal').image!.split(':')[1]);
-    expect(dependsOn('temporal-setup').temporal).toBe('service_healthy');
-    const mounts = (setup.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
-    expect(mounts).toContain('./deploy/temporal-setup.sh:/deploy/temporal-setup.sh:ro');
+    expect(imageVersion(setup.image)).toBe(service('temporal').image?.split(':')[1]);
+    // The script itself waits until the server answers SERVING (temporalio/server has no CLI for a healthcheck).
+    expect(dependsOn('temporal-setup').temporal).toBe('service_started');
+    expect(readFileSync(SETUP_SCRIPT, 'utf8')).toMatch(/wait_until "the Temporal server to be SERVING"/);
+    expect(mounts('temporal-setup')).toContain('./deploy/temporal-setup.sh:/deploy/temporal-setup.sh:ro');
+    expect(hostPath('temporal-setup', '/deploy/temporal-setup.sh')).toBe(sharedDeployFiles().setupScript);
     expect([...argv(setup.entrypoint), ...argv(setup.command)]).toEqual(['/bin/sh', '/deploy/temporal-setup.sh']);
     expect(env('temporal-setup').TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(env('temporal-setup').TEMPORAL_NAMESPACE).toBe(env('worker').TEMPORAL_NAMESPACE);
   });
 
-  it('namespace retention defaults to at least 720h, for auto-setup and for temporal-setup', () => {
+  it('namespace retention defaults to at least 720h in temporal-setup (which creates the namespace)', () => {
     expect(durationHours(env('temporal-setup').LOOPWRIGHT_RETENTION ?? '')).toBeGreaterThanOrEqual(720);
-    expect(durationHours(env('temporal').DEFAULT_NAMESPACE_RETENTION ?? '')).toBeGreaterThanOrEqual(720);
   });
 
   it('deploy/temporal-setup.sh lists exactly the SEARCH_ATTRIBUTES of common/search-attributes.ts, with their types', () => {
@@ -420,7 +482,7 @@ describe('deploy/temporal-setup.sh (run by sh against a fake temporal CLI)', () 
     expect(run.retention).toBe('720h');
   });
 
-  it('namespace never created by auto-setup: the script creates it, then registers everything and exits 0', () => {
+  it('namespace not created yet (the server makes none): the script creates it, then registers everything and exits 0', () => {
     const run = runSetup({ namespaceExists: false });
     expect(run.status).toBe(0);
     expect(run.calls).toContain('operator namespace create --namespace default --retention 720h');
@@ -466,7 +528,19 @@ describe('docker-compose.yml security notes (how production is protected)', () =
     ]) {
       expect(header).toContain(word);
     }
-    expect(header).toMatch(/do not read TLS client\s+#?\s*certificates or an API key yet/);
+    // The client side, as Loopwright's worker and CLI read it.
+    for (const name of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_API_KEY'])
+      expect(header).toContain(name);
+    expect(header).not.toMatch(/yet/);
+  });
+
+  it("the temporal service's commented mTLS and authorizer settings are variables the shared template reads", () => {
+    const template = readFileSync(sharedDeployFiles().template, 'utf8');
+    const keys = [
+      ...block('temporal').matchAll(/^\s+# ((?:TEMPORAL_TLS|TEMPORAL_AUTH|TEMPORAL_JWT|USE_INTERNAL)\w*): \S/gm),
+    ].map((m) => m[1]);
+    expect(keys.length).toBeGreaterThanOrEqual(12);
+    for (const key of keys) expect({ key, read: template.includes(`env "${key}"`) }).toEqual({ key, read: true });
   });
 
   it("shows, commented out, the temporal service's mTLS and authorizer settings, and none of them is on", () => {
@@ -486,7 +560,7 @@ describe('docker-compose.yml security notes (how production is protected)', () =
     }
   });
 
-  it("shows the client side for the setup job, the Web UI and the worker (the worker's marked as not read yet)", () => {
+  it("shows the client side for the setup job, the Web UI and the worker (the worker's under the names it reads)", () => {
     for (const key of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_API_KEY'])
       expect(commented('temporal-setup', key)).toBe(true);
     for (const key of [
@@ -497,9 +571,13 @@ describe('docker-compose.yml security notes (how production is protected)', () =
       'TEMPORAL_DISABLE_WRITE_ACTIONS',
     ])
       expect(commented('temporal-ui', key)).toBe(true);
-    for (const key of ['TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_API_KEY'])
-      expect(commented('worker', key)).toBe(true);
-    expect(block('worker')).toMatch(/NOT READ YET/);
+    const workerKeys = [...block('worker').matchAll(/^\s+# (TEMPORAL_\w+): \S/gm)].map((m) => m[1]);
+    expect(workerKeys).toEqual(
+      expect.arrayContaining(['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_API_KEY']),
+    );
+    // Every one is a variable the worker reads (server/temporal-connection.ts): none is decoration.
+    for (const key of workerKeys) expect(TEMPORAL_CONNECTION_VARIABLES).toContain(key);
+    expect(block('worker')).not.toMatch(/NOT READ YET/);
   });
 });
 

@@ -1,14 +1,19 @@
 import { Connection } from '@temporalio/client';
 import { ConfigError } from '../common/errors';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import type { TemporalConnectionOptions } from '../server/temporal-connection';
 
 /**
  * Refuses to start a worker on a namespace that lacks Loopwright's search attributes: the server
  * would reject every run's first workflow task ("search attribute LoopName is not defined") and
  * the runs would stall without a word. Says how to register them instead.
  */
-export async function checkSearchAttributes(address: string, namespace: string): Promise<void> {
-  const connection = await Connection.connect({ address, connectTimeout: '5s' });
+export async function checkSearchAttributes(
+  address: string,
+  namespace: string,
+  secure: TemporalConnectionOptions = {},
+): Promise<void> {
+  const connection = await Connection.connect({ address, connectTimeout: '5s', ...secure });
   try {
     const listed = await connection.operatorService.listSearchAttributes({ namespace });
     const known = new Set(Object.keys(listed.customAttributes ?? {}));

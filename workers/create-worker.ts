@@ -11,6 +11,7 @@ import { workerDataConverter } from '../crypto/codec';
 import { redactionFromEnv } from '../common/redact';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { workerTuning } from './tuning';
+import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
 
 export interface WorkerOptions {
   address: string;
@@ -51,13 +52,15 @@ export async function createLoopwrightWorker(
   const model = createModelClient(opts.env);
   const dataConverter = workerDataConverter(ring, redactionFromEnv(opts.env));
   const status = await sandbox.status();
+  // And a bad TLS or API-key setting (TEMPORAL_TLS_*, TEMPORAL_API_KEY, see server/temporal-connection.ts).
+  const secure = temporalConnectionOptions(opts.env);
   let connection: NativeConnection;
   try {
-    connection = await NativeConnection.connect({ address: opts.address });
+    connection = await NativeConnection.connect({ address: opts.address, ...secure });
   } catch (err) {
-    throw new ServerUnavailableError(opts.address, { cause: err });
+    throw new ServerUnavailableError(opts.address, { cause: err, secured: isSecured(secure) });
   }
-  await checkSearchAttributes(opts.address, opts.namespace).catch(async (err: unknown) => {
+  await checkSearchAttributes(opts.address, opts.namespace, secure).catch(async (err: unknown) => {
     await connection.close();
     throw err;
   });

@@ -6,6 +6,7 @@ import { startCodecServer, type CodecServer } from '../crypto/codec-server';
 import { startDevServer, type DevServer } from '../server/dev-server';
 import { isPortFree } from '../server/free-port';
 import { loopwrightHome } from '../server/paths';
+import { withoutConnectionSettings } from '../server/temporal-connection';
 import type { SandboxStatus } from '../activities/sandbox/sandbox';
 import { createLoopwrightWorker } from './create-worker';
 import { installRuntime } from './runtime';
@@ -97,7 +98,8 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
       address: server.address,
       namespace: config.namespace,
       taskQueue: config.taskQueue,
-      env: opts.env,
+      // Its own dev server on 127.0.0.1 speaks plain TCP, whatever TLS or API key the environment holds.
+      env: withoutConnectionSettings(opts.env),
     });
   } catch (err) {
     await server.stop();

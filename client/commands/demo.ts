@@ -22,6 +22,7 @@ import { signedBy } from './decide';
 import { generateSigningKey, publicKeyOf } from '../signing';
 import { DECISION_NAMESPACE, GRANT_NAMESPACE, parseAllowedSigners, publicKeyLine } from '../../common/sshsig';
 import { loopwrightHome } from '../../server/paths';
+import { withoutConnectionSettings } from '../../server/temporal-connection';
 import { defaultKeysPath, initKeyFile } from '../../crypto/key-file';
 
 /** A link to a run's page in the Web UI. */
@@ -74,7 +75,8 @@ export async function demoCommand(
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-demo-')), 'sample-math'));
   io.out(`Sample repository with a failing test: ${repo}`);
   const stack = await startEmbeddedStack({ env: runEnv, log: io.err });
-  const client = await LoopwrightClient.connect({ env: runEnv, address: stack.address });
+  // The demo's own dev server speaks plain TCP, whatever TLS or API key the environment holds.
+  const client = await LoopwrightClient.connect({ env: withoutConnectionSettings(runEnv), address: stack.address });
   try {
     io.out(
       `Temporal dev server: ${stack.address}${stack.uiUrl ? `, Web UI: ${stack.uiUrl}` : ''}${stack.metricsUrl ? `, metrics: ${stack.metricsUrl}` : ''}`,

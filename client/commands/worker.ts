@@ -3,6 +3,7 @@ import { createLoopwrightWorker, sandboxNotice } from '../../workers/create-work
 import { installRuntime } from '../../workers/runtime';
 import { tuningLine, withTuningFlags, workerTuning } from '../../workers/tuning';
 import { trustNotice, trustPathsFromEnv } from '../../activities/trust';
+import { describeConnection, temporalConnectionOptions } from '../../server/temporal-connection';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
@@ -24,7 +25,7 @@ export async function workerCommand(
     env,
   });
   io.err(
-    `worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}); Ctrl-C stops it`,
+    `worker polling task queue ${config.taskQueue} on ${config.temporalAddress} (namespace ${config.namespace}, ${describeConnection(temporalConnectionOptions(env))}); Ctrl-C stops it`,
   );
   io.err(sandboxNotice(sandbox).line);
   io.err(trustNotice(trustPathsFromEnv(env)));

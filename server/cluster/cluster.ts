@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'path';
 import { UsageError } from '../../common/errors';
 import { must } from '../../common/must';
 import { freePort, isPortFree } from '../free-port';
-import { packageRoot } from '../paths';
+import { loopwrightHome, packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 import { findTemporalCli } from '../temporal-binary';
 import { isServing } from '../temporal-operator';
@@ -35,6 +35,14 @@ import {
   writeState,
 } from './processes';
 import { findSchemaDir, findSqlTool, findTemporalServer, findUiServer } from './temporal-server-binary';
+import { TEMPORAL_CONNECTION_VARIABLES, temporalConnectionOptions } from '../temporal-connection';
+
+/** The client connection variables set in `env` (TEMPORAL_TLS_*, TEMPORAL_API_KEY), for the CLI, setup and UI. */
+function connectionVariables(env: NodeJS.ProcessEnv): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const name of TEMPORAL_CONNECTION_VARIABLES) if (env[name]?.trim()) vars[name] = env[name]!.trim();
+  return vars;
+}
 
 /** Options of {@link startCluster}. */
 export interface ClusterOptions {
@@ -51,8 +59,18 @@ export interface ClusterOptions {
   namespace?: string;
   /** How long closed runs are kept (default 720h). */
   retention?: string;
-  /** The environment binaries are found with and workers inherit (default `process.env`). */
+  /**
+   * The environment binaries are found with and workers inherit (default `process.env`). Its
+   * client connection settings (TEMPORAL_TLS_*, TEMPORAL_API_KEY: see server/temporal-connection.ts)
+   * also reach the CLI that checks the frontends and runs deploy/temporal-setup.sh, and the Web UI.
+   */
   env?: NodeJS.ProcessEnv;
+  /**
+   * More variables for every Temporal service process, read by the config template: TLS
+   * (TEMPORAL_TLS_FRONTEND_CERT, TEMPORAL_TLS_REQUIRE_CLIENT_AUTH, ...) or an authorizer, as in
+   * docker-compose.yml. Default: none (plain TCP on 127.0.0.1).
+   */
+  serverEnv?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -63,6 +81,77 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The dynamic config file every Temporal process reads: the one docker-compose.yml mounts too. */
 export function dynamicConfigFile(): string {
   return join(DEPLOY(), 'temporal', 'dynamicconfig', 'development-sql.yaml');
+}
+
+/**
+ * The files the cluster and docker-compose.yml share: the server's config folder (the template
+ * config/loopwright.yaml and the dynamic config), the schema script and the setup script.
+ * test/docker-compose.test.ts fails when compose mounts others.
+ */
+export function sharedDeployFiles(): {
+  configRoot: string;
+  template: string;
+  schemaScript: string;
+  setupScript: string;
+} {
+  return {
+    configRoot: join(DEPLOY(), 'temporal'),
+    template: join(DEPLOY(), 'temporal', 'config', 'loopwright.yaml'),
+    schemaScript: join(DEPLOY(), 'temporal-schema.sh'),
+    setupScript: join(DEPLOY(), 'temporal-setup.sh'),
+  };
+}
+
+/**
+ * The template's TLS and authorizer variables (deploy/temporal/config/loopwright.yaml), which
+ * `npm run cluster` passes from its environment to every Temporal process. With an authorizer the
+ * cluster also starts an internal-frontend process (see startCluster).
+ */
+export const SERVER_SECURITY_VARIABLES = [
+  'TEMPORAL_TLS_REFRESH_INTERVAL',
+  'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH',
+  'TEMPORAL_TLS_SERVER_CERT',
+  'TEMPORAL_TLS_SERVER_KEY',
+  'TEMPORAL_TLS_SERVER_CA_CERT',
+  'TEMPORAL_TLS_INTERNODE_SERVER_NAME',
+  'TEMPORAL_TLS_INTERNODE_DISABLE_HOST_VERIFICATION',
+  'TEMPORAL_TLS_FRONTEND_CERT',
+  'TEMPORAL_TLS_FRONTEND_KEY',
+  'TEMPORAL_TLS_CLIENT1_CA_CERT',
+  'TEMPORAL_TLS_CLIENT2_CA_CERT',
+  'TEMPORAL_TLS_FRONTEND_SERVER_NAME',
+  'TEMPORAL_TLS_FRONTEND_DISABLE_HOST_VERIFICATION',
+  'TEMPORAL_AUTH_AUTHORIZER',
+  'TEMPORAL_AUTH_CLAIM_MAPPER',
+  'TEMPORAL_JWT_KEY_SOURCE1',
+  'TEMPORAL_JWT_KEY_SOURCE2',
+  'TEMPORAL_JWT_KEY_REFRESH',
+  'TEMPORAL_JWT_PERMISSIONS_CLAIM',
+] as const;
+
+/** The {@link SERVER_SECURITY_VARIABLES} set in `env`. */
+export function serverSecurityEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const name of SERVER_SECURITY_VARIABLES) if (env[name]?.trim()) vars[name] = env[name]!.trim();
+  return vars;
+}
+
+/**
+ * The Temporal server's command line for `services` with the config folder at `root`: one service
+ * per cluster process; all four in compose's one (deploy/temporal-start.sh builds the same line).
+ */
+export function temporalServerArgs(root: string, services: string[]): string[] {
+  return [
+    '--root',
+    root,
+    '--config',
+    'config',
+    '--env',
+    'loopwright',
+    '--allow-no-auth',
+    'start',
+    ...services.flatMap((s) => ['--service', s]),
+  ];
 }
 
 async function waitFor(
@@ -97,7 +186,7 @@ async function temporalPorts(
   port: number,
   frontends: number,
 ): Promise<{ shared: Record<string, string>; frontendPorts: Array<Record<string, string>> }> {
-  const membership = await lowFreePorts(3 + frontends);
+  const membership = await lowFreePorts(4 + frontends);
   const shared: Record<string, string> = {
     TEMPORAL_HISTORY_PORT: String(await freePort()),
     TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(membership[0]),
@@ -105,6 +194,10 @@ async function temporalPorts(
     TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(membership[1]),
     TEMPORAL_WORKER_PORT: String(await freePort()),
     TEMPORAL_WORKER_MEMBERSHIP_PORT: String(membership[2]),
+    // Used only with an authorizer (USE_INTERNAL_FRONTEND): the frontend Temporal's own worker calls.
+    TEMPORAL_INTERNAL_FRONTEND_PORT: String(await freePort()),
+    TEMPORAL_INTERNAL_FRONTEND_MEMBERSHIP_PORT: String(membership[3 + frontends]),
+    TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT: String(await freePort()),
   };
   const frontendPorts: Array<Record<string, string>> = [];
   for (let i = 0; i < frontends; i++) {
@@ -176,6 +269,9 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
   if (!(await isPortFree(port))) throw new UsageError(`port ${port} is in use: give another with --port`);
   if (o.uiPort !== undefined && !(await isPortFree(o.uiPort)))
     throw new UsageError(`port ${o.uiPort} is in use: give another with --ui-port`);
+  // Bad TLS or API-key settings stop the start before anything runs (a ConfigError, exit 2).
+  temporalConnectionOptions(env);
+  const clientVars = connectionVariables(env);
   const pgBin = findPostgresBin(env);
   const runAs = await postgresUser(env);
   const [server, sqlTool, cli] = [
@@ -208,7 +304,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     };
     await startPostgres(o.dir, pgBin, runAs, state.pgPort, add, log);
     log('creating and migrating the Temporal databases (deploy/temporal-schema.sh)');
-    await runStep('deploy/temporal-schema.sh', join(DEPLOY(), 'temporal-schema.sh'), {
+    await runStep('deploy/temporal-schema.sh', sharedDeployFiles().schemaScript, {
       PATH: env.PATH ?? '',
       TEMPORAL_SQL_TOOL: sqlTool,
       TEMPORAL_SCHEMA_DIR: schemaDir,
@@ -217,10 +313,15 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
 
     const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2);
     const firstPorts = must(frontendPorts[0], '--frontends is at least 1');
+    // With an authorizer, Temporal's internal worker (and the frontend's calls to itself) go through
+    // an internal frontend, which the authorizer skips; without one they are refused ("Request unauthorized").
+    const internalFrontend = Boolean(o.serverEnv?.TEMPORAL_AUTH_AUTHORIZER?.trim());
+    if (internalFrontend) shared.USE_INTERNAL_FRONTEND = 'true';
     const base = {
       PATH: env.PATH ?? '',
       HOME: env.HOME ?? '',
       TEMPORAL_DYNAMIC_CONFIG: dynamicConfigFile(),
+      ...o.serverEnv,
       ...dbEnv,
       ...shared,
     };
@@ -232,6 +333,9 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
         'frontend',
         ports,
       ]),
+      ...(internalFrontend
+        ? [['internal-frontend', 'internal-frontend', firstPorts] as [string, string, Record<string, string>]]
+        : []),
       ['internal-worker', 'worker', firstPorts],
     ];
     for (const [name, service, ports] of services) {
@@ -273,21 +377,27 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
             log,
           ),
           writeState(o.dir, state),
-          isServing({ cli, address, namespace })
+          isServing({ cli, address, namespace, env: { PATH: env.PATH, HOME: env.HOME, ...clientVars } })
         ),
         join(o.dir, 'logs', 'frontend.log'),
       );
     }
     log('namespace, retention and search attributes (deploy/temporal-setup.sh)');
-    await runStep('deploy/temporal-setup.sh', join(DEPLOY(), 'temporal-setup.sh'), {
+    await runStep('deploy/temporal-setup.sh', sharedDeployFiles().setupScript, {
       PATH: `${dirname(cli)}:${env.PATH ?? ''}`,
       HOME: env.HOME ?? '',
       TEMPORAL_ADDRESS: must(state.addresses[0], 'the cluster has a frontend'),
       TEMPORAL_NAMESPACE: namespace,
       LOOPWRIGHT_RETENTION: o.retention ?? '720h',
       TEMPORAL_SETUP_RETRY_DELAY: '1',
+      ...clientVars,
     });
-    if (ui && o.uiPort !== undefined) state.uiUrl = await startUi(o.dir, ui, o.uiPort, state, add);
+    if (ui && o.uiPort !== undefined) {
+      const uiUrl = `http://127.0.0.1:${o.uiPort}`;
+      state.codecUrl = await codecEndpoint(o.dir, uiUrl, env, add, log);
+      writeState(o.dir, state);
+      state.uiUrl = await startUi(o.dir, ui, o.uiPort, state, add, clientVars);
+    }
     writeState(o.dir, state);
     for (let i = 1; i <= (o.workers ?? 2); i++) await startWorker(o.dir, state, add, i, env);
     return state;
@@ -312,18 +422,7 @@ function temporalProcess(
   return {
     name,
     command: server,
-    args: [
-      '--root',
-      join(DEPLOY(), 'temporal'),
-      '--config',
-      'config',
-      '--env',
-      'loopwright',
-      '--allow-no-auth',
-      'start',
-      '--service',
-      service,
-    ],
+    args: temporalServerArgs(sharedDeployFiles().configRoot, [service]),
     env,
     logFile: join(dir, 'logs', `${name}.log`),
     stopSignal: 'SIGTERM',
@@ -379,6 +478,7 @@ async function startUi(
   port: number,
   state: ClusterState,
   add: (p: ClusterProcess) => ClusterProcess,
+  clientVars: Record<string, string>,
 ): Promise<string> {
   const url = `http://127.0.0.1:${port}`;
   mkdirSync(join(dir, 'ui'), { recursive: true });
@@ -395,6 +495,9 @@ async function startUi(
     `    - ${url}`,
     'disableNewsFetch: true',
     'hideLogs: true',
+    ...uiTls(clientVars),
+    // The browser calls the codec server to show encrypted payloads (not the UI server).
+    ...(state.codecUrl ? ['codec:', `  endpoint: ${state.codecUrl}`] : []),
     '',
   ].join('\n');
   writeFileSync(join(dir, 'ui', 'loopwright.yaml'), config);
@@ -419,6 +522,79 @@ async function startUi(
     60_000,
   );
   return url;
+}
+
+/** Where the key ring is: LOOPWRIGHT_KEYS, else `<LOOPWRIGHT_HOME>/keys` when it exists (as crypto/keyring.ts reads it). */
+function keyRingLocation(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.LOOPWRIGHT_KEYS !== undefined) return env.LOOPWRIGHT_KEYS.trim() || undefined;
+  const file = join(loopwrightHome(env), 'keys');
+  return existsSync(file) ? file : undefined;
+}
+
+/**
+ * The codec server the Web UI decodes payloads through: TEMPORAL_CODEC_ENDPOINT when set (one
+ * you run, with a token, say), else with a key ring a `loopwright codec-server` process of the
+ * cluster's own on 127.0.0.1 that lets in the UI's origin only, else none (payloads are stored in clear).
+ */
+async function codecEndpoint(
+  dir: string,
+  uiUrl: string,
+  env: NodeJS.ProcessEnv,
+  add: (p: ClusterProcess) => ClusterProcess,
+  log: (line: string) => void,
+): Promise<string | undefined> {
+  const given = env.TEMPORAL_CODEC_ENDPOINT?.trim();
+  if (given) {
+    if (!/^https?:\/\/[^\s]+$/.test(given))
+      throw new UsageError(
+        `TEMPORAL_CODEC_ENDPOINT "${given.slice(0, 60)}" is not an http(s) URL: give the codec server's URL or unset it`,
+      );
+    return given;
+  }
+  if (!keyRingLocation(env)) {
+    log('no key ring (LOOPWRIGHT_KEYS): no codec server for the Web UI (payloads are stored in clear)');
+    return undefined;
+  }
+  const port = await freePort();
+  const p = add({
+    name: 'codec',
+    command: process.execPath,
+    args: [
+      join(packageRoot(), 'dist', 'client', 'cli.js'),
+      'codec-server',
+      '--port',
+      String(port),
+      '--allow-origin',
+      uiUrl,
+    ],
+    env: env as Record<string, string>,
+    logFile: join(dir, 'logs', 'codec.log'),
+    stopSignal: 'SIGTERM',
+  });
+  await waitFor(
+    'the codec server',
+    async () => {
+      if (!isRunning(p)) throw new Error(`the codec server exited at start: see ${p.logFile}`);
+      return readFileSync(p.logFile, 'utf8').includes('codec server listening');
+    },
+    p.logFile,
+    60_000,
+  );
+  log(`codec server for the Web UI on http://127.0.0.1:${port}`);
+  return `http://127.0.0.1:${port}`;
+}
+
+/** The `tls:` section of the UI server's config for an mTLS frontend: the same files the CLI and workers use. */
+function uiTls(vars: Record<string, string>): string[] {
+  const files: Array<[string, string | undefined]> = [
+    ['caFile', vars.TEMPORAL_TLS_SERVER_CA_CERT_PATH],
+    ['certFile', vars.TEMPORAL_TLS_CLIENT_CERT_PATH],
+    ['keyFile', vars.TEMPORAL_TLS_CLIENT_KEY_PATH],
+    ['serverName', vars.TEMPORAL_TLS_SERVER_NAME],
+  ];
+  const set = files.filter(([, v]) => v);
+  if (set.length === 0) return [];
+  return ['tls:', ...set.map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`), '  enableHostVerification: true'];
 }
 
 async function startWorker(
@@ -457,7 +633,7 @@ export async function stopCluster(dir: string): Promise<string[]> {
   if (!state) return [];
   const running = state.processes.filter(isRunning);
   const order = (p: ClusterProcess) =>
-    p.name.startsWith('worker-') || p.name === 'ui' ? 0 : p.name === 'postgres' ? 2 : 1;
+    p.name.startsWith('worker-') || p.name === 'ui' || p.name === 'codec' ? 0 : p.name === 'postgres' ? 2 : 1;
   for (const rank of [0, 1, 2]) await Promise.all(running.filter((p) => order(p) === rank).map((p) => stopProcess(p)));
   const left = state.processes.filter(isRunning);
   if (left.length > 0)
@@ -480,13 +656,54 @@ export async function killService(dir: string, name: string, signal: NodeJS.Sign
 
 /** Starts one process of the cluster again exactly as it was started (same ports, environment and log). */
 export async function restartService(dir: string, name: string): Promise<void> {
-  const { state, p } = processNamed(dir, name);
-  if (isRunning(p)) throw new UsageError(`${name} is still running (pid ${String(p.pid)})`);
-  launch(p);
-  writeState(dir, state);
-  if (name === 'postgres') {
-    await waitFor('PostgreSQL', () => isPostgresReady(dirname(p.command), state.pgPort), p.logFile, 60_000);
+  await restartServices(dir, [name]);
+}
+
+/**
+ * Starts processes of the cluster again, all at once, exactly as they were started, and watches
+ * them as a supervisor (systemd, Kubernetes, compose's `restart:`) would: one that exits within
+ * `settleMs` is started again (5 times at most, PostgreSQL 30). PostgreSQL exits at start while the backends of a
+ * postmaster killed with SIGKILL still hold its shared memory (they leave once they notice it is
+ * gone), and Temporal services started together can race on the cluster metadata (see
+ * {@link checkAlive}). PostgreSQL is waited for until it accepts connections.
+ */
+export async function restartServices(dir: string, names: string[], settleMs = 5_000): Promise<void> {
+  const state = readState(dir);
+  const chosen = names.map((name) => {
+    const p = state?.processes.find((x) => x.name === name);
+    if (!state || !p) throw new UsageError(`no process ${name} in the cluster at ${dir}`);
+    if (isRunning(p)) throw new UsageError(`${name} is still running (pid ${String(p.pid)})`);
+    return p;
+  });
+  for (const p of chosen) launch(p);
+  writeState(dir, state!);
+  const tries = new Map<ClusterProcess, number>();
+  const relaunchExited = () => {
+    for (const p of chosen) {
+      if (isRunning(p)) continue;
+      const n = (tries.get(p) ?? 0) + 1;
+      // PostgreSQL may take a few seconds to be startable again (the old backends leaving).
+      if (n > (p.name === 'postgres' ? 30 : 5))
+        throw new Error(`${p.name} keeps exiting after a restart: see ${p.logFile}`);
+      tries.set(p, n);
+      launch(p);
+    }
+    writeState(dir, state!);
+  };
+  const postgres = chosen.find((p) => p.name === 'postgres');
+  if (postgres) {
+    await waitFor(
+      'PostgreSQL',
+      async () => {
+        relaunchExited();
+        return isPostgresReady(dirname(postgres.command), state!.pgPort);
+      },
+      postgres.logFile,
+      60_000,
+    );
   }
+  for (const end = Date.now() + settleMs; Date.now() < end; await sleep(500)) relaunchExited();
+  relaunchExited();
 }
 
 /** True when `dir` holds a cluster state (running or not). */

@@ -10,7 +10,7 @@ import { isHolderAlive, isPidAlive, processStart } from '../dev-server-lock';
 
 /** How to start one process of the cluster, and the one that runs now. */
 export interface ClusterProcess {
-  /** `postgres`, `history`, `matching`, `frontend`, `frontend-2`, `internal-worker`, `worker-1`, ... */
+  /** `postgres`, `history`, `matching`, `frontend`, `frontend-2`, `internal-worker`, `codec`, `ui`, `worker-1`, ... */
   name: string;
   command: string;
   args: string[];
@@ -34,6 +34,8 @@ export interface ClusterState {
   pgPort: number;
   /** The Web UI, when started. */
   uiUrl?: string;
+  /** The codec server the Web UI decodes payloads through, when it has one. */
+  codecUrl?: string;
   startedAt: string;
   processes: ClusterProcess[];
 }

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import demoScript from '../../loops/fixtures/fix-test-demo.json';
@@ -9,14 +9,16 @@ import { LoopwrightClient } from '../../client/loopwright-client';
 import type { RunRecord } from '../../common/run-record';
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
-import { killService, restartService } from '../../server/cluster/cluster';
+import { killService, restartService, restartServices } from '../../server/cluster/cluster';
+import { isRunning, readState } from '../../server/cluster/processes';
 import { startWorkerProcess as startWorker, stopWorkerProcesses } from '../helpers/cli';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { workerProcessEnv } from '../helpers/temporal';
 
 /**
  * The cluster's own failures (npm run test:cluster): a Temporal service killed with SIGKILL and
- * started again, or PostgreSQL restarted, while one run waits on a slow model call and a fix-test
+ * started again, every Temporal service killed at once and started again, or PostgreSQL restarted
+ * cleanly or killed with SIGKILL (crash recovery at its next start), while one run waits on a slow model call and a fix-test
  * run waits for its approval. Each run ends as it would have undisturbed: the slow run completes
  * with its answer, the approval sent after the failure is applied (twice sent, once taken), and
  * the fix lands as exactly one commit.
@@ -121,6 +123,31 @@ const bounce =
     await restartService(clusterDir(), name);
   };
 
+/** Every Temporal service process of the cluster (not PostgreSQL, the UI or Loopwright's workers). */
+const TEMPORAL_SERVICES = ['history', 'matching', 'frontend', 'frontend-2', 'internal-worker'];
+
+/** Kills every Temporal service process at once with SIGKILL, waits 2 s, and starts them all again together. */
+async function killAllTemporal(): Promise<void> {
+  const names = readState(clusterDir())!.processes.map((p) => p.name);
+  expect(names).toEqual(expect.arrayContaining(TEMPORAL_SERVICES));
+  await Promise.all(TEMPORAL_SERVICES.map((name) => killService(clusterDir(), name)));
+  expect(
+    readState(clusterDir())!
+      .processes.filter((p) => TEMPORAL_SERVICES.includes(p.name))
+      .filter(isRunning),
+  ).toEqual([]);
+  await sleep(2000);
+  await restartServices(clusterDir(), TEMPORAL_SERVICES);
+}
+
+/** After a failure, every Temporal service is up: none died of the outage unnoticed. */
+function temporalServicesRunning(): string[] {
+  return readState(clusterDir())!
+    .processes.filter((p) => TEMPORAL_SERVICES.includes(p.name) && isRunning(p))
+    .map((p) => p.name)
+    .sort();
+}
+
 test(
   'kill -9 the history service mid-run and start it again: the slow run completes, the approval after it lands one commit',
   () => survives('history-kill', bounce('history')),
@@ -144,3 +171,16 @@ test(
   () => survives('postgres-restart', bounce('postgres', 'SIGINT')),
   600_000,
 );
+
+test('kill -9 PostgreSQL mid-run (no clean shutdown: crash recovery at start) and start it again: both runs end as undisturbed', async () => {
+  await survives('postgres-kill', bounce('postgres', 'SIGKILL'));
+  const pgLog = readState(clusterDir())!.processes.find((p) => p.name === 'postgres')!.logFile;
+  expect(readFileSync(pgLog, 'utf8')).toContain('automatic recovery in progress');
+  // The Temporal services rode out the outage: none exited for want of its database.
+  expect(temporalServicesRunning()).toEqual([...TEMPORAL_SERVICES].sort());
+}, 600_000);
+
+test('kill -9 every Temporal service process at once mid-run and start them all again: both runs end as undisturbed', async () => {
+  await survives('all-temporal-kill', killAllTemporal);
+  expect(temporalServicesRunning()).toEqual([...TEMPORAL_SERVICES].sort());
+}, 600_000);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { startCluster } from '../../server/cluster/cluster';
 import { freePort } from '../../server/free-port';
 import globalSetup from '../global-setup';
+import { initKeyFile } from '../../crypto/key-file';
 
 /**
  * `npm run test:cluster`: starts the production topology (PostgreSQL, Temporal's services as
@@ -16,6 +17,11 @@ import globalSetup from '../global-setup';
 export default async function clusterSetup(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-cluster-'));
   process.env.LOOPWRIGHT_CLUSTER_DIR = dir;
+  // A key ring of the cluster's own: its codec server (for the Web UI) reads it, and so does every
+  // client and worker of the suite (set after the suite's setup, which would make another).
+  const keysDir = mkdtempSync(path.join(tmpdir(), 'loopwright-cluster-keys-'));
+  process.env.LOOPWRIGHT_CLUSTER_KEYS_DIR = keysDir;
+  const keys = initKeyFile(path.join(keysDir, 'keys')).file;
   const started = Date.now();
   const state = await startCluster({
     dir,
@@ -23,6 +29,7 @@ export default async function clusterSetup(): Promise<void> {
     workers: 0,
     frontends: 2,
     uiPort: await freePort(),
+    env: { ...process.env, LOOPWRIGHT_KEYS: keys },
     log: (line) => process.stderr.write(`[cluster] ${line}\n`),
   });
   process.stderr.write(
@@ -32,4 +39,5 @@ export default async function clusterSetup(): Promise<void> {
   process.env.LOOPWRIGHT_CLUSTER_ADDRESSES = state.addresses.join(',');
   process.env.LOOPWRIGHT_CLUSTER_UI_URL = state.uiUrl;
   await globalSetup();
+  process.env.LOOPWRIGHT_KEYS = keys;
 }

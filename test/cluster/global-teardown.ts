@@ -7,4 +7,6 @@ export default async function clusterTeardown(): Promise<void> {
   if (!dir) return;
   await stopCluster(dir);
   if (!process.env.LOOPWRIGHT_KEEP_CLUSTER_DIR) rmSync(dir, { recursive: true, force: true });
+  if (process.env.LOOPWRIGHT_CLUSTER_KEYS_DIR)
+    rmSync(process.env.LOOPWRIGHT_CLUSTER_KEYS_DIR, { recursive: true, force: true });
 }

@@ -270,6 +270,32 @@ const cases: Case[] = [
     { LOOPWRIGHT_KEYS: file('garbage-keys', Buffer.from([0, 1, 2, 0xff, 0xfe])) },
   ],
   ['LOOPWRIGHT_METRICS not host:port', ['worker'], { LOOPWRIGHT_METRICS: 'everywhere' }],
+  // Connection security (server/temporal-connection.ts): checked before anything connects.
+  [
+    'TEMPORAL_TLS_CLIENT_CERT_PATH missing file',
+    ['list'],
+    {
+      TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(files, 'no.pem'),
+      TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(files, 'no.key'),
+    },
+  ],
+  [
+    'TEMPORAL_TLS_CLIENT_CERT_PATH without a key',
+    ['list'],
+    { TEMPORAL_TLS_CLIENT_CERT_PATH: file('client.pem', '-----BEGIN CERTIFICATE-----\nx\n') },
+  ],
+  [
+    'TEMPORAL_TLS_CLIENT_KEY_PATH without a certificate',
+    ['worker'],
+    { TEMPORAL_TLS_CLIENT_KEY_PATH: file('client.key', '-----BEGIN PRIVATE KEY-----\nx\n') },
+  ],
+  [
+    'TEMPORAL_TLS_SERVER_CA_CERT_PATH not PEM',
+    ['worker'],
+    { TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.txt', 'hello\n') },
+  ],
+  ['TEMPORAL_TLS neither true nor false', [...RUN, '--input', INPUT], { TEMPORAL_TLS: 'maybe' }],
+  ['TEMPORAL_TLS_DISABLE_HOST_VERIFICATION true', ['list'], { TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: 'true' }],
   ['LOOPWRIGHT_WORKER_MODEL with a newline', [...RUN, '--input', INPUT], { LOOPWRIGHT_WORKER_MODEL: 'claude\nx' }],
   ['webhooks without a secret', ['webhooks']],
 ];

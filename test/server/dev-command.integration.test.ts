@@ -1,6 +1,8 @@
 /**
  * Integration: `loopwright dev` (the built CLI) prints every port it and its Temporal dev server
- * listen on, all on 127.0.0.1, and the server's HTTP API refuses to start workflows.
+ * listen on, all on 127.0.0.1, and the server's HTTP API refuses to start workflows. It starts
+ * with a developer's Temporal Cloud settings (TEMPORAL_API_KEY, TEMPORAL_TLS_*) in its environment,
+ * which its worker and Temporal CLI calls leave aside for their own local server.
  */
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { mkdtempSync, readFileSync } from 'fs';
@@ -26,6 +28,9 @@ beforeAll(async () => {
     LOOPWRIGHT_HOME: home,
     LOOPWRIGHT_SANDBOX: 'off',
     TEMPORAL_CLI: process.env.LOOPWRIGHT_TEMPORAL_CLI,
+    // A developer's Temporal Cloud settings: dev talks to its own server in plain TCP regardless.
+    TEMPORAL_API_KEY: 'a-temporal-cloud-key',
+    TEMPORAL_TLS_SERVER_NAME: 'cloud.example',
   };
   dev = startCli(
     ['dev', '--port', String(port), '--ui-port', String(uiPort), '--metrics', `127.0.0.1:${metrics}`],
