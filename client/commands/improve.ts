@@ -17,7 +17,7 @@ import type { ClientHandler, CommandDefinition } from '../cli-command';
 
 /**
  * The improvement loop's commands: `improve`, `harness list|show|diff|rollback` and
- * `regression add|list`. See workflows/improve-workflow.ts and workflows/harness-workflow.ts.
+ * `regression add|list`. See workflows/improve/improve-workflow.ts and workflows/harness/harness-workflow.ts.
  * What runs, proposals and people wrote is printed inert (common/terminal.ts).
  */
 export const improveDefinition: CommandDefinition = (program, cli) => {
