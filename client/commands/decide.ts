@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import type { DecisionKind } from '../../common/decision';
 import { isDuration } from '../../common/duration';
 import { UsageError } from '../../common/errors';
@@ -121,7 +121,7 @@ export const decideDefinition: CommandDefinition = (program, { action, withClien
   decision('reject', 'end a waiting run as rejected', (c) => c.option('--reason <text>', 'why'));
   decision('retry', 'give a waiting run guidance and more attempts', (c) =>
     c
-      .addOption(new Option('--guidance <text>', 'feedback for the next attempt').makeOptionMandatory())
+      .addOption(c.createOption('--guidance <text>', 'feedback for the next attempt').makeOptionMandatory())
       .option('--attempts <n>', 'attempts to grant', '1'),
   );
   decision('extend', "extend a waiting run's budget (recorded with who and how much)", (c) =>
