@@ -55,15 +55,22 @@ const layers = [
   'test',
 ];
 
-/** A pattern that matches a relative import of the top-level folder `name` (or a file in it). */
-const layer = (name) => `^(\\.\\./)+${name}(/|$)`;
+/**
+ * A pattern that matches a relative import of the top-level folder `name` (or a file in it) from a
+ * file `depth` folders below the root, so `workflows/improve/` importing `../harness/...` (the
+ * harness workflow's folder) is not taken for the top-level `harness/`.
+ */
+const layer = (name, depth) => `^(\\.\\./){${depth}}${name}(/|$)`;
+
+/** Files are fenced this many folders deep at most (workflows/loop/x.ts is 2, activities/checks/tests/x.ts 3). */
+const MAX_DEPTH = 6;
 
 /** The no-restricted-imports patterns that keep `from` off every layer it may not import. */
-function fenceOf(from, mayImport) {
+function fenceOf(from, mayImport, depth) {
   return layers
     .filter((name) => name !== from && !mayImport.includes(name))
     .map((name) => ({
-      regex: layer(name),
+      regex: layer(name, depth),
       message: `${from}/ may not import ${name}/: see ${from}/README.md for what it may import.`,
     }));
 }
@@ -78,13 +85,18 @@ const deterministicPaths = [
   { name: '@temporalio/activity', message: 'Workflow code may import only @temporalio/workflow.' },
 ];
 
-/** One config block: the files of `from` may import only the layers in `mayImport` (and themselves). */
-function fence(from, mayImport, { paths = [], patterns = [], files = [`${from}/**/*.ts`], ignores = [] } = {}) {
-  return {
-    files,
+/**
+ * The fence of one folder: its files may import only the layers in `mayImport` (and themselves).
+ * One config block per depth below the root, since a relative import names a layer by how far it goes up.
+ */
+function fence(from, mayImport, { paths = [], patterns = () => [], ignores = [] } = {}) {
+  return Array.from({ length: MAX_DEPTH }, (_, i) => i + 1).map((depth) => ({
+    files: [`${from}/${'*/'.repeat(depth - 1)}*.ts`],
     ignores,
-    rules: { 'no-restricted-imports': ['error', { paths, patterns: [...patterns, ...fenceOf(from, mayImport)] }] },
-  };
+    rules: {
+      'no-restricted-imports': ['error', { paths, patterns: [...patterns(depth), ...fenceOf(from, mayImport, depth)] }],
+    },
+  }));
 }
 
 export default tseslint.config(
@@ -114,8 +126,12 @@ export default tseslint.config(
   // imports activities as types only (for proxyActivities).
   fence('workflows', ['common', 'activities'], {
     paths: deterministicPaths,
-    patterns: [
-      { regex: layer('activities'), message: 'Import activity types only (import type).', allowTypeImports: true },
+    patterns: (depth) => [
+      {
+        regex: layer('activities', depth),
+        message: 'Import activity types only (import type).',
+        allowTypeImports: true,
+      },
     ],
   }),
   fence('loops', ['common']),

@@ -9,7 +9,7 @@ import { activityCancellation } from './activity-context';
  * environment; nothing a run sends reaches it). Then an effect whose key has an instruction file
  * `<folder>/<id>.at` (see {@link pauseFiles}) holding a step name, on reaching that step, writes
  * `<folder>/<id>.held` and waits until the activity is cancelled or the process is killed, so a
- * test can `kill -9` the worker at exactly that point (test/workflows/effect-steps.test.ts).
+ * test can `kill -9` the worker at exactly that point (test/workflows/loop/effect-steps.test.ts).
  * Without the variable, or without an instruction for the key, it returns at once.
  */
 export async function pauseForTest(step: string, key: string): Promise<void> {

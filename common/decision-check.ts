@@ -6,7 +6,7 @@ import { checkEnum, checkNumber, checkString, isRecord, put, type Issues } from 
  * The workflow's check of a `decision` signal: what common/decision-schema.ts's
  * `DecisionSchema` accepts, without zod (see shape-check.ts). Accepts and refuses the same
  * values and returns the same decision (names and guidance trimmed, unknown fields dropped,
- * retry's attempts defaulted): test/unit/shape-check.property.test.ts holds it to the schema.
+ * retry's attempts defaulted): test/common/shape-check.property.test.ts holds it to the schema.
  */
 export function checkDecision(raw: unknown): { ok: true; decision: Decision } | { ok: false; issues: string[] } {
   const issues: Issues = [];

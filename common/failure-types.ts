@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
  * names them from here, never as a literal. A type is part of recorded histories: renaming one
  * changes what a replayed run matches, so add types, never rename them. The names of
  * LoopwrightError classes (`InputError`, `UsageError`, `ConfigError`) are their class names,
- * which activities pass on as the type (test/unit/failure-types.test.ts checks they agree).
+ * which activities pass on as the type (test/common/failure-types.test.ts checks they agree).
  */
 export const FailureType = {
   /** The run's workspace or repository is not what the activity needs (a missing commit, an unknown tool). */

@@ -30,7 +30,7 @@ export const LoopInputSchema = z.object({
   ),
   /** Folder where command checks run; a fresh folder per run when absent. */
   workspace: z.string().optional(),
-  /** Set only by the run itself when it continues as new (see workflows/resume.ts). */
+  /** Set only by the run itself when it continues as new (see workflows/loop/resume.ts). */
   resume: z.unknown().optional(),
   /**
    * Names whose values are secrets (LOOPWRIGHT_REDACT of the process that started the run):

@@ -11,7 +11,7 @@ export interface RuntimeOptions {
   /**
    * `host:port` to serve Prometheus metrics on (`/metrics`): Temporal's runtime metrics
    * (`temporal_*`: task slots, poll and schedule-to-start latencies, activity and workflow
-   * results) and Loopwright's own (`loopwright_*`, see workflows/metrics.ts). None: no endpoint.
+   * results) and Loopwright's own (`loopwright_*`, see workflows/loop/metrics.ts). None: no endpoint.
    */
   metrics?: string;
   /** Whose secrets the log redacts: this environment's (default: the process's). */

@@ -16,7 +16,7 @@ import { FailureType } from '../common/failure-types';
 const MODEL_CALL_SLACK_MS = 60_000;
 
 /**
- * Model calls: one try per activity (the workflow retries, see model-call.ts), 11 minutes per
+ * Model calls: one try per activity (the workflow retries, see loop/model-call.ts), 11 minutes per
  * try (a call's default total deadline of 10 minutes, plus slack), heartbeats every second (10 s
  * of silence is a lost worker), and cancellation waits for the call to be aborted so a stopped
  * attempt's model call really stops. Loops that set `models.timeouts` use {@link modelCallOptions}.

@@ -25,5 +25,5 @@ export const stateQuery = defineQuery<RunRecord>('state');
 /** A discovery run's progress: the items it found, the runs it started and the items it skipped. */
 export const discoveryStateQuery = defineQuery<DiscoveryResult>('state');
 
-/** An improvement run's record (see improve-workflow.ts). Same name as a loop run's, so `decide` reads both. */
+/** An improvement run's record (see improve/improve-workflow.ts). Same name as a loop run's, so `decide` reads both. */
 export const improveStateQuery = defineQuery<ImprovementRecord>('state');

@@ -6,6 +6,7 @@ import { describeRule, OUTCOMES, promotionEvidence, type PromotionRule } from '.
 import type { RunRecord } from '../../common/run-record';
 import { BUILT_IN_LOOPS } from '../../loops';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { allOf, clause } from '../../common/visibility-query';
 import { loopWorkflow } from '../../workflows/loop/loop-workflow';
@@ -126,3 +127,22 @@ async function readRecords(
   }
   return records;
 }
+
+/** `autonomy <loop> [--level L1|L2|L3] [--since DURATION] [--json]`. */
+export const autonomyDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  program
+    .command('autonomy <loop>')
+    .description(
+      "evidence for raising a loop's autonomy: its closed runs at one level, the current streak, and whether it meets its promotion rule (never changes the level)",
+    )
+    .option('--level <level>', "count runs at this level (L1, L2, L3); default: the level of the loop's spec")
+    .option('--since <duration>', 'only runs that started within this duration, e.g. 30d')
+    .option('--json', 'print the evidence as JSON')
+    .action(
+      action(
+        withClient((client, loop: string, opts) =>
+          autonomyCommand(client, loop, { ...opts, taskQueue: client.config.taskQueue }, io),
+        ),
+      ),
+    );
+};

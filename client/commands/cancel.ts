@@ -1,5 +1,6 @@
 import type { LoopwrightClient } from '../loopwright-client';
 import { terminalJson } from '../../common/terminal';
+import type { CommandDefinition } from '../cli-command';
 import { summarize, type Output } from '../output';
 
 /** `cancel <id> [--json]`: the run ends `canceled` with its record. */
@@ -14,3 +15,12 @@ export async function cancelCommand(
   else summarize(record).forEach((l) => io.out(l));
   return 0;
 }
+
+/** `cancel <id> [--json]`. */
+export const cancelDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  program
+    .command('cancel <id>')
+    .description('cancel a run; it ends canceled with its record')
+    .option('--json', 'the record as JSON')
+    .action(action(withClient((client, id: string, opts) => cancelCommand(client, id, opts, io))));
+};

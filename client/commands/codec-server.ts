@@ -1,6 +1,7 @@
 import { ConfigError } from '../../common/errors';
 import { keyRingFromEnv, type KeyRing } from '../../crypto/keyring';
 import { DEFAULT_CODEC_PORT, isLoopback, startCodecServer, type CodecServer } from '../../crypto/codec-server';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';
@@ -61,3 +62,24 @@ export async function codecServerCommand(
   await server.close();
   return 0;
 }
+
+/** `codec-server [--port 8234] [--host 127.0.0.1] [--allow-origin URL]... [--token T]`. */
+export const codecServerDefinition: CommandDefinition = (program, { action, env, io }) => {
+  program
+    .command('codec-server')
+    .description(
+      "Temporal's codec server (POST /encode, /decode) with the LOOPWRIGHT_KEYS key ring, so the Web UI and `temporal --codec-endpoint` show decoded payloads; Ctrl-C stops",
+    )
+    .option('--port <n>', 'port (0: a free one)', '8234')
+    .option('--host <ip>', 'address to bind; beyond localhost it needs a token', '127.0.0.1')
+    .option(
+      '--allow-origin <url>',
+      'a Web UI origin browsers may call it from, repeatable (default http://localhost:8233 and http://127.0.0.1:8233)',
+      (v: string, all: string[] = []) => [...all, v],
+    )
+    .option(
+      '--token <token>',
+      'bearer token every request must carry (default LOOPWRIGHT_CODEC_TOKEN); required beyond localhost',
+    )
+    .action(action((opts) => codecServerCommand(opts, env, io)));
+};

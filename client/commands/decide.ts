@@ -1,7 +1,9 @@
+import type { Command } from 'commander';
 import type { DecisionKind } from '../../common/decision';
 import { isDuration } from '../../common/duration';
 import { UsageError } from '../../common/errors';
 import type { DecisionRequest, LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { escapeLine } from '../../common/terminal';
 
@@ -88,3 +90,49 @@ export async function decideCommand(
   }
   return 0;
 }
+
+/** `approve`, `reject`, `retry`, `budget` and `audit <id> --by NAME ...`: one decision each. */
+export const decideDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  const decision = (
+    kind: 'approve' | 'reject' | 'retry' | 'extend' | 'audit',
+    about: string,
+    extra: (c: Command) => Command,
+  ) =>
+    extra(
+      program
+        .command(`${kind === 'extend' ? 'budget' : kind} <id>`)
+        .description(about)
+        .requiredOption(
+          '--by <name>',
+          'who decides: recorded, and verified when the decision is signed (LOOPWRIGHT_SIGNING_KEY)',
+        )
+        .option('--json', 'machine-readable output'),
+    ).action(
+      action(
+        withClient(
+          (client, id: string, opts) => decideCommand(client, kind, id, opts, io),
+          (_id: string, opts) => decisionRequest(kind, opts),
+        ),
+      ),
+    );
+  decision('approve', 'accept the last candidate of a waiting run (recorded as a human override)', (c) =>
+    c.option('--note <text>', 'a note for the record'),
+  );
+  decision('reject', 'end a waiting run as rejected', (c) => c.option('--reason <text>', 'why'));
+  decision('retry', 'give a waiting run guidance and more attempts', (c) =>
+    c
+      .addOption(c.createOption('--guidance <text>', 'feedback for the next attempt').makeOptionMandatory())
+      .option('--attempts <n>', 'attempts to grant', '1'),
+  );
+  decision('extend', "extend a waiting run's budget (recorded with who and how much)", (c) =>
+    c
+      .option('--attempts <n>', 'more attempts')
+      .option('--tokens <n>', 'more tokens (input + output)')
+      .option('--cost <usd>', 'more dollars')
+      .option('--time <duration>', 'more active wall time, e.g. 30m')
+      .option('--note <text>', 'a note for the record'),
+  );
+  decision('audit', 'record your audit of a completed run that needs one (L3 effects, audit samples)', (c) =>
+    c.option('--verdict <ok|bad>', 'what you found', 'ok').option('--note <text>', 'a note for the record'),
+  );
+};

@@ -10,8 +10,6 @@ import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
 import { findBubblewrap } from '../../server/bubblewrap';
-import { sandboxNotice } from '../../workers/create-worker';
-import { startEmbeddedStack } from '../../workers/embedded-stack';
 import { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
 import { renderReview } from '../review';
@@ -24,6 +22,7 @@ import { DECISION_NAMESPACE, GRANT_NAMESPACE, parseAllowedSigners, publicKeyLine
 import { loopwrightHome } from '../../server/paths';
 import { withoutConnectionSettings } from '../../server/temporal-connection';
 import { defaultKeysPath, initKeyFile } from '../../crypto/key-file';
+import type { CommandDefinition } from '../cli-command';
 
 /** A link to a run's page in the Web UI. */
 export function runUrl(uiUrl: string, namespace: string, workflowId: string): string {
@@ -53,6 +52,9 @@ export async function demoCommand(
   env: Record<string, string | undefined>,
   io: Output,
 ): Promise<number> {
+  // The worker side loads @temporalio/worker (about 0.3 s), so only the commands that run it load it.
+  const { startEmbeddedStack } = await import('../../workers/embedded-stack');
+  const { sandboxNotice } = await import('../../workers/create-worker');
   const runEnv = { ...env };
   let model: ModelServer | undefined;
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
@@ -213,3 +215,13 @@ async function waitForEnd(client: LoopwrightClient, workflowId: string): Promise
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
 }
+
+/** `demo [--exit] [--yes]`: what `npm start` runs. */
+export const demoDefinition: CommandDefinition = (program, { action, env, io }) => {
+  program
+    .command('demo')
+    .description('what `npm start` runs: the embedded stack and a fix-test run on a sample repository')
+    .option('--exit', 'stop once the run is done instead of keeping the stack up')
+    .option('--yes', 'approve the verified fix without asking')
+    .action(action((opts) => demoCommand(opts, env, io)));
+};

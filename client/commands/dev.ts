@@ -3,9 +3,9 @@ import { portOpt } from '../prechecks';
 import { sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
 import { findBubblewrap } from '../../server/bubblewrap';
 import { describePorts, type DevServerOptions } from '../../server/dev-server';
-import { sandboxNotice } from '../../workers/create-worker';
-import { startEmbeddedStack, type StackOptions } from '../../workers/embedded-stack';
-import { tuningLine, withTuningFlags, workerTuning } from '../../workers/tuning';
+import type { StackOptions } from '../../workers/embedded-stack';
+import { tuningLine, withTuningFlags, withTuningOptions, workerTuning } from '../../workers/tuning';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
@@ -32,6 +32,9 @@ export async function devCommand(
   given: Record<string, string | undefined>,
   io: Output,
 ): Promise<number> {
+  // The worker side loads @temporalio/worker (about 0.3 s), so only the commands that run it load it.
+  const { startEmbeddedStack } = await import('../../workers/embedded-stack');
+  const { sandboxNotice } = await import('../../workers/create-worker');
   const env = withTuningFlags(given, opts);
   // A bad tuning value is refused before the server starts.
   const tuning = workerTuning(env);
@@ -77,3 +80,30 @@ export function codecLine(url: string | undefined, uiUsesIt: boolean): string {
 
 /** A port option (0-65535), see client/prechecks.ts. */
 export const numberOpt = portOpt;
+
+/** `dev [--port 7233] [--ui-port 8233] ...` and the worker tuning options. */
+export const devDefinition: CommandDefinition = (program, { action, env, io }) => {
+  const dev = program
+    .command('dev')
+    .description('start the Temporal dev server (SQLite, Web UI) and a worker; Ctrl-C stops both')
+    .option('--port <n>', 'gRPC port', '7233')
+    .option('--ui-port <n>', 'Web UI port', '8233')
+    .option('--http-port <n>', "port of the server's HTTP API (default: a free port)")
+    .option(
+      '--http-api',
+      'let the HTTP API answer requests to 127.0.0.1 or localhost; any web page you open can then start and signal workflows through it (default: it refuses every request)',
+    )
+    .option('--metrics-port <n>', "port of the Temporal server's own /metrics (default: a free port)")
+    .option('--db <file>', 'SQLite file (default .loopwright/dev.db)')
+    .option('--headless', 'no Web UI')
+    .option(
+      '--metrics <host:port>',
+      "serve the worker's Prometheus metrics there (default LOOPWRIGHT_METRICS, else 127.0.0.1:9464 when free)",
+    )
+    .option(
+      '--codec-port <n>',
+      'port of the codec server the Web UI decodes payloads through, started when LOOPWRIGHT_KEYS is set (default: a free port)',
+    )
+    .action(action((opts) => devCommand(opts, env, io)));
+  withTuningOptions(dev);
+};

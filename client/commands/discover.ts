@@ -1,6 +1,7 @@
 import { escapeLine, terminalJson } from '../../common/terminal';
-import { discoveryResult, startDiscovery } from '../discovery';
+import { discoveryResult, discoverySchemaOf, startDiscovery } from '../discovery';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { parseInputArg } from './run';
 
@@ -32,3 +33,21 @@ export async function discoverCommand(
   for (const s of result.skipped) io.out(escapeLine(`  skipped    ${s.workflowId} (${s.reason})`));
   return 0;
 }
+
+/** `discover <loop> --input JSON|@file [--wait] [--json]`. */
+export const discoverDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  program
+    .command('discover <loop>')
+    .description(
+      "find a loop's work items and start one run per item (ids <loop>/<repo>/<key>; existing ones are skipped)",
+    )
+    .option('--input <json>', 'the discovery input: JSON, or @file')
+    .option('--wait', 'wait and print the runs started and the items skipped')
+    .option('--json', 'machine-readable output')
+    .action(
+      action(async (loop: string, opts) => {
+        discoverySchemaOf(loop); // a loop without a discovery source is a usage error, before connecting
+        return withClient((client) => discoverCommand(client, loop, opts, io))();
+      }),
+    );
+};

@@ -1,5 +1,6 @@
 import { deliverEvent } from '../events';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { parseInputArg } from './run';
 
@@ -28,3 +29,17 @@ export async function eventCommand(
   );
   return 0;
 }
+
+/** `event <loop> --key KEY --input JSON|@file [--force] [--json]`. */
+export const eventDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  program
+    .command('event <loop>')
+    .description(
+      'start the run for an event once per key (workflow id <loop>/<key>); a duplicate reports the existing run',
+    )
+    .requiredOption('--key <key>', 'the event key: letters, digits and ._:-/ (at most 200)')
+    .option('--input <json>', 'the loop input: JSON, or @file')
+    .option('--force', 'run a key whose run has closed again (same id)')
+    .option('--json', 'machine-readable output')
+    .action(action(withClient((client, loop: string, opts) => eventCommand(client, loop, opts, io))));
+};

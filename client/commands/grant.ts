@@ -7,6 +7,7 @@ import { grantMessage, type Grant, type SignedGrant } from '../../common/trust';
 import { trustPathsFromEnv } from '../../activities/trust';
 import { describeRule } from '../../common/promotion';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { signingKeyPath, signMessage } from '../signing';
 import { loopEvidence } from './autonomy';
@@ -78,3 +79,28 @@ export async function grantCommand(
   }
   return 0;
 }
+
+/** `grant <loop> --level L3 --by NAME [--out FILE] [--json]`. */
+export const grantDefinition: CommandDefinition = (program, { action, withClient, io, env }) => {
+  program
+    .command('grant <loop>')
+    .description(
+      "an operator's signed grant of an autonomy level to a loop, once `autonomy <loop>` shows its promotion rule met (verified approvals only); workers honour it from LOOPWRIGHT_GRANTS",
+    )
+    .requiredOption('--level <level>', 'the level to grant: L3 (or L2 for loops that need a grant for it)')
+    .requiredOption('--by <name>', 'you: the principal your key is listed for in the allowed signers')
+    .option('--out <file>', 'where to write the grant (default <LOOPWRIGHT_GRANTS>/<loop>-<level>.json)')
+    .option('--json', 'print the grant as JSON')
+    .action(
+      action(
+        withClient(
+          (client, loop: string, opts) =>
+            grantCommand(client, loop, { ...opts, taskQueue: client.config.taskQueue }, io, env),
+          (_loop: string, opts) => {
+            if (!/^L[23]$/i.test(opts.level ?? ''))
+              throw new UsageError(`--level must be L2 or L3, not "${opts.level ?? ''}"`);
+          },
+        ),
+      ),
+    );
+};

@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import { Option } from 'commander';
 import { UsageError } from '../../common/errors';
 import { escapeBlock, escapeLine, terminalJson } from '../../common/terminal';
 import { diffHarness, harnessPrompt } from '../../common/improve/proposal';
@@ -13,24 +13,16 @@ import {
   waitImprovement,
   type ImproveOptions,
 } from '../improve';
-import type { LoopwrightClient } from '../loopwright-client';
-import type { Output } from '../output';
-
-type ClientAction = (
-  fn: (client: LoopwrightClient, ...args: any[]) => Promise<number>,
-) => (...args: unknown[]) => Promise<void>;
+import type { ClientHandler, CommandDefinition } from '../cli-command';
 
 /**
  * The improvement loop's commands: `improve`, `harness list|show|diff|rollback` and
- * `regression add|list`. See workflows/improve-workflow.ts and workflows/harness-workflow.ts.
+ * `regression add|list`. See workflows/improve/improve-workflow.ts and workflows/harness/harness-workflow.ts.
  * What runs, proposals and people wrote is printed inert (common/terminal.ts).
  */
-export function registerImproveCommands(
-  program: Command,
-  withClient: ClientAction,
-  io: Output,
-  env: Record<string, string | undefined>,
-): void {
+export const improveDefinition: CommandDefinition = (program, cli) => {
+  const { io, env } = cli;
+  const withClient = (fn: ClientHandler) => cli.action(cli.withClient(fn));
   program
     .command('improve <loop>')
     .description('mine repeated failures, propose a harness change, evaluate it on the regression set, wait for review')
@@ -193,7 +185,7 @@ export function registerImproveCommands(
         return 0;
       }),
     );
-}
+};
 
 function versionNumber(text: string): number {
   const n = Number(text.replace(/^v/, ''));

@@ -1,19 +1,11 @@
-import type { Command } from 'commander';
 import { defaultKeysPath, initKeyFile, keysLocation, readRingAt, rotateRing } from '../../crypto/key-file';
-import type { Output } from '../output';
-
-type Run = (fn: (...args: any[]) => Promise<number>) => (...args: any[]) => Promise<void>;
+import type { CommandDefinition } from '../cli-command';
 
 /**
  * `keys init | rotate | list`: the key ring every client and worker encrypts payloads with when
  * LOOPWRIGHT_KEYS names it. No command prints key material.
  */
-export function registerKeysCommands(
-  program: Command,
-  run: Run,
-  io: Output,
-  env: Record<string, string | undefined>,
-): void {
+export const keysDefinition: CommandDefinition = (program, { action: run, io, env }) => {
   const keys = program
     .command('keys')
     .description('the key ring LOOPWRIGHT_KEYS names (payload encryption): init, rotate, list');
@@ -77,4 +69,4 @@ export function registerKeysCommands(
         return 0;
       }),
     );
-}
+};

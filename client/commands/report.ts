@@ -2,6 +2,7 @@ import { keyRingFromEnv } from '../../crypto/keyring';
 import { readReportFile } from '../../activities/report-file';
 import { UsageError } from '../../common/errors';
 import { escapeBlock } from '../../common/terminal';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 
 /**
@@ -20,3 +21,13 @@ export async function reportCommand(
   io.out(escapeBlock(text).trimEnd());
   return 0;
 }
+
+/** `report <file>`. */
+export const reportDefinition: CommandDefinition = (program, { action, env, io }) => {
+  program
+    .command('report <file>')
+    .description(
+      'print a report or trace report the worker wrote; a sealed one (.md.enc) is opened with LOOPWRIGHT_KEYS',
+    )
+    .action(action((file: string) => reportCommand(file, env, io)));
+};

@@ -5,6 +5,7 @@ import { UsageError } from '../../common/errors';
 import type { Redaction } from '../../common/redact';
 import type { RunRecord } from '../../common/run-record';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { runRedaction } from '../run-redaction';
 import {
@@ -141,3 +142,16 @@ export async function readReviewDiff(record: RunRecord, target: ReviewTarget): P
     return { status: 'unavailable', reason: `not readable here: git in ${ws.root} failed (${why.split('\n')[0]})` };
   }
 }
+
+/** `review <id> [--json] [--attempt N] [--no-diff]`. */
+export const reviewDefinition: CommandDefinition = (program, { action, withClient, io, env }) => {
+  program
+    .command('review <id>')
+    .description(
+      "what to look at before you approve: the diff, each check's verdict and evidence, the test results, the judge's reasons, cost and attempts",
+    )
+    .option('--json', 'the review as JSON')
+    .option('--attempt <n>', 'review this attempt (default: the one waiting for a human, else the last)')
+    .option('--no-diff', 'leave out the diff')
+    .action(action(withClient((client, id: string, opts) => reviewCommand(client, id, opts, io, env))));
+};

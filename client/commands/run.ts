@@ -3,6 +3,7 @@ import { UsageError } from '../../common/errors';
 import { redactDeep } from '../../common/redact';
 import { escapeLine, terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import { progressLine, summarize, type Output } from '../output';
 import { decodeUtf8, LIMITS, parseJsonText } from '../prechecks';
 
@@ -80,3 +81,15 @@ export async function runCommand(
       .forEach((l) => io.out(l));
   return record.state === 'completed' ? 0 : 3;
 }
+
+/** `run <loop> --input JSON|@file [--id ID] [--wait] [--json]`. */
+export const runDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  program
+    .command('run <loop>')
+    .description('start a run of a loop')
+    .option('--input <json>', 'the loop input: JSON, or @file')
+    .option('--id <id>', 'workflow id (default <loop>/<time>-<hex>)')
+    .option('--wait', 'follow the run; exit 0 when it completes, 3 otherwise')
+    .option('--json', 'machine-readable output')
+    .action(action(withClient((client, loop: string, opts) => runCommand(client, loop, opts, io))));
+};

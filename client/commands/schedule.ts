@@ -1,7 +1,7 @@
-import { Option, type Command } from 'commander';
+import { Option } from 'commander';
 import { escapeLine, terminalJson } from '../../common/terminal';
+import type { ClientHandler, CommandDefinition } from '../cli-command';
 import type { LoopwrightClient } from '../loopwright-client';
-import type { Output } from '../output';
 import {
   createSchedule,
   deleteSchedule,
@@ -17,17 +17,15 @@ import {
 } from '../schedules';
 import { parseInputArg } from './run';
 
-type ClientAction = (
-  fn: (client: LoopwrightClient, ...args: any[]) => Promise<number>,
-  before?: (...args: any[]) => unknown,
-) => (...args: unknown[]) => Promise<void>;
-
 /**
  * `schedule create|list|describe|pause|unpause|trigger|delete`: Loopwright runs on Temporal
  * Schedules. Every subcommand prints the schedule id first and takes `--json`. What a schedule
  * holds (its id, note, runs) is printed inert (common/terminal.ts).
  */
-export function registerScheduleCommands(program: Command, withClient: ClientAction, io: Output): void {
+export const scheduleDefinition: CommandDefinition = (program, cli) => {
+  const { io } = cli;
+  const withClient = (fn: ClientHandler, before?: (...args: any[]) => unknown) =>
+    cli.action(cli.withClient(fn, before));
   const schedule = program
     .command('schedule')
     .description('run a loop on a timer (Temporal Schedules): create, list, describe, pause, unpause, trigger, delete');
@@ -137,7 +135,7 @@ export function registerScheduleCommands(program: Command, withClient: ClientAct
     'delete the schedule (the runs it started are kept)',
     async (c, id) => (await deleteSchedule(c, id), [{ deleted: true }, 'deleted']),
   );
-}
+};
 
 function nextLines(d: ScheduleView): string[] {
   return d.nextRuns.length ? [`  next runs  ${d.nextRuns.slice(0, 3).join(', ')}`] : ['  next runs  none'];

@@ -2,6 +2,7 @@ import { improvementStatus, isImprovement } from '../improve';
 import { redactDeep } from '../../common/redact';
 import { terminalJson } from '../../common/terminal';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import { summarize, type Output } from '../output';
 import { runRedaction } from '../run-redaction';
 import { improvementLines } from './improve';
@@ -29,3 +30,12 @@ export async function statusCommand(
   else summarize(record, redaction).forEach((l) => io.out(l));
   return 0;
 }
+
+/** `status <id> [--json]`. */
+export const statusDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  program
+    .command('status <id>')
+    .description("a run's record")
+    .option('--json', 'the run record as JSON')
+    .action(action(withClient((client, id: string, opts) => statusCommand(client, id, opts, io))));
+};

@@ -1,5 +1,6 @@
 import { isImprovement } from '../improve';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { renderTraceMarkdown } from '../../trace/render-markdown';
 import { UsageError } from '../../common/errors';
@@ -35,3 +36,23 @@ export async function traceCommand(
   else renderTrace(trace).forEach((line) => io.out(line));
   return 0;
 }
+
+/** `trace <id> [--json | --markdown]`. */
+export const traceDefinition: CommandDefinition = (program, { action, withClient, io }) => {
+  program
+    .command('trace <id>')
+    .description("a run's story from its Temporal history: attempts, calls, verdicts, decisions, effects")
+    .option('--json', 'the trace as JSON')
+    .option('--markdown', 'the trace as a Markdown report (what delivery.trace writes)')
+    .action(
+      action(
+        withClient(
+          (client, id: string, opts) => traceCommand(client, id, opts, io),
+          (_id: string, opts) => {
+            if (opts.json && opts.markdown)
+              throw new UsageError('--json and --markdown are two formats of the same trace: give one');
+          },
+        ),
+      ),
+    );
+};

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { RunStillRunningError, ServerUnavailableError, UsageError } from '../../common/errors';
 import { deliverEvent, type EventClient } from '../events';
 import type { LoopwrightClient } from '../loopwright-client';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';
@@ -393,3 +394,25 @@ export async function webhooksCommand(
   io.out('webhooks: stopped.');
   return 0;
 }
+
+/** `webhooks [--port 8788] [--host 127.0.0.1] [--insecure]`. */
+export const webhooksDefinition: CommandDefinition = (program, { action, withClient, io, env }) => {
+  program
+    .command('webhooks')
+    .description(
+      'an HTTP receiver: POST /events/<loop> {key, input, force?}, signed with X-Hub-Signature-256 (HMAC-SHA256 of the body with LOOPWRIGHT_WEBHOOK_SECRET, as GitHub signs), delivers an event; Ctrl-C stops',
+    )
+    .option('--port <n>', 'port', '8788')
+    .option(
+      '--host <host>',
+      "interface to bind (every delivery's signature is verified; put TLS in front when it is not local)",
+      '127.0.0.1',
+    )
+    .option('--insecure', 'without LOOPWRIGHT_WEBHOOK_SECRET: accept unsigned deliveries (local testing only)')
+    .action(
+      action(async (opts) => {
+        const auth = webhookAuth(env, opts); // no secret and no --insecure is a usage error, before connecting
+        return withClient((client) => webhooksCommand(client, { ...opts, ...auth }, io))();
+      }),
+    );
+};

@@ -1,9 +1,8 @@
 import { metricsAddress, readConfig } from '../../common/config';
-import { createLoopwrightWorker, sandboxNotice } from '../../workers/create-worker';
-import { installRuntime } from '../../workers/runtime';
-import { tuningLine, withTuningFlags, workerTuning } from '../../workers/tuning';
+import { tuningLine, withTuningFlags, withTuningOptions, workerTuning } from '../../workers/tuning';
 import { trustNotice, trustPathsFromEnv } from '../../activities/trust';
 import { describeConnection, temporalConnectionOptions } from '../../server/temporal-connection';
+import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { modelEndpointNote, untilSignal } from './process';
 
@@ -13,6 +12,9 @@ export async function workerCommand(
   given: Record<string, string | undefined>,
   io: Output,
 ): Promise<number> {
+  // The worker side loads @temporalio/worker (about 0.3 s), so only the commands that run it load it.
+  const { createLoopwrightWorker, sandboxNotice } = await import('../../workers/create-worker');
+  const { installRuntime } = await import('../../workers/runtime');
   const env = withTuningFlags(given, opts);
   const tuning = workerTuning(env);
   const config = readConfig(env);
@@ -39,3 +41,13 @@ export async function workerCommand(
   await connection.close();
   return 0;
 }
+
+/** `worker [--metrics HOST:PORT]` and the worker tuning options. */
+export const workerDefinition: CommandDefinition = (program, { action, env, io }) => {
+  const worker = program
+    .command('worker')
+    .description('run a worker on TEMPORAL_ADDRESS / LOOPWRIGHT_TASK_QUEUE')
+    .option('--metrics <host:port>', 'serve Prometheus metrics there (default LOOPWRIGHT_METRICS; none when unset)')
+    .action(action((opts) => workerCommand(opts, env, io)));
+  withTuningOptions(worker);
+};

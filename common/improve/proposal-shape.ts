@@ -4,7 +4,7 @@ import type { Proposal, ProposedChange } from './types';
 /**
  * The improvement workflow's check of the proposer's answer: what `ProposalSchema`
  * (common/improve/types.ts) accepts, without zod (see shape-check.ts). Same accepted values, same
- * result; test/unit/shape-check.property.test.ts holds it to the schema.
+ * result; test/common/shape-check.property.test.ts holds it to the schema.
  */
 export function readProposal(raw: unknown): { ok: true; proposal: Proposal } | { ok: false; issues: string[] } {
   const issues: Issues = [];

@@ -2,7 +2,7 @@ import { evaluateGate, matchFailingTest, type GateRuns } from '../../../../activ
 import type { TestOutcome, TestResult } from '../../../../common/test-results';
 import { mustTake } from '../../../../common/must';
 
-/** The gate's rules over four runs, by identity (the runs themselves are tested in test/checks/tests-gate.test.ts). */
+/** The gate's rules over four runs, by identity (the runs themselves are tested in test/gate/). */
 const t = (name: string, outcome: TestOutcome, file = 'test/math.test.js'): TestResult => ({ file, name, outcome });
 const FAILING = 'add adds two numbers';
 const base = [t('multiply multiplies two numbers', 'passed'), t(FAILING, 'failed'), t('other', 'skipped')];
