@@ -1,7 +1,7 @@
+import { existsSync, statSync } from 'node:fs';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { existsSync, statSync } from 'node:fs';
 import { readConfig } from '../common/config';
 import type { DiscoveredItem } from '../common/discovery';
 import { ConfigError, LoopwrightError } from '../common/errors';
@@ -9,9 +9,9 @@ import type { LoopInput } from '../common/loop-input';
 import { currentHarness } from '../harness/store';
 import { planRun } from '../loops/plan-run';
 import { readPrices } from '../common/pricing';
+import { FailureType, nonRetryableFailure } from '../common/failure-types';
 import { runTestCommand } from './discovery/run-tests';
 import { SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
-import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 /** Input of `listFailingTests`. */
 export interface ListFailingTestsInput {

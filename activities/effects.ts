@@ -1,4 +1,5 @@
 import { type ApplicationFailure } from '@temporalio/common';
+import { FailureType, nonRetryableFailure } from '../common/failure-types';
 import {
   CheckoutBlockedError,
   checkoutOf,
@@ -10,7 +11,6 @@ import { commitTree, moveRef, resolveCommit, treeOf } from './git/commit-tree';
 import { landingTree, LandingRefusedError } from './git/land';
 import { workerGit } from './git/worker-git';
 import { pauseForTest } from './test-pause';
-import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 const TRAILER = 'Loopwright-Effect';
 

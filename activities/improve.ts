@@ -13,9 +13,9 @@ import type { ToolDefinition, ToolUseBlock } from '../common/model-messages';
 import type { RunRecord } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { getLoop } from '../loops';
-import type { ModelReply, ModelRequest } from './model';
 import { allOf, clause } from '../common/visibility-query';
 import { loopWorkflow } from '../workflows/loop/loop-workflow';
+import type { ModelReply, ModelRequest } from './model';
 
 /** Runs read per mining (the newest first); older ones are left out and counted. */
 const MAX_RUNS = 500;

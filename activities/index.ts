@@ -1,8 +1,20 @@
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
 import type { AutomatedCheck, ModelTimeouts } from '../common/loop-spec';
 import type { ModelPrice } from '../common/pricing';
 import { renderWorkerPrompt, type FeedbackEntry } from '../common/prompts';
 import type { Verdict } from '../common/run-record';
 import type { Usage } from '../common/usage';
+import type { SessionSetup, TurnResult } from '../common/agent';
+import type { Autonomy } from '../common/loop-spec';
+import type { LoopInput } from '../common/loop-input';
+import { loopwrightHome } from '../server/paths';
+import type { SandboxName } from '../common/run-record';
+import type { Trust } from '../common/trust';
+import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
+import { allOf, clause } from '../common/visibility-query';
+import { loopWorkflow } from '../workflows/loop/loop-workflow';
+import { FailureType, nonRetryableFailure } from '../common/failure-types';
 import { runCommandCheck } from './checks/command';
 import { judgeCandidate, type JudgeInput } from './checks/judge';
 import { runSchemaCheck } from './checks/schema';
@@ -25,12 +37,6 @@ import { defaultWorkspace } from './checks/workspace';
 import { createModelCaller } from './model';
 import type { ModelClient } from './model-port';
 import { heartbeatAlive } from './model-heartbeat';
-import { Context } from '@temporalio/activity';
-import path from 'node:path';
-import type { SessionSetup, TurnResult } from '../common/agent';
-import type { Autonomy } from '../common/loop-spec';
-import type { LoopInput } from '../common/loop-input';
-import { loopwrightHome } from '../server/paths';
 import { modelTurn, type ModelTurnInput } from './agent/model-turn';
 import { runTool, type RunToolInput, type RunToolResult } from './agent/run-tool';
 import { commitWorkspace, prepareWorkspace } from './agent/workspace';
@@ -40,13 +46,7 @@ import { createFileLedger, type ToolLedger } from './tools/ledger';
 import type { Tool } from './tools/types';
 import { createFileBlobStore, type BlobStore } from './transcript/store';
 import { createSandbox, sandboxConfigFromEnv, SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
-import type { SandboxName } from '../common/run-record';
-import type { Trust } from '../common/trust';
 import { loadTrust, trustPathsFromEnv, type LoadTrustInput, type TrustPaths } from './trust';
-import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
-import { allOf, clause } from '../common/visibility-query';
-import { loopWorkflow } from '../workflows/loop/loop-workflow';
-import { FailureType, nonRetryableFailure } from '../common/failure-types';
 
 export interface ActivityDeps {
   /** The model provider's adapter behind the model port (`createModelClient(env)`, activities/providers). */

@@ -1,7 +1,7 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Usage } from '../common/usage';
-import { ModelCallError, type ModelFault } from './model-port';
 import { FailureType } from '../common/failure-types';
+import { ModelCallError, type ModelFault } from './model-port';
 
 /** What a failed model call tells the workflow: the HTTP status, usage the provider reported, retry-after. */
 export interface ModelFailureDetails {

@@ -1,5 +1,4 @@
 import { type Context } from '@temporalio/activity';
-import { currentActivityContext } from './activity-context';
 import { modelTimeouts, type ModelTimeouts } from '../common/loop-spec';
 import {
   textOf,
@@ -12,6 +11,7 @@ import {
 } from '../common/model-messages';
 import { costOf, type ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
+import { currentActivityContext } from './activity-context';
 import { toModelFailure } from './model-errors';
 import { heartbeatAlive, recordHeartbeat } from './model-heartbeat';
 import type { ModelClient } from './model-port';

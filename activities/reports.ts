@@ -1,11 +1,11 @@
 import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { KeyRing } from '../crypto/keyring';
-import { isWithin, reportFile, reportRing, SEALED_SUFFIX, tryReadReportFile, writeReportFile } from './report-file';
 import { redact, redactionFromEnv } from '../common/redact';
 import { escapeBlock, escapeLine } from '../common/terminal';
 import { testKey } from '../common/test-key';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
+import { isWithin, reportFile, reportRing, SEALED_SUFFIX, tryReadReportFile, writeReportFile } from './report-file';
 
 /** Input of `writeReport`. */
 export interface WriteReportInput {

@@ -1,7 +1,7 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Autonomy } from '../common/loop-spec';
 import { zodIssues } from '../common/format';
 import { GRANT_NAMESPACE, parseAllowedSigners, verifySignature } from '../common/sshsig';

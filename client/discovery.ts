@@ -3,9 +3,9 @@ import type { DiscoveryInput, DiscoveryResult } from '../common/discovery';
 import { InputError, UsageError } from '../common/errors';
 import { zodIssues } from '../common/format';
 import { getLoop } from '../loops';
+import { discoveryWorkflow } from '../workflows/discovery/discovery-workflow';
 import type { LoopwrightClient } from './loopwright-client';
 import { newRunId } from './run-id';
-import { discoveryWorkflow } from '../workflows/discovery/discovery-workflow';
 
 /**
  * Starts `discoveryWorkflow` for `loop` (id `<loop>/discovery/<time>-<hex>`) and returns its id.

@@ -6,11 +6,11 @@ import { getLoop } from '../loops';
 import { improveWorkflow, type ImprovementRecord, type ImproveInput } from '../workflows/improve/improve-workflow';
 import { improveStateQuery } from '../workflows/messages';
 import { addRegression } from '../harness/store';
-import type { LoopwrightClient } from './loopwright-client';
 import { priceOf } from '../common/pricing';
-import { newRunId } from './run-id';
 import { decode } from '../trace/history';
 import { decodeHistory } from '../crypto/decode-history';
+import { newRunId } from './run-id';
+import type { LoopwrightClient } from './loopwright-client';
 
 /** Options of `loopwright improve` (strings as the CLI gives them). */
 export interface ImproveOptions {

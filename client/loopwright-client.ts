@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
 import {
   Client,
   Connection,
@@ -7,14 +9,11 @@ import {
   isGrpcServiceError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
-import { randomUUID } from 'node:crypto';
 import { readConfig, type LoopwrightConfig } from '../common/config';
 import { decisionMessage, type AppliedDecision, type DecisionInput } from '../common/decision';
 import { DecisionSchema } from '../common/decision-schema';
 import { zodIssues } from '../common/format';
 import { DECISION_NAMESPACE } from '../common/sshsig';
-import { signingKeyPath, signMessage } from './signing';
 import { levelNeedingGrant } from '../common/trust';
 import { BUILT_IN_LOOPS } from '../loops';
 import {
@@ -46,13 +45,14 @@ import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
-import { checkRunId, newRunId } from './run-id';
-import { serviceError } from './service-errors';
-import { checkInputValue } from './prechecks';
 import { allOf, clause } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
 import { currentHarness } from '../harness/store';
 import type { CurrentHarness } from '../common/improve/types';
+import { checkInputValue } from './prechecks';
+import { serviceError } from './service-errors';
+import { checkRunId, newRunId } from './run-id';
+import { signingKeyPath, signMessage } from './signing';
 import type { RunSummary } from './types';
 
 export interface ClientOptions {

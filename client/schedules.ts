@@ -8,9 +8,9 @@ import {
 import { parseDuration } from '../common/duration';
 import { ServerUnavailableError, UsageError } from '../common/errors';
 import { escapeLine, requireOneLine } from '../common/terminal';
+import { loopWorkflow } from '../workflows/loop/loop-workflow';
 import { isUnavailable, runState } from './events';
 import { runPresentation, type LoopwrightClient } from './loopwright-client';
-import { loopWorkflow } from '../workflows/loop/loop-workflow';
 
 /** Overlap policies as the CLI spells them, and Temporal's names. */
 export const OVERLAP_POLICIES = {

@@ -1,5 +1,5 @@
-import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import type { Redaction } from '../common/redact';
 import { DisplayRedactionCodec } from './display-codec';
 import { KeyMissingError, NO_RING, open, seal, type KeyRing } from './keyring';

@@ -1,11 +1,11 @@
 import path from 'node:path';
-import { hashRubric } from './rubric-hash';
 import { InputError } from '../common/errors';
 import { zodIssues } from '../common/format';
 import type { LoopInput, Trigger } from '../common/loop-input';
 import type { Models } from '../common/loop-spec';
 import type { CurrentHarness } from '../common/improve/types';
 import { pinPrices, type ModelPrice } from '../common/pricing';
+import { hashRubric } from './rubric-hash';
 import { getLoop } from './index';
 
 /** Settings a client applies to the runs it starts. */

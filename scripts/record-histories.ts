@@ -5,11 +5,11 @@
  *   npm run record-histories                  (the ones not recorded yet)
  *   npm run record-histories -- replay-pass   (record these again)
  */
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { trustPathsFromEnv } from '../activities/trust';
 import { generateSigningKey } from '../client/signing';

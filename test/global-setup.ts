@@ -1,7 +1,7 @@
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { FAILURE_CONVERTER_PATH } from '../crypto/codec';
 import { initKeyFile } from '../crypto/key-file';
 import { freePort, startDevServer, type DevServer } from '../server/dev-server';

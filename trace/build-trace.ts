@@ -4,6 +4,8 @@ import { LoopwrightError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
 import type { CheckKind, RunRecord, Verdict } from '../common/run-record';
 import { addUsage, type Usage } from '../common/usage';
+import { redactDeep, type Redaction } from '../common/redact';
+import { parseToolCallSummary, parseWaitSummary } from '../common/activity-summary';
 import {
   activityFailure,
   decode,
@@ -18,7 +20,6 @@ import {
 } from './history';
 import { completeFromRecord, type TurnCalls } from './from-record';
 import { guessKind, outcomeOf, outcomeOfRecord } from './outcome';
-import { redactDeep, type Redaction } from '../common/redact';
 import type {
   Trace,
   TraceAttempt,
@@ -29,7 +30,6 @@ import type {
   TraceTime,
   TraceToolCall,
 } from './types';
-import { parseToolCallSummary, parseWaitSummary } from '../common/activity-summary';
 
 type Pending =
   | { kind: 'model'; call: TraceModelCall; startMs: number }

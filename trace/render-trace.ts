@@ -1,8 +1,8 @@
 import { byline } from '../common/decision';
 import type { Budget } from '../common/loop-spec';
-import type { Trace, TraceCheck, TraceDecision, TraceEffect, TraceModelCall, TraceToolCall } from './types';
 import { redact } from '../common/redact';
 import { escapeLine } from '../common/terminal';
+import type { Trace, TraceCheck, TraceDecision, TraceEffect, TraceModelCall, TraceToolCall } from './types';
 
 /** Candidates, tasks and outputs are cut to this many characters in the text timeline. */
 export const TEXT_CUT = 300;

@@ -1,6 +1,6 @@
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { FAILURE_CONVERTER_PATH } from '../crypto/codec';
 import { BUNDLE_FILES } from './workflow-bundle';
 

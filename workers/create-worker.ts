@@ -5,13 +5,13 @@ import { createModelClient } from '../activities/providers';
 import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
-import { checkSearchAttributes } from './check-search-attributes';
-import { workflowSource } from './workflow-bundle';
 import { workerDataConverter } from '../crypto/codec';
 import { redactionFromEnv } from '../common/redact';
 import { keyRingFromEnv } from '../crypto/keyring';
-import { workerTuning } from './tuning';
 import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
+import { workerTuning } from './tuning';
+import { workflowSource } from './workflow-bundle';
+import { checkSearchAttributes } from './check-search-attributes';
 
 export interface WorkerOptions {
   address: string;

@@ -1,5 +1,5 @@
-import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { format } from 'node:util';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { ConfigError } from '../common/errors';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
 import { escapeBlock } from '../common/terminal';

@@ -1,3 +1,4 @@
+import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import {
   decisionMessage,
   MAX_DECISION_BYTES,
@@ -7,7 +8,6 @@ import {
   type DecisionRecord,
   type RefusedDecision,
 } from '../common/decision';
-import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import { checkDecision } from '../common/decision-check';
 import type { RunRecord } from '../common/run-record';
 import {

@@ -1,6 +1,6 @@
-import { type ApplicationFailure } from '@temporalio/common';
 import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { type ApplicationFailure } from '@temporalio/common';
 import type { Autonomy } from '../../common/loop-spec';
 import { commitTree, messageOf, moveRef, resolveCommit, treeOf } from '../git/commit-tree';
 import { LOOPWRIGHT_IDENTITY } from '../git/git-env';

@@ -5,8 +5,8 @@ import type { CommandCheck } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { defaultSandbox, type Sandbox } from '../sandbox/sandbox';
-import { runScratchDir } from './workspace';
 import { currentActivityContext } from '../activity-context';
+import { runScratchDir } from './workspace';
 
 /** How much of a command's output a verdict keeps as evidence (its tail). */
 export const EVIDENCE_CHARS = 4000;

@@ -1,10 +1,10 @@
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 import { EVIDENCE_CHARS } from './command';
 import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from './diff-policy/git';
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
-import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 
 export { DEFAULT_TEST_PATTERN } from './diff-policy/paths';
 

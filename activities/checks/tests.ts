@@ -1,9 +1,9 @@
-import { type ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { type ApplicationFailure } from '@temporalio/common';
 import { parseDuration } from '../../common/duration';
 import type { TestsCheck } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
@@ -14,12 +14,12 @@ import { snapshotWorkingTree } from '../git/snapshot';
 import { workerGit } from '../git/worker-git';
 import { defaultSandbox, type Sandbox, type SandboxName } from '../sandbox/sandbox';
 import { runTests, type TestRun } from '../tests/run-tests';
-import { canaryFor } from './tests/canary';
+import { FailureType, nonRetryableFailure } from '../../common/failure-types';
+import { currentActivityContext } from '../activity-context';
 import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evaluate';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
-import { FailureType, nonRetryableFailure } from '../../common/failure-types';
-import { currentActivityContext } from '../activity-context';
+import { canaryFor } from './tests/canary';
 
 /** Input of `runTestsCheck`. */
 export interface TestsCheckInput {

@@ -2,8 +2,8 @@ import type { DiscoveredItem } from '../../common/discovery';
 import type { TestRunner } from '../../common/test-results';
 import { defaultSandbox, type Sandbox } from '../sandbox/sandbox';
 import { runTests, type TestRun } from '../tests/run-tests';
-import { failingTestItems } from './failing-tests';
 import { currentActivityContext } from '../activity-context';
+import { failingTestItems } from './failing-tests';
 
 /**
  * Runs `testCommand` in `cwd` through the test-results layer (activities/tests/run-tests.ts: the

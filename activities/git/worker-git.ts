@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
+import { activityCancellation } from '../activity-context';
 import { workerGitEnv } from './git-env';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
-import { activityCancellation } from '../activity-context';
 
 /**
  * The one way the worker runs git on a workspace or repository. The repository is untrusted

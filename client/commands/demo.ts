@@ -14,15 +14,15 @@ import { LoopwrightClient } from '../loopwright-client';
 import { progressLine, summarize, type Output } from '../output';
 import { renderReview } from '../review';
 import { escapeLine } from '../../common/terminal';
-import { colorFor, reviewOf } from './review';
-import { untilSignal } from './process';
-import { signedBy } from './decide';
 import { generateSigningKey, publicKeyOf } from '../signing';
 import { DECISION_NAMESPACE, GRANT_NAMESPACE, parseAllowedSigners, publicKeyLine } from '../../common/sshsig';
 import { loopwrightHome } from '../../server/paths';
 import { withoutConnectionSettings } from '../../server/temporal-connection';
 import { defaultKeysPath, initKeyFile } from '../../crypto/key-file';
 import type { CommandDefinition } from '../cli-command';
+import { signedBy } from './decide';
+import { untilSignal } from './process';
+import { colorFor, reviewOf } from './review';
 
 /** A link to a run's page in the Web UI. */
 export function runUrl(uiUrl: string, namespace: string, workflowId: string): string {

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { jsonTooDeep, LIMITS } from '../prechecks';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { jsonTooDeep, LIMITS } from '../prechecks';
 import { RunStillRunningError, ServerUnavailableError, UsageError } from '../../common/errors';
 import { deliverEvent, type EventClient } from '../events';
 import type { LoopwrightClient } from '../loopwright-client';

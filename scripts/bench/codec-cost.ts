@@ -6,10 +6,10 @@
  * per run, for both, and the ratios:
  *   npm run bench:codec -- [runs] [turns]
  */
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createModelClient } from '../../activities/providers';
 import { LoopwrightClient } from '../../client/loopwright-client';

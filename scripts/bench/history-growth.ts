@@ -5,10 +5,10 @@
  * prints bytes and events per turn from the real histories:
  *   npm run build && node dist/scripts/bench/history-growth.js [turns]
  */
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { freePort, startDevServer, type DevServer } from '../../server/dev-server';
 import { findTemporalCli } from '../../server/temporal-binary';

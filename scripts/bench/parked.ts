@@ -9,8 +9,8 @@
  */
 import { parseModelScript } from '../../model-server/script';
 import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
-import { uniqueName } from './session';
 import { allOf, clause } from '../../common/visibility-query';
+import { uniqueName } from './session';
 import { procCpuSeconds } from './proc-cpu';
 import { formatParked } from './throughput-report';
 import { floorApprove, floorParked } from './floor-workflows';

@@ -1,5 +1,5 @@
-import type { temporal } from '@temporalio/proto';
 import { randomBytes } from 'node:crypto';
+import type { temporal } from '@temporalio/proto';
 import { BENCH_FILE } from './bench-model';
 
 /** Workflow code for a worker: a bundle's text or the path of a bundle file. */

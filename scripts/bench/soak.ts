@@ -8,11 +8,11 @@
  */
 import { rmSync } from 'node:fs';
 import { type LoopwrightClient } from '../../client/loopwright-client';
+import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { benchScript, makeBenchWorkspace } from './bench-model';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
 import { runScript, wholeArgs } from './run-script';
-import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 
 /** Runs `count` runs, `concurrency` at a time, each waited for through its result (a long poll). */
 async function runMany(client: LoopwrightClient, count: number, concurrency: number, input: unknown): Promise<number> {

@@ -9,12 +9,12 @@
  * commits since the WAL was synced, never corrupt; FULL loses nothing that was acknowledged.
  */
 import type { SqliteSync } from '../../server/dev-server';
+import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { benchScript, makeBenchWorkspace } from './bench-model';
 import { procCpuSeconds as cpuSeconds } from './proc-cpu';
 import { benchInput, uniqueName } from './session';
 import { load1, startBenchStack } from './worker-stack';
 import { runScript, wholeArgs } from './run-script';
-import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 
 async function measure(sync: SqliteSync, runs: number, concurrency: number, workspace: string): Promise<string> {
   const stack = await startBenchStack(benchScript(2), [], sync);

@@ -1,5 +1,5 @@
-import { temporal } from '@temporalio/proto';
 import { loadavg } from 'node:os';
+import { temporal } from '@temporalio/proto';
 import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { parseModelScript, type ModelRule, type ModelScript } from '../../model-server/script';
 import { plainModelCaller, runPlainLoop } from './plain-loop';

@@ -14,6 +14,7 @@ import { loopwrightHome, packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 import { findTemporalCli } from '../temporal-binary';
 import { isServing } from '../temporal-operator';
+import { TEMPORAL_CONNECTION_VARIABLES, temporalConnectionOptions } from '../temporal-connection';
 import {
   DB_USER,
   findPostgresBin,
@@ -35,7 +36,6 @@ import {
   writeState,
 } from './processes';
 import { findSchemaDir, findSqlTool, findTemporalServer, findUiServer } from './temporal-server-binary';
-import { TEMPORAL_CONNECTION_VARIABLES, temporalConnectionOptions } from '../temporal-connection';
 
 /** The client connection variables set in `env` (TEMPORAL_TLS_*, TEMPORAL_API_KEY), for the CLI, setup and UI. */
 function connectionVariables(env: NodeJS.ProcessEnv): Record<string, string> {

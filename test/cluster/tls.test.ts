@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { must } from '../../common/must';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { must } from '../../common/must';
 import { serverSecurityEnv, startCluster, stopCluster } from '../../server/cluster/cluster';
 import type { ClusterState } from '../../server/cluster/processes';
 import { freePort } from '../../server/free-port';

@@ -1,8 +1,8 @@
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import fc from 'fast-check';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { writeReport } from '../../activities/reports';
 import { runTable, summarize } from '../../client/output';
 import { checkRunId } from '../../client/run-id';

@@ -1,9 +1,9 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import { buildTrace } from '../../trace/build-trace';
 import { fetchHistories } from '../../trace/fetch-histories';
 import { initKeyFile } from '../../crypto/key-file';

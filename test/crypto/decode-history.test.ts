@@ -1,7 +1,7 @@
-import { defaultPayloadConverter, DefaultFailureConverter } from '@temporalio/common';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { defaultPayloadConverter, DefaultFailureConverter } from '@temporalio/common';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { EncryptionCodec } from '../../crypto/codec';
 import { decodeHistory } from '../../crypto/decode-history';
 import { newKey, parseKeyFile } from '../../crypto/keyring';

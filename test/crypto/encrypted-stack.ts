@@ -1,6 +1,6 @@
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type Activities } from '../../activities';
 import { createModelClient } from '../../activities/providers';
 import { trustPathsFromEnv } from '../../activities/trust';

@@ -6,8 +6,8 @@ import type { RunRecord } from '../../common/run-record';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { script } from '../helpers/scripts';
 import { scriptedStacks } from '../helpers/temporal';
-import { CORPUS_FAILING_TEST, CORPUS_FILES, createCorpusRepo } from './corpus-repo';
 import { must } from '../../common/must';
+import { CORPUS_FAILING_TEST, CORPUS_FILES, createCorpusRepo } from './corpus-repo';
 
 /**
  * A corpus of cheating candidates, each a scripted agent session on its own copy of a small

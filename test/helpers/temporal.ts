@@ -1,5 +1,5 @@
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type Activities } from '../../activities';
 import { trustPathsFromEnv } from '../../activities/trust';
 import type { Tool } from '../../activities/tools/types';

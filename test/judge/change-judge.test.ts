@@ -11,9 +11,9 @@ import { WORKER_TUNING } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
 import { judgeSays, script } from '../helpers/scripts';
 import { testAddress, uniqueQueue } from '../helpers/temporal';
+import { must } from '../../common/must';
 import { changeRepo, SPECIAL_CASE, SPECIAL_CASE_LINE } from './change-repo';
 import { boundaryLookalikes, judgeBlocks } from './structure';
-import { must } from '../../common/must';
 
 /**
  * The judge of a change on a real worker and the test dev server, against the scripted model

@@ -1,13 +1,13 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
 import { drawBoundaryCode, judgeCandidate, type JudgeInput } from '../../activities/checks/judge';
 import type { ModelReply, ModelRequest } from '../../activities/model';
 import { CODE_REVIEW_SYSTEM_PROMPT, FIX_TEST_REVIEW_RUBRIC } from '../../common/code-review';
 import { JUDGE_SYSTEM_PROMPT, VERDICT_TOOL_NAME, boundaryLines } from '../../common/judge';
 import { ZERO_USAGE } from '../../common/usage';
+import { must } from '../../common/must';
 import { changeRepo, SPECIAL_CASE, SPECIAL_CASE_LINE } from './change-repo';
 import { boundaryLookalikes, forgeries, judgeBlocks } from './structure';
-import { must } from '../../common/must';
 
 /** A judge model that records each request and fails every candidate. */
 function recordingModel() {

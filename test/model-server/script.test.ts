@@ -1,7 +1,7 @@
-import Anthropic from '@anthropic-ai/sdk';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import { InputError, UsageError } from '../../common/errors';
 import { runModelServerCommand } from '../../model-server/main';
 import { loadModelScript } from '../../model-server/script';

@@ -13,8 +13,8 @@ import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { testAddress, workerProcessEnv } from '../helpers/temporal';
 import { freePort } from '../../server/dev-server';
 import { processesNamed } from '../activities/tools/workspace';
-import { attackSource, type AttackTargets } from './attack';
 import { must, mustTake } from '../../common/must';
+import { attackSource, type AttackTargets } from './attack';
 
 /**
  * A hostile agent, played through the scripted model against a real `loopwright worker`

@@ -4,16 +4,16 @@
  * with a developer's Temporal Cloud settings (TEMPORAL_API_KEY, TEMPORAL_TLS_*) in its environment,
  * which its worker and Temporal CLI calls leave aside for their own local server.
  */
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { mkdtempSync, readFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { freePort } from '../../server/dev-server';
 import { readDevServerLock } from '../../server/dev-server-lock';
 import { startCli, type Background } from '../helpers/cli';
-import { removeDir } from './fake-bin';
-import { boundSockets, httpRequest } from './listening';
 import { must } from '../../common/must';
+import { boundSockets, httpRequest } from './listening';
+import { removeDir } from './fake-bin';
 
 let home: string;
 let dev: Background | undefined;

@@ -3,9 +3,9 @@
  * and in what startDevServer reports; the HTTP API, which any web page could POST to, refuses
  * to start or signal workflows unless asked for; gRPC, the Web UI and metrics still work.
  */
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { randomBytes } from 'crypto';
 import { join } from 'path';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { type DevServer, freePort, startDevServer } from '../../server/dev-server';
 import { isPidAlive } from '../../server/dev-server-lock';
 import { findTemporalCli } from '../../server/temporal-binary';

@@ -2,9 +2,9 @@
  * Integration: finds (or really installs, into loopwrightHome()) the Temporal CLI and test
  * server, starts a real headless dev server on free ports and checks what it promises.
  */
-import { Connection } from '@temporalio/client';
 import { existsSync } from 'fs';
 import { join } from 'path';
+import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import {
   type DevServer,

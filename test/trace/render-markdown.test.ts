@@ -1,6 +1,6 @@
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { buildTrace } from '../../trace/build-trace';
 import { renderTraceMarkdown } from '../../trace/render-markdown';
 import type { Trace } from '../../trace/types';

@@ -1,6 +1,6 @@
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { buildTrace } from '../../trace/build-trace';
 import { formatOffset, renderTrace } from '../../trace/render-trace';
 import type { Trace } from '../../trace/types';

@@ -1,6 +1,6 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWebhookServer, type WebhookLimits, type WebhookServer } from '../../client/commands/webhooks';
 import type { EventClient } from '../../client/events';
 import { LoopwrightClient } from '../../client/loopwright-client';

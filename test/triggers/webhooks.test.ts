@@ -1,5 +1,5 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { startWebhookServer, type WebhookServer } from '../../client/commands/webhooks';
 import type { EventClient } from '../../client/events';
 import { LoopwrightClient } from '../../client/loopwright-client';

@@ -8,14 +8,14 @@
  * The run's workflow type has no worker (its task queue is nobody's), so nothing runs, and it is
  * terminated at once: the input in the first event is all there is to look at.
  */
-import { Client, Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { temporal } from '@temporalio/proto';
+import { Client, Connection } from '@temporalio/client';
 import { runUrl } from '../../client/commands/demo';
 import { clientDataConverter } from '../../crypto/codec';
 import { newKey, parseKeyFile } from '../../crypto/keyring';

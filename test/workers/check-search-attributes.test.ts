@@ -1,6 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { randomBytes } from 'node:crypto';
 import { ConfigError } from '../../common/errors';
 import { checkSearchAttributes } from '../../workers/check-search-attributes';
 import { testAddress } from '../helpers/temporal';

@@ -1,4 +1,3 @@
-import { forDisplay } from '../../common/redact';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   ActivityFailure,
@@ -9,6 +8,7 @@ import {
   workflowInfo,
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
+import { forDisplay } from '../../common/redact';
 import type { Activities } from '../../activities';
 import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../../common/discovery';
 import { CHECK_CALL, TOOL_CALL } from '../activity-proxies';

@@ -1,5 +1,5 @@
-import { forDisplay } from '../../common/redact';
 import { condition, executeChild, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { forDisplay } from '../../common/redact';
 import type { AppliedDecision, DecisionRecord } from '../../common/decision';
 import { trustRecord, type Trust, type TrustRecord } from '../../common/trust-record';
 import { handleDecisions } from '../decisions';

@@ -11,11 +11,11 @@ import { priceOf } from '../../common/pricing';
 import { renderWorkerPrompt } from '../../common/prompts';
 import { modelTimeouts } from '../../common/loop-rules';
 import { acts, modelCallOptions, TOOL_CALL } from '../activity-proxies';
+import { agentTurnSummary, toolCallSummary } from '../../common/activity-summary';
 import type { AttemptOutcome, AttemptProgress } from './attempt';
 import type { LoopRun } from './loop-run';
 import { callWithinBudget } from './model-call';
 import type { SessionCheckpoint } from './resume';
-import { agentTurnSummary, toolCallSummary } from '../../common/activity-summary';
 import { outputVerdict } from './record-keeping';
 
 /** Rough size of the tool definitions in the prompt, per tool (for the input estimate). */

@@ -1,16 +1,16 @@
 import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
 import type { ToolCallRecord } from '../../common/agent';
-import { runAgentSession } from './agent-session';
-import type { SessionCheckpoint } from './resume';
 import { judgeInputChars, summarizeVerdicts } from '../../common/code-review';
 import { priceOf } from '../../common/pricing';
 import { renderWorkerPrompt } from '../../common/prompts';
 import type { StopReason, Verdict } from '../../common/run-record';
 import { modelTimeouts } from '../../common/loop-rules';
 import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from '../activity-proxies';
+import { checkSummary, judgeCallSummary, workerCallSummary } from '../../common/activity-summary';
 import type { LoopRun } from './loop-run';
 import { callWithinBudget } from './model-call';
-import { checkSummary, judgeCallSummary, workerCallSummary } from '../../common/activity-summary';
+import type { SessionCheckpoint } from './resume';
+import { runAgentSession } from './agent-session';
 import { outputVerdict } from './record-keeping';
 
 /** An attempt in progress: filled in as it goes, so a wall-time stop still has what was done. */

@@ -17,10 +17,12 @@ import type { RunRecord } from '../../common/run-record';
 import { LoopAudit } from '../../common/search-attributes';
 import { ZERO_USAGE } from '../../common/usage';
 import { acts, TOOL_CALL } from '../activity-proxies';
-import { runAttempt, type AttemptProgress } from './attempt';
 import { handleDecisions, refusalReason } from '../decisions';
-import { runDetails } from './details';
 import { stateQuery } from '../messages';
+import { forDisplay, redact } from '../../common/redact';
+import { auditWaitSummary } from '../../common/activity-summary';
+import { runAttempt, type AttemptProgress } from './attempt';
+import { runDetails } from './details';
 import { activityErrorMessage, feedbackFrom } from './record-keeping';
 import { withWallTime } from './wall-time';
 import type { ResumeState } from './resume';
@@ -31,8 +33,6 @@ import { LoopRun } from './loop-run';
 import { reviews } from './reviews';
 import { identityAttributes, temporalHost } from './run-host';
 import { heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
-import { forDisplay, redact } from '../../common/redact';
-import { auditWaitSummary } from '../../common/activity-summary';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active

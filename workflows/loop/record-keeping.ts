@@ -1,9 +1,9 @@
+import { ActivityFailure } from '@temporalio/workflow';
 import type { ToolCallRecord } from '../../common/agent';
 import type { LoopInput } from '../../common/loop-input';
 import type { FeedbackEntry } from '../../common/prompts';
 import type { AttemptRecord, RunRecord, StopReason, Verdict } from '../../common/run-record';
 import { ZERO_USAGE, addUsage, type Usage } from '../../common/usage';
-import { ActivityFailure } from '@temporalio/workflow';
 import { limitsOf, newRunBudget } from '../../common/budget';
 
 /** A new record for a run that starts now. Pure. */

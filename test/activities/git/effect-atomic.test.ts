@@ -1,7 +1,7 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import { commitWorkspace, prepareWorkspace } from '../../../activities/agent/workspace';
 import { applyGitCommit, type GitCommitEffectInput, type GitCommitEffectResult } from '../../../activities/effects';
 import { commitTree, moveRef, treeOf } from '../../../activities/git/commit-tree';

@@ -1,6 +1,6 @@
-import { MockActivityEnvironment } from '@temporalio/testing';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { runTool } from '../../../activities/agent/run-tool';
 import { createFileLedger } from '../../../activities/tools/ledger';

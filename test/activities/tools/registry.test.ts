@@ -1,5 +1,5 @@
-import type { ToolDefinition } from '../../../common/model-messages';
 import { z } from 'zod';
+import type { ToolDefinition } from '../../../common/model-messages';
 import { BUILT_IN_TOOLS, READ_TOOLS, WRITE_TOOLS } from '../../../activities/tools/built-in';
 import {
   COMMAND_DEADLINE_MARGIN_MS,

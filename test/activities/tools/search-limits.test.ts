@@ -3,8 +3,8 @@ import path from 'node:path';
 import { createToolRegistry, executeTool } from '../../../activities/tools/registry';
 import { MAX_MATCH_LINE_CHARS, MAX_SEARCH_FILES } from '../../../activities/tools/search';
 import type { ToolContext, ToolOutcome } from '../../../activities/tools/types';
-import { removeDir, tempDir, toolContext } from './workspace';
 import { must } from '../../../common/must';
+import { removeDir, tempDir, toolContext } from './workspace';
 
 /**
  * search against hostile input: patterns that make a backtracking engine take exponential

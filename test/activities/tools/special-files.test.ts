@@ -4,8 +4,8 @@ import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { createToolRegistry, executeTool } from '../../../activities/tools/registry';
 import type { ToolOutcome } from '../../../activities/tools/types';
-import { removeDir, tempDir, toolContext } from './workspace';
 import { must } from '../../../common/must';
+import { removeDir, tempDir, toolContext } from './workspace';
 
 /**
  * Files that are not regular files (a FIFO the agent made with `mkfifo`, a socket) must be

@@ -1,7 +1,7 @@
-import fc from 'fast-check';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import { blobRef, canonicalJson } from '../../../activities/transcript/canonical-json';
 import { createFileBlobStore } from '../../../activities/transcript/store';
 import { elideOldToolResults, transcriptChars, type TranscriptMessage } from '../../../common/context';

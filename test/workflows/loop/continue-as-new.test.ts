@@ -1,8 +1,8 @@
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../../activities';
 import { createModelClient } from '../../../activities/providers';
 import { planRun } from '../../../loops/plan-run';

@@ -1,7 +1,7 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Activities } from '../../../activities';
 import { LoopwrightClient } from '../../../client/loopwright-client';
 import type { RunRecord } from '../../../common/run-record';

@@ -1,8 +1,8 @@
 import { mkdtempSync } from 'node:fs';
-import { readReportFile } from '../../../activities/report-file';
-import { keyRingFromEnv } from '../../../crypto/keyring';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { readReportFile } from '../../../activities/report-file';
+import { keyRingFromEnv } from '../../../crypto/keyring';
 // commander (ESM) is only used by `improve`'s command registration, which status imports beside the summary it needs.
 jest.mock('commander', () => ({ Option: class {} }));
 import { listCommand } from '../../../client/commands/list';
