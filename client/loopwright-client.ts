@@ -440,8 +440,10 @@ function needsGrant(plan: LoopInput): boolean {
 
 /**
  * What a run shows in `list` and the Web UI from its start: the search attributes (LoopName,
- * LoopState 'running', LoopAttempt 0, LoopAutonomy, LoopItemKey) and its summary and details.
- * Shared by direct starts and schedule actions.
+ * LoopState 'running', LoopAttempt 0, LoopAutonomy, LoopItemKey, LoopCostUsd 0, LoopTokens 0)
+ * and its summary and details. Shared by direct starts and schedule actions. The workflow upserts
+ * only what differs from these (workflows/loop/run-host.ts), so a run started with them sends
+ * none of them again; a wrong value (a forged start) is corrected by its first upsert.
  */
 export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
   const r = (text: string) =>
@@ -453,6 +455,8 @@ export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
       { key: LoopAttempt, value: 0 },
       { key: LoopAutonomy, value: plan.spec.autonomy },
       ...(plan.itemKey ? [{ key: LoopItemKey, value: r(plan.itemKey) }] : []),
+      { key: LoopCostUsd, value: 0 },
+      { key: LoopTokens, value: 0 },
     ] as SearchAttributePair[],
     staticSummary: `${plan.loop}: ${r(plan.task).slice(0, 120)}`,
     staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,

@@ -6,6 +6,7 @@ import { plainModelCaller, runPlainLoop } from './plain-loop';
 import { procCpuSeconds, selfCpuSeconds } from './proc-cpu';
 import { uniqueName } from './session';
 import { floorLoop, type FloorExtras } from './floor-workflows';
+import { historyBreakdown, type BreakdownRow } from './history-breakdown';
 import type { BenchStack, FloorWorker } from './worker-stack';
 
 /** The task every measured run does: attempt 1 fails the judge, attempt 2 passes. */
@@ -85,6 +86,8 @@ export interface Measurement {
   /** Mean over a few runs' histories (NaN for the plain loop). */
   historyEvents: number;
   historyBytes: number;
+  /** Where the first sampled history's bytes go (empty for the plain loop). */
+  historyBreakdown: BreakdownRow[];
   /** 1-minute load average when the measurement started and when it ended. */
   loadStart: number;
   loadEnd: number;
@@ -122,6 +125,7 @@ export async function measurePlain(stack: BenchStack, runs: number, latencyMs: n
     modelCallsPerRun: callsOf(stack, prefix) / runs,
     historyEvents: NaN,
     historyBytes: NaN,
+    historyBreakdown: [],
     loadStart: load0,
     loadEnd: loadavg()[0] ?? NaN,
   };
@@ -207,6 +211,7 @@ async function measureDurable(
     modelCallsPerRun: callsOf(stack, prefix) / runs,
     historyEvents: mean(histories.map((h) => h.events?.length ?? 0)),
     historyBytes: mean(histories.map((h) => temporal.api.history.v1.History.encode(h).finish().length)),
+    historyBreakdown: histories[0] ? historyBreakdown(histories[0]) : [],
     loadStart: load0,
     loadEnd: load1,
   };

@@ -17,6 +17,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import type { FloorExtras } from './floor-workflows';
+import { formatBreakdown } from './history-breakdown';
 import { measureParked, type ParkedFigures } from './parked';
 import {
   measureFloor,
@@ -106,6 +107,11 @@ async function main(): Promise<void> {
     'CPU ms/run: dev server + worker for floor and loopwright (each its own worker process); this process (loop + scripted model) for plain. client CPU s: this process, which also serves the scripted model.',
   );
   console.log(idleLine);
+  const sample = measured.find((m) => m.path === 'loopwright' && m.historyBreakdown.length > 0);
+  if (sample) {
+    console.log(`\nWhere a Loopwright run's history goes (one run at ${sample.latencyMs} ms):`);
+    for (const line of formatBreakdown(sample.historyBreakdown)) console.log(line);
+  }
   if (parkedFigures) {
     console.log(`\nParked (fresh stack, default worker flags):`);
     for (const line of formatParked(parkedFigures)) console.log(line);
