@@ -14,6 +14,14 @@ export function recordHeartbeat(ctx: Context, details: unknown): void {
   ctx.heartbeat(details);
 }
 
+/**
+ * Keeps `details` as the activity's details without sending them now: the next liveness heartbeat
+ * ({@link heartbeatAlive}) carries them. For a call too young to heartbeat yet.
+ */
+export function keepDetails(ctx: Context, details: unknown): void {
+  recorded.set(ctx, details);
+}
+
 /** A liveness heartbeat: carries the details the activity last recorded, if any. */
 export function heartbeatAlive(ctx: Context): void {
   ctx.heartbeat(recorded.get(ctx));

@@ -13,7 +13,7 @@ import { costOf, type ModelPrice } from '../common/pricing';
 import type { Usage } from '../common/usage';
 import { currentActivityContext } from './activity-context';
 import { toModelFailure } from './model-errors';
-import { heartbeatAlive, recordHeartbeat } from './model-heartbeat';
+import { heartbeatAlive, keepDetails, recordHeartbeat } from './model-heartbeat';
 import type { ModelClient } from './model-port';
 
 export type ModelRole = 'worker' | 'checker' | 'proposer';
@@ -59,19 +59,21 @@ export interface ModelDeps {
  * system prompt and tools) and tells the endpoint the run, role and attempt; this passes it the
  * activity's cancellation and prices what it reports at the run's pinned price.
  *
- * Usage is what the provider reported as it streamed. Whenever it changes it is heartbeated, and
- * every liveness heartbeat (one a second) repeats it, so a worker lost after the endpoint answered
- * leaves it in the activity's last heartbeat details. Every failure (HTTP error, dropped or
+ * Usage is what the provider reported as it streamed. Whenever it changes it is heartbeated (from
+ * the call's first second on: no heartbeat leaves before then), and every liveness heartbeat (one a
+ * second) repeats it, so a worker lost after the endpoint answered leaves it in the activity's last
+ * heartbeat details. Every failure (HTTP error, dropped or
  * malformed stream, stream error event, idle timeout, total deadline, cancellation) carries the
  * usage reported so far in its details (see model-errors.ts).
  */
 export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promise<ModelReply> {
   return async (req) => {
     const ctx = currentActivityContext();
-    const beat = ctx ? setInterval(() => heartbeatAlive(ctx), deps.heartbeatMs ?? 1000) : undefined;
+    const every = deps.heartbeatMs ?? 1000;
+    const beat = ctx ? setInterval(() => heartbeatAlive(ctx), every) : undefined;
+    const started = Date.now();
     let reported: Usage | undefined;
     try {
-      if (ctx) heartbeatAlive(ctx);
       const answer = await deps.client.call(
         {
           model: req.model,
@@ -92,9 +94,14 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
           signal: ctx?.cancellationSignal,
           onUsage: (tokens) => {
             reported = priced(tokens, req.model, req.price);
-            // Recorded with the server as soon as it is known: if the worker is then lost, the
-            // workflow still finds the usage in the timeout's last heartbeat details.
-            if (ctx) recordHeartbeat(ctx, { usage: reported });
+            // Recorded with the server once the call has run a heartbeat interval (at once after
+            // that, else by the first liveness heartbeat): if the worker is then lost, the
+            // workflow still finds the usage in the timeout's last heartbeat details. A call
+            // that ends sooner sends no heartbeat at all: each is a server write, and the SDK
+            // throttles heartbeats to one an interval anyway (WORKER_TUNING), so sending the
+            // first at once would not get this usage to the server any sooner.
+            if (ctx && Date.now() - started >= every) recordHeartbeat(ctx, { usage: reported });
+            else if (ctx) keepDetails(ctx, { usage: reported });
           },
         },
       );

@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { heartbeatAlive } from '../../../activities/model-heartbeat';
 import type { ModelServer } from '../../../model-server/server';
 import type { ModelRule } from '../../../model-server/script';
 import { judgeSays, workerSays } from '../../helpers/scripts';
@@ -141,10 +142,17 @@ describe('accounting and model errors', () => {
         wrap: (acts) => ({
           ...acts,
           async generateCandidate(input) {
+            const started = Date.now();
             const result = await acts.generateCandidate(input);
             if (++calls > 1) return result;
-            // The answer is in, but this try never returns it: the server times the activity out.
-            await Context.current().cancelled.catch(() => undefined);
+            // The answer is in, but this try never returns it. The worker stays alive to the
+            // activity's first liveness heartbeat (the one a second every activity sends, see
+            // activities/index.ts), which carries the usage the call kept, and is then lost: no
+            // more heartbeats, so the server times the activity out.
+            const ctx = Context.current();
+            await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - started))));
+            heartbeatAlive(ctx);
+            await ctx.cancelled.catch(() => undefined);
             throw new Error('lost after answering');
           },
         }),
