@@ -1,15 +1,9 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { serverSecurityEnv, startCluster, stopCluster } from '../../server/cluster/cluster';
-import type { ClusterState } from '../../server/cluster/processes';
-import { freePort } from '../../server/free-port';
-import { startModelServer, type ModelServer } from '../../model-server/server';
-import { runCli, startWorkerProcess, stopWorkerProcesses } from '../helpers/cli';
-import { judgeSays, script, workerSays } from '../helpers/scripts';
+import { serverSecurityEnv } from '../../server/cluster/cluster';
+import { runCli, startWorkerProcess } from '../helpers/cli';
+import { securedCluster } from '../helpers/secured-cluster';
 import { workerProcessEnv } from '../helpers/temporal';
 
 /**
@@ -19,9 +13,6 @@ import { workerProcessEnv } from '../helpers/temporal';
  * (a JWT whose permissions claim grants the namespace; TEMPORAL_TLS=false: this frontend has no
  * TLS) run a loop to completion; the CLI without a key, or with a key signed by another key, is refused.
  */
-const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-auth-cluster-'));
-let state: ClusterState;
-let model: ModelServer;
 let jwks: Server;
 let signing: KeyObject;
 let other: KeyObject;
@@ -36,57 +27,45 @@ function token(permissions: string[], key: KeyObject, kid = 'loopwright-test'): 
   return `${head}.${body}.${b64url(sign('sha256', Buffer.from(`${head}.${body}`), key))}`;
 }
 
-beforeAll(async () => {
-  const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  signing = pair.privateKey;
-  other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-  const jwk = { ...pair.publicKey.export({ format: 'jwk' }), kid: 'loopwright-test', alg: 'RS256', use: 'sig' };
-  jwks = createServer((_req, res) => {
-    res.setHeader('Content-Type', 'application/json');
-    res.end(JSON.stringify({ keys: [jwk] }));
-  });
-  await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
-  const admin = token(['system:admin', 'default:admin'], signing);
-  state = await startCluster({
-    dir,
-    port: await freePort(),
-    frontends: 1,
-    workers: 0,
-    // The cluster's Temporal CLI (health checks, deploy/temporal-setup.sh) uses the admin token.
-    env: { ...process.env, TEMPORAL_API_KEY: admin, TEMPORAL_TLS: 'false' },
-    // What `npm run cluster` passes from its environment (serverSecurityEnv); it adds an internal frontend.
-    serverEnv: serverSecurityEnv({
-      TEMPORAL_AUTH_AUTHORIZER: 'default',
-      TEMPORAL_AUTH_CLAIM_MAPPER: 'default',
-      TEMPORAL_JWT_KEY_SOURCE1: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
-    }),
-    log: (line) => process.stderr.write(`[auth cluster] ${line}\n`),
-  });
-  model = await startModelServer({
-    script: script(workerSays(1, 'with a key', { times: undefined }), judgeSays(1, true, [], '', { times: undefined })),
-    port: 0,
-  });
-}, 300_000);
-
-afterAll(async () => {
-  await stopWorkerProcesses();
-  await model?.close();
-  await stopCluster(dir);
-  await new Promise((resolve) => jwks?.close(resolve));
-  rmSync(dir, { recursive: true, force: true });
-}, 120_000);
+const cluster = securedCluster(
+  'auth',
+  'with a key',
+  async () => {
+    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    signing = pair.privateKey;
+    other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    const jwk = { ...pair.publicKey.export({ format: 'jwk' }), kid: 'loopwright-test', alg: 'RS256', use: 'sig' };
+    jwks = createServer((_req, res) => {
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    const admin = token(['system:admin', 'default:admin'], signing);
+    return {
+      // The cluster's Temporal CLI (health checks, deploy/temporal-setup.sh) uses the admin token.
+      env: { ...process.env, TEMPORAL_API_KEY: admin, TEMPORAL_TLS: 'false' },
+      // What `npm run cluster` passes from its environment (serverSecurityEnv); it adds an internal frontend.
+      serverEnv: serverSecurityEnv({
+        TEMPORAL_AUTH_AUTHORIZER: 'default',
+        TEMPORAL_AUTH_CLAIM_MAPPER: 'default',
+        TEMPORAL_JWT_KEY_SOURCE1: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
+      }),
+    };
+  },
+  () => new Promise((resolve) => (jwks ? jwks.close(() => resolve()) : resolve())),
+);
 
 const INPUT = JSON.stringify({ task: 'Answer.', rubric: ['answers'], maxAttempts: 1 });
 
 test('a worker and the CLI reach a frontend with an authorizer with only TEMPORAL_API_KEY: a run completes', async () => {
   const env = {
-    ...workerProcessEnv('api-key', model.url),
-    TEMPORAL_ADDRESS: state.addresses[0],
+    ...workerProcessEnv('api-key', cluster.model.url),
+    TEMPORAL_ADDRESS: cluster.state.addresses[0],
     TEMPORAL_API_KEY: token(['default:write'], signing),
     TEMPORAL_TLS: 'false',
   };
   // With an authorizer the cluster runs an internal frontend for Temporal's own worker.
-  expect(state.processes.map((p) => p.name)).toContain('internal-frontend');
+  expect(cluster.state.processes.map((p) => p.name)).toContain('internal-frontend');
   const worker = await startWorkerProcess(env);
   expect(worker.output()).toMatch(/\(namespace default, API key\)/);
   const run = await runCli(['run', 'evaluate-optimize', '--input', INPUT, '--id', 'key-run', '--wait'], env, 120_000);
@@ -96,7 +75,7 @@ test('a worker and the CLI reach a frontend with an authorizer with only TEMPORA
 }, 180_000);
 
 test('the CLI without a key, or with a key signed by someone else, is refused with one error line, exit 2', async () => {
-  const base = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: state.addresses[0] };
+  const base = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: cluster.state.addresses[0] };
   const cases: Array<[Record<string, string>, RegExp]> = [
     // No key: the server answers, and refuses the call.
     [{}, /^error: .*(unauthori[sz]ed|permission)/i],

@@ -3,12 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { must } from '../../common/must';
-import { serverSecurityEnv, startCluster, stopCluster } from '../../server/cluster/cluster';
-import type { ClusterState } from '../../server/cluster/processes';
+import { serverSecurityEnv } from '../../server/cluster/cluster';
 import { freePort } from '../../server/free-port';
-import { startModelServer, type ModelServer } from '../../model-server/server';
-import { runCli, startWorkerProcess, stopWorkerProcesses } from '../helpers/cli';
-import { judgeSays, script, workerSays } from '../helpers/scripts';
+import { runCli, startWorkerProcess } from '../helpers/cli';
+import { securedCluster } from '../helpers/secured-cluster';
 import { workerProcessEnv } from '../helpers/temporal';
 
 /**
@@ -19,11 +17,7 @@ import { workerProcessEnv } from '../helpers/temporal';
  * variables Temporal's own tools use (TEMPORAL_TLS_CLIENT_CERT_PATH, _KEY_PATH,
  * _SERVER_CA_CERT_PATH, _SERVER_NAME); a client without a certificate is refused.
  */
-// The cluster's own folder (PostgreSQL, run as an unprivileged user under root, must get through it) and the certificates'.
-const dir = mkdtempSync(path.join(tmpdir(), 'loopwright-tls-cluster-'));
 const certs = mkdtempSync(path.join(tmpdir(), 'loopwright-tls-certs-'));
-let state: ClusterState;
-let model: ModelServer;
 let clientTls: Record<string, string>;
 
 function openssl(...args: string[]): void {
@@ -54,78 +48,70 @@ function issue(name: string, cn: string, ext: string): void {
   );
 }
 
-beforeAll(async () => {
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=loopwright test CA',
-  );
-  // One certificate for the frontend and for internode traffic (history, matching, internal worker).
-  issue(
-    'server',
-    'temporal',
-    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:temporal\nextendedKeyUsage=serverAuth,clientAuth\n',
-  );
-  issue('client', 'loopwright-worker', 'extendedKeyUsage=clientAuth\n');
-  const file = (name: string) => path.join(certs, name);
-  clientTls = {
-    TEMPORAL_TLS_CLIENT_CERT_PATH: file('client.pem'),
-    TEMPORAL_TLS_CLIENT_KEY_PATH: file('client.key'),
-    TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem'),
-    TEMPORAL_TLS_SERVER_NAME: 'temporal',
-  };
-  state = await startCluster({
-    dir,
-    port: await freePort(),
-    frontends: 1,
-    workers: 0,
-    uiPort: await freePort(),
-    env: { ...process.env, ...clientTls },
-    // What `npm run cluster` passes from its environment (serverSecurityEnv): only these names.
-    serverEnv: serverSecurityEnv({
-      TEMPORAL_TLS_FRONTEND_CERT: file('server.pem'),
-      TEMPORAL_TLS_FRONTEND_KEY: file('server.key'),
-      TEMPORAL_TLS_CLIENT1_CA_CERT: file('ca.pem'),
-      TEMPORAL_TLS_REQUIRE_CLIENT_AUTH: 'true',
-      TEMPORAL_TLS_SERVER_CERT: file('server.pem'),
-      TEMPORAL_TLS_SERVER_KEY: file('server.key'),
-      TEMPORAL_TLS_SERVER_CA_CERT: file('ca.pem'),
-      TEMPORAL_TLS_FRONTEND_SERVER_NAME: 'temporal',
-      TEMPORAL_TLS_INTERNODE_SERVER_NAME: 'temporal',
-      PATH: '/not-passed',
-    }),
-    log: (line) => process.stderr.write(`[tls cluster] ${line}\n`),
-  });
-  model = await startModelServer({
-    script: script(workerSays(1, 'over mTLS', { times: undefined }), judgeSays(1, true, [], '', { times: undefined })),
-    port: 0,
-  });
-}, 300_000);
-
-afterAll(async () => {
-  await stopWorkerProcesses();
-  await model?.close();
-  await stopCluster(dir);
-  rmSync(dir, { recursive: true, force: true });
-  rmSync(certs, { recursive: true, force: true });
-}, 120_000);
+const cluster = securedCluster(
+  'tls',
+  'over mTLS',
+  async () => {
+    openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.pem',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=loopwright test CA',
+    );
+    // One certificate for the frontend and for internode traffic (history, matching, internal worker).
+    issue(
+      'server',
+      'temporal',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:temporal\nextendedKeyUsage=serverAuth,clientAuth\n',
+    );
+    issue('client', 'loopwright-worker', 'extendedKeyUsage=clientAuth\n');
+    const file = (name: string) => path.join(certs, name);
+    clientTls = {
+      TEMPORAL_TLS_CLIENT_CERT_PATH: file('client.pem'),
+      TEMPORAL_TLS_CLIENT_KEY_PATH: file('client.key'),
+      TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem'),
+      TEMPORAL_TLS_SERVER_NAME: 'temporal',
+    };
+    return {
+      uiPort: await freePort(),
+      env: { ...process.env, ...clientTls },
+      // What `npm run cluster` passes from its environment (serverSecurityEnv): only these names.
+      serverEnv: serverSecurityEnv({
+        TEMPORAL_TLS_FRONTEND_CERT: file('server.pem'),
+        TEMPORAL_TLS_FRONTEND_KEY: file('server.key'),
+        TEMPORAL_TLS_CLIENT1_CA_CERT: file('ca.pem'),
+        TEMPORAL_TLS_REQUIRE_CLIENT_AUTH: 'true',
+        TEMPORAL_TLS_SERVER_CERT: file('server.pem'),
+        TEMPORAL_TLS_SERVER_KEY: file('server.key'),
+        TEMPORAL_TLS_SERVER_CA_CERT: file('ca.pem'),
+        TEMPORAL_TLS_FRONTEND_SERVER_NAME: 'temporal',
+        TEMPORAL_TLS_INTERNODE_SERVER_NAME: 'temporal',
+        PATH: '/not-passed',
+      }),
+    };
+  },
+  () => rmSync(certs, { recursive: true, force: true }),
+);
 
 const INPUT = JSON.stringify({ task: 'Answer.', rubric: ['answers'], maxAttempts: 1 });
 
 test('a worker and the CLI reach an mTLS frontend with only the TEMPORAL_TLS_* variables: a run completes', async () => {
-  const env = { ...workerProcessEnv('tls', model.url), TEMPORAL_ADDRESS: state.addresses[0], ...clientTls };
+  const env = {
+    ...workerProcessEnv('tls', cluster.model.url),
+    TEMPORAL_ADDRESS: cluster.state.addresses[0],
+    ...clientTls,
+  };
   const worker = await startWorkerProcess(env);
   expect(worker.output()).toMatch(/worker polling task queue \S+ on 127\.0\.0\.1:\d+ \(namespace default, mTLS\)/);
   const run = await runCli(['run', 'evaluate-optimize', '--input', INPUT, '--id', 'tls-run', '--wait'], env, 120_000);
@@ -137,7 +123,7 @@ test('a worker and the CLI reach an mTLS frontend with only the TEMPORAL_TLS_* v
 }, 180_000);
 
 test('a client without a certificate is refused: one error line naming the TLS settings, exit 2', async () => {
-  const base = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: state.addresses[0] };
+  const base = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: cluster.state.addresses[0] };
   // TLS with the right CA, but no client certificate: the frontend requires one.
   const noCert = await runCli(['list'], {
     ...base,
@@ -158,7 +144,13 @@ test('a client without a certificate is refused: one error line naming the TLS s
     try {
       return execFileSync(
         cli,
-        ['operator', 'cluster', 'health', '--address', must(state.addresses[0], 'the TLS cluster has a frontend')],
+        [
+          'operator',
+          'cluster',
+          'health',
+          '--address',
+          must(cluster.state.addresses[0], 'the TLS cluster has a frontend'),
+        ],
         {
           env,
           encoding: 'utf8',
@@ -177,8 +169,8 @@ test('a client without a certificate is refused: one error line naming the TLS s
 }, 120_000);
 
 test("the cluster's Web UI reaches the mTLS frontend with the same client certificate", async () => {
-  expect(state.uiUrl).toBeDefined();
-  const namespaces = (await (await fetch(`${state.uiUrl}/api/v1/namespaces`)).json()) as {
+  expect(cluster.state.uiUrl).toBeDefined();
+  const namespaces = (await (await fetch(`${cluster.state.uiUrl}/api/v1/namespaces`)).json()) as {
     namespaces: Array<{ namespaceInfo: { name: string } }>;
   };
   expect(namespaces.namespaces.map((n) => n.namespaceInfo.name)).toContain('default');
