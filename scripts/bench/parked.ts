@@ -93,6 +93,7 @@ export async function measureParked(
   try {
     const input = { task: 'Write a draft.', checks: [{ kind: 'human', name: 'editor' }] };
     const rssBefore = stack.rss();
+    const heapsBefore = stack.heaps();
     log(
       `worker pid ${stack.worker.pid} on ${stack.server.address}; ${runs} runs parked for a human, then all approved at once`,
     );
@@ -117,9 +118,11 @@ export async function measureParked(
     // Let the worker settle (its caches and GC) before the reading that counts.
     await new Promise((r) => setTimeout(r, 5000));
     const rssParked = stack.rss();
+    const heapsParked = stack.heaps();
     const loadParked = load1();
     log(
-      `parked ${runs} in ${parkSeconds.toFixed(1)} s (load ${loadParked}); worker RSS ${rssBefore.toFixed(0)} MiB before, ${rssParked.toFixed(0)} MiB parked: +${(rssParked - rssBefore).toFixed(0)} MiB`,
+      `parked ${runs} in ${parkSeconds.toFixed(1)} s (load ${loadParked}); worker RSS ${rssBefore.toFixed(0)} MiB before, ${rssParked.toFixed(0)} MiB parked: +${(rssParked - rssBefore).toFixed(0)} MiB; ` +
+        `V8 heaps (MiB) main thread ${heapsBefore.main} → ${heapsParked.main}, workflow thread ${heapsBefore.threads} → ${heapsParked.threads}`,
     );
 
     const approveStart = Date.now();
