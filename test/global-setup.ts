@@ -1,12 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { FAILURE_CONVERTER_PATH } from '../crypto/codec';
 import { initKeyFile } from '../crypto/key-file';
 import { freePort, startDevServer, type DevServer } from '../server/dev-server';
 import { findBubblewrap } from '../server/bubblewrap';
 import { findTemporalCli } from '../server/temporal-binary';
+import { workflowBundleCode } from '../workers/bundle';
 
 /**
  * One real Temporal dev server (installed by the project's own locator) and one workflow
@@ -26,8 +25,8 @@ export default async function globalSetup(): Promise<void> {
   const external = process.env.LOOPWRIGHT_TEST_EXTERNAL_ADDRESS?.trim();
   const [port, uiPort] = await Promise.all([freePort(), freePort()]);
   const logger = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
-  // Two bundles, as `npm run build` writes: plain, and with the encoding failure converter for
-  // workers with a key ring (test/crypto).
+  // Two bundles, built as `npm run build` builds them (workers/bundle.ts): plain, and with the
+  // encoding failure converter for workers with a key ring (test/crypto).
   const [server, bundle, encryptedBundle] = await Promise.all([
     external
       ? undefined
@@ -38,17 +37,13 @@ export default async function globalSetup(): Promise<void> {
           uiPort,
           logFile: path.join(dir, 'temporal.log'),
         }),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger }),
-    bundleWorkflowCode({
-      workflowsPath: require.resolve('../workflows'),
-      failureConverterPath: FAILURE_CONVERTER_PATH,
-      logger,
-    }),
+    workflowBundleCode({ encrypted: false, logger }),
+    workflowBundleCode({ encrypted: true, logger }),
   ]);
   const bundlePath = path.join(dir, 'workflow-bundle.js');
-  writeFileSync(bundlePath, bundle.code);
+  writeFileSync(bundlePath, bundle);
   const encryptedBundlePath = path.join(dir, 'workflow-bundle-encrypted.js');
-  writeFileSync(encryptedBundlePath, encryptedBundle.code);
+  writeFileSync(encryptedBundlePath, encryptedBundle);
   (globalThis as { __loopwrightServer?: DevServer }).__loopwrightServer = server;
   process.env.LOOPWRIGHT_TEST_DIR = dir;
   process.env.LOOPWRIGHT_TEST_ADDRESS = server?.address ?? external;

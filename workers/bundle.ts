@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { FAILURE_CONVERTER_PATH } from '../crypto/codec';
+import { preloadModules } from './preload';
 import { BUNDLE_FILES } from './workflow-bundle';
 
 const QUIET = { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} };
@@ -14,6 +15,7 @@ export async function workflowBundleCode(opts: { encrypted: boolean; logger?: ty
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
     ...(opts.encrypted ? { failureConverterPath: FAILURE_CONVERTER_PATH } : {}),
+    preloadModules: preloadModules(),
     logger: opts.logger ?? QUIET,
   });
   return code;

@@ -70,23 +70,25 @@ export async function startBenchStack(
     LOOPWRIGHT_HOME: dir,
     LOOPWRIGHT_KEYS: '',
     LOOPWRIGHT_ALLOWED_SIGNERS: '',
-    // Passed through: the sandbox mode, and the worker's Node options (to profile it: --cpu-prof, --heapsnapshot-signal).
+    // Passed through: the sandbox mode and the cache size.
     ...Object.fromEntries(
       Object.entries(process.env).filter(
         ([k]) => k === 'LOOPWRIGHT_SANDBOX' || k === 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS',
       ),
     ),
-    NODE_OPTIONS: [
-      `--require ${path.join(__dirname, 'heap-probe.js')}`,
-      process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS,
-    ]
-      .filter(Boolean)
-      .join(' '),
+    NODE_OPTIONS: `--require ${path.join(__dirname, 'heap-probe.js')}`,
     LOOPWRIGHT_BENCH_HEAP_PROBE: probeDir,
   };
   const worker = spawn(
     process.execPath,
-    [path.join(__dirname, '..', '..', 'client', 'cli.js'), 'worker', ...workerArgs],
+    [
+      // The worker's own Node flags, to profile it (--cpu-prof --cpu-prof-dir=DIR, --heapsnapshot-signal=SIGUSR2):
+      // given on its command line, because Node refuses some of them in NODE_OPTIONS.
+      ...(process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? []),
+      path.join(__dirname, '..', '..', 'client', 'cli.js'),
+      'worker',
+      ...workerArgs,
+    ],
     { env, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let log = '';
