@@ -8,7 +8,8 @@ import { ConfigError } from '../common/errors';
  *
  * The default that matters is the sticky cache: Temporal keeps every workflow it ran recently in
  * memory (the SDK's default sizes the cache from the heap, about 2,000 workflows at 4 GB), and a
- * run parked for a human costs about 2 MiB there. Loopwright caps it at 100: a parked run evicted
+ * run parked for a human costs memory there (about 2 MiB before the workflows lost zod and the
+ * `common/` modules were preloaded, under 1 MiB since). Loopwright caps it at 100: a parked run evicted
  * from the cache is replayed from its history when its decision arrives (a few ms of CPU), which
  * is what durability is for. The other options keep Temporal's defaults unless set.
  */
