@@ -75,6 +75,8 @@ const POLL_MS = 250;
 const MAX_POLL_MS = 1000;
 /** How long `decide` waits for a worker to take a decision (a worker is polling: it may be busy with many). */
 const DECIDE_TIMEOUT_MS = 180_000;
+/** How long a task queue seen polled by a worker is believed without asking the server again. */
+const WORKER_SEEN_MS = 5_000;
 /** How long one sending of the decision waits before the record is read and it is sent again. */
 const DECIDE_ATTEMPT_MS = 30_000;
 
@@ -83,6 +85,9 @@ const DECIDE_ATTEMPT_MS = 30_000;
  * list and cancel them. The CLI is a thin layer over it; scripts use it directly.
  */
 export class LoopwrightClient {
+  /** Task queues seen polled by a worker, and when (see hasWorker). */
+  private readonly workerSeen = new Map<string, number>();
+
   private constructor(
     readonly temporal: Client,
     private readonly connection: Connection,
@@ -338,15 +343,25 @@ export class LoopwrightClient {
     }
   }
 
-  /** True when some worker has polled the task queue for workflow tasks recently. */
+  /**
+   * True when some worker has polled the task queue for workflow tasks recently. A queue seen
+   * polled is believed for {@link WORKER_SEEN_MS} without asking again, so a client deciding many
+   * runs at once (a person approving a batch, a script) asks the server once, not per run; the
+   * server's own poller list is older than that anyway, and a worker lost meanwhile is caught by
+   * the update's deadline (see decide).
+   */
   private async hasWorker(taskQueue: string): Promise<boolean> {
+    const seen = this.workerSeen.get(taskQueue);
+    if (seen !== undefined && Date.now() - seen < WORKER_SEEN_MS) return true;
     try {
       const { pollers } = await this.temporal.workflowService.describeTaskQueue({
         namespace: this.config.namespace,
         taskQueue: { name: taskQueue },
         taskQueueType: 1,
       });
-      return (pollers ?? []).length > 0;
+      if ((pollers ?? []).length === 0) return false;
+      this.workerSeen.set(taskQueue, Date.now());
+      return true;
     } catch {
       return true; // Cannot tell: let the update's own deadline answer.
     }
