@@ -1,4 +1,8 @@
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { workflowBundleCode } from '../../workers/bundle';
+import { preloadModules } from '../../workers/preload';
+import { workflowSource } from '../../workers/workflow-bundle';
 import { must } from '../../common/must';
 
 /**
@@ -40,3 +44,10 @@ test('every common/ module the workflows import is preloaded, and nothing else o
     expect(preloaded.filter((m) => /\/workflows\//.test(m))).toEqual([]);
   }
 }, 240_000);
+
+test('a worker without a prebuilt bundle bundles the sources with the same modules preloaded', () => {
+  expect(workflowSource({ LOOPWRIGHT_WORKFLOW_BUNDLE: path.join(tmpdir(), 'no-such-bundle.js') })).toEqual({
+    workflowsPath: require.resolve('../../workflows'),
+    bundlerOptions: { preloadModules: preloadModules() },
+  });
+});
