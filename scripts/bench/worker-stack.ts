@@ -70,10 +70,10 @@ export async function startBenchStack(
     LOOPWRIGHT_HOME: dir,
     LOOPWRIGHT_KEYS: '',
     LOOPWRIGHT_ALLOWED_SIGNERS: '',
-    // Passed through: the sandbox mode and the cache size.
+    // Passed through: the sandbox mode, the cache size, and another workflow bundle to compare.
     ...Object.fromEntries(
-      Object.entries(process.env).filter(
-        ([k]) => k === 'LOOPWRIGHT_SANDBOX' || k === 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS',
+      Object.entries(process.env).filter(([k]) =>
+        ['LOOPWRIGHT_SANDBOX', 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS', 'LOOPWRIGHT_WORKFLOW_BUNDLE'].includes(k),
       ),
     ),
     NODE_OPTIONS: `--require ${path.join(__dirname, 'heap-probe.js')}`,
