@@ -104,7 +104,16 @@ export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCo
     if (checkout) {
       // Another effect's commit whose checkout update was cut short is finished first (a retry of it may be minutes away).
       await settleEarlierEffect(checkout, head);
-      await requireUpdatable(checkout, head, tree);
+      await requireUpdatable(checkout, head, tree).catch(async (err: unknown) => {
+        // An effect moves the target before it brings the checkout along, so a checkout that looks
+        // dirty while the target has moved since `head` was read may be that effect writing it now,
+        // not someone's work: nothing was changed here, and the retry judges it on the new tip.
+        if (err instanceof CheckoutBlockedError && (await resolveCommit(top, ref)) !== head)
+          throw new Error(
+            `${target} moved while the effect ${input.key} checked its checkout (${err.message}): nothing was changed, and the retry applies it onto the new tip`,
+          );
+        throw err;
+      });
     }
     const commit = await commitTree(top, tree, [head], `${input.message.trimEnd()}\n\n${TRAILER}: ${input.key}`);
     await pauseForTest('commit-written', input.key);

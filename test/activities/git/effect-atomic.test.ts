@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { commitWorkspace, prepareWorkspace } from '../../../activities/agent/workspace';
 import { applyGitCommit, type GitCommitEffectInput, type GitCommitEffectResult } from '../../../activities/effects';
+import * as checkout from '../../../activities/git/checkout';
 import { commitTree, moveRef, treeOf } from '../../../activities/git/commit-tree';
 import { createSampleRepo } from '../../../loops/fixtures/sample-repo';
 import { plainGit } from './hostile-repo';
@@ -135,6 +136,44 @@ test("an effect first finishes the checkout another effect's crash left between 
   expect(read(repo, 'src/math.js')).toBe(FIX);
   expect(read(repo, 'NOTES.md')).toBe('notes\n');
   expect(git(repo, 'status', '--porcelain')).toBe('');
+});
+
+test('a checkout caught mid-update by another effect that moved the target is retried on the new tip, not refused as dirty', async () => {
+  const a = await run({ 'src/math.js': FIX });
+  const b = await run({ 'NOTES.md': 'notes\n' });
+  const parent = git(repo, 'rev-parse', 'main');
+  const real = checkout.requireUpdatable;
+  // The interleaving the race test hits now and then: b read the target's tip, then effect a moved
+  // the target and is writing its files into the checkout (files first, index last) as b looks.
+  const spy = jest.spyOn(checkout, 'requireUpdatable').mockImplementationOnce(async (...args) => {
+    const landed = await commitTree(
+      repo,
+      await treeOf(repo, a.verified),
+      [parent],
+      `Fix add\n\nLoopwright-Effect: ${a.key}`,
+    );
+    await moveRef(repo, 'refs/heads/main', landed, parent, 'test');
+    writeFileSync(path.join(repo, 'src/math.js'), FIX);
+    return real(...args);
+  });
+  try {
+    const first = await effect(b).then(
+      () => 'landed',
+      (err: unknown) => err,
+    );
+    // Not a non-retryable ApplicationFailure ("uncommitted changes"): a retryable error, nothing changed.
+    expect(first).toBeInstanceOf(Error);
+    expect(first).not.toBeInstanceOf(ApplicationFailure);
+    expect((first as Error).message).toMatch(/main moved while the effect .* checked its checkout/);
+    const result = await retried(() => effect(b));
+    expect(git(repo, 'rev-parse', `${result.commit}^`)).toBe(git(repo, 'rev-parse', 'main^'));
+    expect(withKey('main', b.key)).toEqual([result.commit]);
+    expect(read(repo, 'src/math.js')).toBe(FIX);
+    expect(read(repo, 'NOTES.md')).toBe('notes\n');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  } finally {
+    spy.mockRestore();
+  }
 });
 
 test.each([1, 2, 3])(
