@@ -63,6 +63,22 @@ const effect = (
     ...over,
   });
 
+/**
+ * What effect `r` leaves when it has moved main to its commit (its verified tree, with its key
+ * as the trailer) and has not yet brought the checkout along; returns that commit.
+ */
+async function landAsEffect(r: { verified: string; key: string }): Promise<string> {
+  const parent = git(repo, 'rev-parse', 'main');
+  const landed = await commitTree(
+    repo,
+    await treeOf(repo, r.verified),
+    [parent],
+    `Fix add\n\nLoopwright-Effect: ${r.key}`,
+  );
+  await moveRef(repo, 'refs/heads/main', landed, parent, 'test');
+  return landed;
+}
+
 /** As Temporal would run it: a retryable failure (a lost race, a held lock) is tried again. */
 async function retried(fn: () => Promise<GitCommitEffectResult>): Promise<GitCommitEffectResult> {
   for (let i = 1; ; i++) {
@@ -122,14 +138,7 @@ test("a target checked out in a linked worktree is brought along; the repository
 test("an effect first finishes the checkout another effect's crash left between its ref move and its checkout update", async () => {
   const a = await run({ 'src/math.js': FIX });
   const b = await run({ 'NOTES.md': 'notes\n' });
-  const parent = git(repo, 'rev-parse', 'main');
-  const crashed = await commitTree(
-    repo,
-    await treeOf(repo, a.verified),
-    [parent],
-    `Fix add\n\nLoopwright-Effect: ${a.key}`,
-  );
-  await moveRef(repo, 'refs/heads/main', crashed, parent, 'test');
+  const crashed = await landAsEffect(a);
   const result = await effect(b);
   expect(result).toMatchObject({ alreadyApplied: false, checkout: { state: 'updated' } });
   expect(git(repo, 'rev-parse', `${result.commit}^`)).toBe(crashed);
@@ -141,18 +150,11 @@ test("an effect first finishes the checkout another effect's crash left between 
 test('a checkout caught mid-update by another effect that moved the target is retried on the new tip, not refused as dirty', async () => {
   const a = await run({ 'src/math.js': FIX });
   const b = await run({ 'NOTES.md': 'notes\n' });
-  const parent = git(repo, 'rev-parse', 'main');
   const real = checkout.requireUpdatable;
   // The interleaving the race test hits now and then: b read the target's tip, then effect a moved
   // the target and is writing its files into the checkout (files first, index last) as b looks.
   const spy = jest.spyOn(checkout, 'requireUpdatable').mockImplementationOnce(async (...args) => {
-    const landed = await commitTree(
-      repo,
-      await treeOf(repo, a.verified),
-      [parent],
-      `Fix add\n\nLoopwright-Effect: ${a.key}`,
-    );
-    await moveRef(repo, 'refs/heads/main', landed, parent, 'test');
+    await landAsEffect(a);
     writeFileSync(path.join(repo, 'src/math.js'), FIX);
     return real(...args);
   });
