@@ -13,8 +13,8 @@ import type { ToolDefinition, ToolUseBlock } from '../common/model-messages';
 import type { RunRecord } from '../common/run-record';
 import type { Usage } from '../common/usage';
 import { getLoop } from '../loops';
-import { allOf, clause } from '../common/visibility-query';
-import { loopWorkflow } from '../workflows/loop/loop-workflow';
+import { allOf, clause, oneOf } from '../common/visibility-query';
+import { LOOP_RUN_TYPES, type loopWorkflow } from '../workflows/loop/loop-workflow';
 import type { ModelReply, ModelRequest } from './model';
 
 /** Runs read per mining (the newest first); older ones are left out and counted. */
@@ -128,7 +128,7 @@ export async function mineRecentFailures(input: {
   const since = new Date(input.sinceMs).toISOString();
   // The runs of this deployment (task queue) only: another deployment's runs have their own harness.
   const query = allOf(
-    clause('WorkflowType', loopWorkflow.name),
+    oneOf('WorkflowType', LOOP_RUN_TYPES),
     clause('LoopName', input.loop),
     clause('TaskQueue', Context.current().info.taskQueue),
     clause('ExecutionStatus', 'Completed'),

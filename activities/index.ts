@@ -12,8 +12,8 @@ import { loopwrightHome } from '../server/paths';
 import type { SandboxName } from '../common/run-record';
 import type { Trust } from '../common/trust';
 import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
-import { allOf, clause } from '../common/visibility-query';
-import { loopWorkflow } from '../workflows/loop/loop-workflow';
+import { allOf, clause, oneOf } from '../common/visibility-query';
+import { LOOP_RUN_TYPES } from '../workflows/loop/loop-workflow';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
 import { runCommandCheck } from './checks/command';
 import { judgeCandidate, type JudgeInput } from './checks/judge';
@@ -239,10 +239,14 @@ export function createActivities(deps: ActivityDeps) {
       return loadTrust(deps.trust ?? (() => trustPathsFromEnv(deps.env ?? process.env)), input);
     },
 
-    /** How many of a loop's runs wait for a human now (verification debt), from the visibility store. */
+    /**
+     * How many of a loop's runs wait for a human now (verification debt), from the visibility
+     * store: the runs of this deployment (its task queue) only, as the people who review them are.
+     */
     async countPendingReviews(input: { loop: string }): Promise<number> {
       const query = allOf(
-        clause('WorkflowType', loopWorkflow.name),
+        oneOf('WorkflowType', LOOP_RUN_TYPES),
+        clause('TaskQueue', Context.current().info.taskQueue),
         clause('ExecutionStatus', 'Running'),
         clause('LoopName', input.loop),
         clause('LoopState', 'awaiting_human'),

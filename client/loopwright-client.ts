@@ -38,14 +38,14 @@ import {
   LoopTokens,
 } from '../common/search-attributes';
 import { decisionUpdate, stateQuery } from '../workflows/messages';
-import { loopWorkflow } from '../workflows/loop/loop-workflow';
+import { LOOP_RUN_TYPES, loopWorkflowV2 } from '../workflows/loop/loop-workflow';
 import { planRun } from '../loops/plan-run';
 import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
 import { redact, redactionFromEnv, type Redaction } from '../common/redact';
-import { allOf, clause } from '../common/visibility-query';
+import { allOf, clause, oneOf } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
 import { currentHarness } from '../harness/store';
 import type { CurrentHarness } from '../common/improve/types';
@@ -157,7 +157,7 @@ export class LoopwrightClient {
     );
     const workflowId = opts.id ?? newRunId(plan.loop);
     try {
-      const handle = await this.temporal.workflow.start(loopWorkflow, {
+      const handle = await this.temporal.workflow.start(loopWorkflowV2, {
         taskQueue: this.config.taskQueue,
         workflowId,
         args: [plan],
@@ -218,7 +218,7 @@ export class LoopwrightClient {
     };
   }
 
-  /** The workflow type behind an id (`loopWorkflow`, `improveWorkflow`, ...); an unknown id is a RunNotFoundError. */
+  /** The workflow type behind an id (`loopWorkflowV2`, `improveWorkflow`, ...); an unknown id is a RunNotFoundError. */
   async workflowType(workflowId: string): Promise<string> {
     return (await this.describe(this.handle(workflowId))).type;
   }
@@ -375,7 +375,7 @@ export class LoopwrightClient {
       throw new UsageError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`);
     }
     const query = allOf(
-      clause('WorkflowType', loopWorkflow.name),
+      oneOf('WorkflowType', LOOP_RUN_TYPES),
       filter.state !== undefined && clause('LoopState', filter.state),
       filter.loop !== undefined && clause('LoopName', filter.loop),
       filter.needsAudit === true && clause('LoopAudit', 'needed'),
@@ -417,8 +417,8 @@ export class LoopwrightClient {
     await this.connection.close();
   }
 
-  private handle(workflowId: string): WorkflowHandle<typeof loopWorkflow> {
-    return this.temporal.workflow.getHandle<typeof loopWorkflow>(workflowId);
+  private handle(workflowId: string): WorkflowHandle<typeof loopWorkflowV2> {
+    return this.temporal.workflow.getHandle<typeof loopWorkflowV2>(workflowId);
   }
 
   private async describe(handle: WorkflowHandle) {

@@ -8,7 +8,7 @@ import {
 import { parseDuration } from '../common/duration';
 import { ServerUnavailableError, UsageError } from '../common/errors';
 import { escapeLine, requireOneLine } from '../common/terminal';
-import { loopWorkflow } from '../workflows/loop/loop-workflow';
+import { LOOP_RUN_TYPES, loopWorkflowV2 } from '../workflows/loop/loop-workflow';
 import { isUnavailable, runState } from './events';
 import { runPresentation, type LoopwrightClient } from './loopwright-client';
 
@@ -78,7 +78,7 @@ export function scheduleSpec(
 }
 
 /**
- * Creates a Temporal Schedule that starts `loopWorkflow` for `loop`. The input is validated
+ * Creates a Temporal Schedule that starts `loopWorkflowV2` for `loop`. The input is validated
  * with the loop's schema now (InputError, exit 2) and the planned LoopInput is pinned in the
  * action (spec, models, prices), so every run of the schedule runs the same plan. Runs get the
  * workflow id `<loop>/scheduled-<timestamp>`, the search attributes and summary of a direct run,
@@ -106,7 +106,7 @@ export async function createSchedule(
       spec,
       action: {
         type: 'startWorkflow',
-        workflowType: loopWorkflow,
+        workflowType: loopWorkflowV2,
         args: [plan],
         taskQueue: client.config.taskQueue,
         workflowId: `${plan.loop}/scheduled`,
@@ -128,12 +128,12 @@ export async function createSchedule(
   return describeSchedule(client, scheduleId);
 }
 
-/** Loopwright's schedules (those that start loopWorkflow) in the namespace. Listing is eventually consistent. */
+/** Loopwright's schedules (those that start a loop run, of either type in `LOOP_RUN_TYPES`) in the namespace. Listing is eventually consistent. */
 export async function listSchedules(client: LoopwrightClient): Promise<ScheduleView[]> {
   const rows: ScheduleView[] = [];
   try {
     for await (const s of client.temporal.schedule.list()) {
-      if (s.action?.workflowType !== loopWorkflow.name) continue;
+      if (!LOOP_RUN_TYPES.includes(s.action?.workflowType ?? '')) continue;
       const memo = readMemo(s.memo);
       rows.push({
         scheduleId: s.scheduleId,

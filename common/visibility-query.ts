@@ -14,6 +14,11 @@ export function clause(attribute: string, value: string, operator: '=' | '!=' | 
   return `${attribute} ${operator} ${queryLiteral(value)}`;
 }
 
+/** One `Attribute IN ('a', 'b')` clause: the attribute is any of `values`, each escaped. */
+export function oneOf(attribute: string, values: readonly string[]): string {
+  return `${attribute} IN (${values.map(queryLiteral).join(', ')})`;
+}
+
 /** Clauses joined with AND; undefined ones are left out. */
 export function allOf(...clauses: Array<string | undefined | false>): string {
   return clauses.filter((c): c is string => typeof c === 'string' && c.length > 0).join(' AND ');

@@ -1,6 +1,7 @@
 /**
- * Records the histories that the replay test guards: real runs of `loopWorkflow` on a real dev
- * server against the scripted model. Run it after a deliberate change to the workflow's
+ * Records the histories that the replay test guards: real runs on a real dev server against the
+ * scripted model (`loopWorkflowV2` since clients start it; the files recorded before it are
+ * `loopWorkflow` runs, kept because they guard runs that older code started). Run it after a deliberate change to the workflow's
  * commands (with `patched()` for runs in flight), then commit test/replay/histories/*.json:
  *   npm run record-histories                  (the ones not recorded yet)
  *   npm run record-histories -- replay-pass   (record these again)
@@ -94,6 +95,8 @@ const SCRIPT = parseModelScript(
       },
       { name: 'approve-w1', match: { workflowId: 'replay-approve', role: 'worker', attempt: 1 }, reply: text('first') },
       { name: 'lean-w1', match: { workflowId: 'replay-lean', role: 'worker', attempt: 1 }, reply: text('first') },
+      { name: 'v2-w', match: { workflowId: 'replay-v2', role: 'worker' }, reply: text('no crash yet') },
+      { name: 'v2-c', match: { workflowId: 'replay-v2', role: 'checker' }, reply: verdict(false) },
       { name: 'lean-c1', match: { workflowId: 'replay-lean', role: 'checker', attempt: 1 }, reply: verdict(false) },
       {
         name: 'approve-c1',
@@ -201,6 +204,13 @@ const RECORDERS: Record<string, Recorder> = {
     await client.wait('replay-lean');
     await client.decide('replay-lean', { kind: 'approve', by: 'ada', note: 'override' });
     await client.wait('replay-lean');
+  },
+  /** loopWorkflowV2 (what clients start since): two failed attempts, the budget spent, an approval; no patch markers. */
+  'replay-v2': async (client) => {
+    await client.run('evaluate-optimize', { ...input, maxAttempts: 2 }, { id: 'replay-v2' });
+    await client.wait('replay-v2');
+    await client.decide('replay-v2', { kind: 'approve', by: 'ada', note: 'override' });
+    await client.wait('replay-v2');
   },
   'replay-agent': async (client) => {
     const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));

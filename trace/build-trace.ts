@@ -53,7 +53,9 @@ export function buildTrace(histories: History[], opts: { ending?: RunRecord; red
   const started = start?.workflowExecutionStartedEventAttributes;
   const input = decode<LoopInput>(started?.input);
   if (!start || !started || !input)
-    throw new LoopwrightError('this history does not start with a loopWorkflow start event: is it a Loopwright run?');
+    throw new LoopwrightError(
+      'this history does not start with the start event of a loop run: is it a Loopwright run?',
+    );
   const t0 = eventMs(start);
   const time = (ms: number): TraceTime => ({ at: new Date(ms).toISOString(), offsetMs: ms - t0 });
 

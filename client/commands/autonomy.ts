@@ -8,8 +8,8 @@ import { BUILT_IN_LOOPS } from '../../loops';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
-import { allOf, clause } from '../../common/visibility-query';
-import { loopWorkflow } from '../../workflows/loop/loop-workflow';
+import { allOf, clause, oneOf } from '../../common/visibility-query';
+import { LOOP_RUN_TYPES } from '../../workflows/loop/loop-workflow';
 
 /**
  * Runs read at most. Each one costs a visibility page entry and a `result()` call, so the
@@ -41,7 +41,7 @@ export async function loopEvidence(client: LoopwrightClient, loop: string, opts:
   const level = asked ?? spec.autonomy;
 
   const clauses = [
-    clause('WorkflowType', loopWorkflow.name),
+    oneOf('WorkflowType', LOOP_RUN_TYPES),
     clause('LoopName', loop),
     clause('LoopAutonomy', level),
     clause('ExecutionStatus', 'Running', '!='),

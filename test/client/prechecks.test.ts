@@ -17,7 +17,7 @@ import {
   wholeNumberOpt,
 } from '../../client/prechecks';
 import { serviceError } from '../../client/service-errors';
-import { allOf, clause, queryLiteral } from '../../common/visibility-query';
+import { allOf, clause, oneOf, queryLiteral } from '../../common/visibility-query';
 import { readConfig } from '../../common/config';
 import { ConfigError, UsageError } from '../../common/errors';
 
@@ -242,6 +242,9 @@ describe('errors as one line', () => {
     expect(queryLiteral("a' OR 'b")).toBe("'a\\' OR \\'b'");
     expect(allOf(clause('LoopName', 'x\\'), undefined, false, clause('LoopState', 'running'))).toBe(
       "LoopName = 'x\\\\' AND LoopState = 'running'",
+    );
+    expect(oneOf('WorkflowType', ['loopWorkflowV2', "x') OR ('1"])).toBe(
+      "WorkflowType IN ('loopWorkflowV2', 'x\\') OR (\\'1')",
     );
   });
 });

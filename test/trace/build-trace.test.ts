@@ -303,7 +303,7 @@ describe('buildTrace over recorded histories', () => {
     },
   );
 
-  test('refuses a history that does not start a loopWorkflow', () => {
-    expect(() => buildTrace([{ events: [] }])).toThrow(/does not start with a loopWorkflow start event/);
+  test('refuses a history that does not start a loop run', () => {
+    expect(() => buildTrace([{ events: [] }])).toThrow(/does not start with the start event of a loop run/);
   });
 });

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { runPresentation } from '../../client/loopwright-client';
 import { createSchedule, deleteSchedule, triggerSchedule } from '../../client/schedules';
+import { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { testStack, type TestStack } from '../helpers/temporal';
@@ -20,32 +22,43 @@ afterAll(async () => {
 
 test('a scheduled run does not work while maxPendingReviews runs of its loop wait for a human, and says why', async () => {
   model = await startModelServer({
-    script: script(workerSays(1, 'bad', { times: 3 }), judgeSays(1, false, ['r'], '', { times: 3 })),
+    script: script(workerSays(1, 'bad', { times: 4 }), judgeSays(1, false, ['r'], '', { times: 4 })),
     port: 0,
   });
   stack = await testStack('debt-schedule', model.url);
   const s = stack;
-  const input = { task: 'T.', rubric: ['r'], maxAttempts: 1, maxPendingReviews: 1 };
+  const input = { task: 'T.', rubric: ['r'], maxAttempts: 1, maxPendingReviews: 2 };
   await s.run(async () => {
+    // Two runs wait: one as clients start them now (loopWorkflowV2), one as they did before it
+    // (loopWorkflow, still running somewhere): the debt counts both, and so does `list`.
     const first = await s.client.run('evaluate-optimize', input);
-    expect((await s.client.wait(first.workflowId)).state).toBe('awaiting_human');
-    for (
-      let i = 0;
-      i < 50 &&
-      !(await s.client.list({ state: 'awaiting_human', limit: 500 })).some((r) => r.workflowId === first.workflowId);
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const plan = s.client.plan('evaluate-optimize', input, { kind: 'client' });
+    const older = await s.client.temporal.workflow.start(loopWorkflow, {
+      taskQueue: s.taskQueue,
+      workflowId: `debt-v1-${randomBytes(3).toString('hex')}`,
+      args: [plan],
+      ...runPresentation(plan),
+    });
+    const waiting = [first.workflowId, older.workflowId];
+    for (const id of waiting) expect((await s.client.wait(id)).state).toBe('awaiting_human');
+    const allListed = async () => {
+      const listed = (await s.client.list({ state: 'awaiting_human', limit: 500 })).map((r) => r.workflowId);
+      return waiting.every((id) => listed.includes(id));
+    };
+    for (let i = 0; i < 50 && !(await allListed()); i++) await new Promise((r) => setTimeout(r, 200));
+    expect(await allListed()).toBe(true);
     const calls = model!.requests.length;
     await createSchedule(s.client, { loop: 'evaluate-optimize', input, every: '1h', id: scheduleId });
     const runId = await triggerSchedule(s.client, scheduleId);
     expect(runId).toMatch(/^evaluate-optimize\/scheduled/);
     const held = await s.client.wait(runId!);
     expect(held).toMatchObject({ state: 'blocked', stopReason: 'verification_debt', attempts: [] });
-    expect(held.error).toMatch(/maxPendingReviews 1\); this schedule run did not start/);
+    expect(held.error).toMatch(
+      /2 runs of loop evaluate-optimize wait for a human \(maxPendingReviews 2\); this schedule run did not start/,
+    );
+    expect(await s.client.workflowType(runId!)).toBe('loopWorkflowV2');
     expect(model!.requests.length).toBe(calls);
     await deleteSchedule(s.client, scheduleId);
-    await s.client.temporal.workflow.getHandle(first.workflowId).terminate('test done');
+    for (const id of waiting) await s.client.temporal.workflow.getHandle(id).terminate('test done');
   });
 });

@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   ActivityFailure,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -12,7 +13,7 @@ import { forDisplay } from '../../common/redact';
 import type { Activities } from '../../activities';
 import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../../common/discovery';
 import { CHECK_CALL, TOOL_CALL } from '../activity-proxies';
-import { loopWorkflow } from '../loop/loop-workflow';
+import { loopWorkflow, loopWorkflowV2 } from '../loop/loop-workflow';
 import { discoveryStateQuery } from '../messages';
 import { FailureType } from '../../common/failure-types';
 
@@ -41,7 +42,7 @@ export function itemWorkflowId(loop: string, repo: string, key: string): string 
 
 /**
  * Discovery for a repository's failing tests: runs the test command once (an activity, up to
- * 30 minutes), then starts one `loopWorkflow` run per failing test with the id
+ * 30 minutes), then starts one `loopWorkflowV2` run per failing test with the id
  * `<loop>/<repo basename>/<key>`, at most `fanOut` starts in flight at a time. Ids are never
  * reused (REJECT_DUPLICATE): an item whose run is running or has ended is skipped with the
  * reason, so the same failure is never worked twice. The runs are abandoned, not awaited: they
@@ -89,7 +90,9 @@ export async function discoveryWorkflow(input: DiscoveryInput): Promise<Discover
       }
     }
     try {
-      await startChild(loopWorkflow, {
+      // New runs are loopWorkflowV2 (fewer commands per run); a discovery that started runs
+      // before it replays starting loopWorkflow.
+      await startChild(patched('loop-v2') ? loopWorkflowV2 : loopWorkflow, {
         workflowId,
         args: [{ ...plan, itemKey: item.key }],
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,

@@ -278,6 +278,8 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
     const worker = async () => {
       for (const [i, { task, arm, repeat }] of queue) {
         const workflowId = `${record.workflowId}/eval/${task.id}/${arm}/${repeat + 1}`;
+        // loopWorkflow, not V2: an evaluation pins no trust, so it asks no 'lean-start' patch and
+        // V2 would save little; and improvements in flight replay starting this type.
         const run: RunRecord = await executeChild(loopWorkflow, {
           args: [plans.get(`${task.id}/${arm}`)!],
           workflowId,

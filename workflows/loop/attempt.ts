@@ -1,4 +1,4 @@
-import { ActivityFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation } from '@temporalio/workflow';
 import type { ToolCallRecord } from '../../common/agent';
 import { judgeInputChars, summarizeVerdicts } from '../../common/code-review';
 import { priceOf } from '../../common/pricing';
@@ -47,8 +47,8 @@ export async function runAttempt(
   try {
     return await attemptSteps(run, n, progress, resumeFrom);
   } catch (err) {
-    // patched: a history recorded before this change ended such a run `failed`, and replays so.
-    if (!(err instanceof ActivityFailure) || isCancellation(err) || !patched('activity-escalation')) throw err;
+    // A change (loopWorkflow asks patched()): a history recorded before it ended such a run `failed`, and replays so.
+    if (!(err instanceof ActivityFailure) || isCancellation(err) || !run.has('activity-escalation')) throw err;
     const tries = err.retryState === 'MAXIMUM_ATTEMPTS_REACHED' ? ' on every retry' : '';
     return {
       kind: 'stopped',

@@ -41,6 +41,12 @@ export interface RunHost {
   wait(ready: () => boolean, ms: number, summary: string): Promise<boolean>;
   /** True when Temporal suggests continuing as new (the history grew long). */
   continueAsNewSuggested(): boolean;
+  /**
+   * Whether this run takes the code of `change`, one made to the loop's commands after runs had
+   * started: Temporal's `patched()`, except for the changes `loopWorkflowV2` was born with
+   * (run-host.ts). Guard every change to what a running loop does with it.
+   */
+  has(change: string): boolean;
 }
 
 /** What a run reports to the worker's metrics (see metrics.ts). */
@@ -163,6 +169,11 @@ export class LoopRun {
       this.pending = entry;
       this.record.decision = entry;
     }
+  }
+
+  /** Whether this run takes the code of `change` (see RunHost.has). */
+  has(change: string): boolean {
+    return this.host.has(change);
   }
 
   /** True while a decision waits to be taken. */

@@ -5,7 +5,6 @@ import {
   ContinueAsNew,
   continueAsNew,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -31,7 +30,7 @@ import { deliver } from './deliver';
 import { runMetrics } from './metrics';
 import { LoopRun } from './loop-run';
 import { reviews } from './reviews';
-import { identityAttributes, temporalHost } from './run-host';
+import { identityAttributes, temporalHost, type CommandsVersion } from './run-host';
 import { heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
 
 /**
@@ -43,9 +42,27 @@ import { heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
  * reject, retry with guidance, extend the budget) or the escalation deadline
  * (→ `budget_exhausted` / `blocked`). Cancellation → `canceled`; a fault → `failed`. Every
  * ending returns the full record.
+ *
+ * New runs start as this type (clients, schedules, discovery); `loopWorkflow` is the same loop
+ * for the runs started before it existed and for improvement evaluations, and asks Temporal
+ * (`patched()`) about each change made since. Both are Loopwright runs everywhere (`list`,
+ * `LOOP_RUN_TYPES`); this one issues fewer commands: no patch markers, no upsert that changes
+ * nothing (two visibility writes and three events per run; README "Performance").
  */
+export async function loopWorkflowV2(input: LoopInput): Promise<RunRecord> {
+  return verifiedRun(input, 2);
+}
+
+/** The verified run as its first workflow type: see `loopWorkflowV2`. */
 export async function loopWorkflow(input: LoopInput): Promise<RunRecord> {
-  const record = await runLoop(input);
+  return verifiedRun(input, 1);
+}
+
+/** The workflow types of Loopwright's runs, newest first: what `list` and the visibility queries match. */
+export const LOOP_RUN_TYPES: readonly string[] = [loopWorkflowV2.name, loopWorkflow.name];
+
+async function verifiedRun(input: LoopInput, version: CommandsVersion): Promise<RunRecord> {
+  const record = await runLoop(input, version);
   const trace = input.spec.delivery?.trace;
   if (trace && !input.evaluation)
     await writeTrace(
@@ -74,13 +91,13 @@ async function writeTrace(record: RunRecord, dir: string | undefined, workspace:
   }
 }
 
-async function runLoop(input: LoopInput): Promise<RunRecord> {
+async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunRecord> {
   const info = workflowInfo();
   const resume = input.resume as ResumeState | undefined;
   const run = new LoopRun(
     input,
     info.workflowId,
-    temporalHost(),
+    temporalHost(version),
     runMetrics(input.loop, input.spec.autonomy, input.redact ?? []),
     resume,
   );
@@ -119,7 +136,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   // trust record with a local activity: a search-attribute upsert and an activity's round trip are
   // a run's dearest server costs (README "Performance"). Runs begun before replay the old commands,
   // and a patch is only asked where the old code asked for 'trust', so no run gains a marker.
-  const lean = !resume && !input.evaluation && patched('lean-start');
+  const lean = !resume && !input.evaluation && run.has('lean-start');
   if (lean) run.transition('running', identity);
   else {
     upsertSearchAttributes(identityAttributes(identity));
@@ -127,7 +144,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
   }
 
   try {
-    if (lean || (!resume && !input.evaluation && patched('trust'))) {
+    if (lean || (!resume && !input.evaluation && run.has('trust'))) {
       const loaded = await pinTrust(run, lean ? 'local' : 'activity');
       if (!loaded) return run.finish('blocked', 'setup_error');
       if (!loaded.autonomy.granted) {
@@ -143,7 +160,7 @@ async function runLoop(input: LoopInput): Promise<RunRecord> {
         : undefined;
     if (session === null) return run.finish('blocked', 'setup_error');
     run.session = session;
-    if (!resume && !session && runsCommands(input.spec) && patched('sandbox-preflight') && !(await sandboxReady(run)))
+    if (!resume && !session && runsCommands(input.spec) && run.has('sandbox-preflight') && !(await sandboxReady(run)))
       return run.finish('blocked', 'setup_error');
     for (;;) {
       if (!inFlight && record.attempts.length > 0 && workflowInfo().continueAsNewSuggested) await handOver();

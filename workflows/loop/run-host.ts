@@ -1,5 +1,5 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { condition, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { condition, patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RunRecord } from '../../common/run-record';
 import {
   LoopAttempt,
@@ -24,38 +24,59 @@ export function identityAttributes(identity: RunIdentity): SearchAttributeUpdate
 /**
  * The pairs whose value differs from the run's current search attributes (those it started with,
  * as updated by its upserts), so an upsert carries only what changed: each key costs about 40
- * bytes of history and the server re-indexes what it is sent. Never empty: when nothing changed it
- * keeps the first pair, because every state change is one upsert command and histories recorded
- * before this rule replay only with the same commands (the values of an upsert are not compared
- * on replay).
+ * bytes of history and the server re-indexes what it is sent.
  */
-export function changedAttributes(pairs: SearchAttributeUpdatePair[]): SearchAttributeUpdatePair[] {
+function changedAttributes(pairs: SearchAttributeUpdatePair[]): SearchAttributeUpdatePair[] {
   const current = workflowInfo().typedSearchAttributes;
-  const changed = pairs.filter((p) => current.get(p.key) !== p.value);
-  return changed.length > 0 ? changed : pairs.slice(0, 1);
+  return pairs.filter((p) => current.get(p.key) !== p.value);
 }
 
 /**
- * The Temporal side of a `LoopRun`: workflow time, the run's search attributes and current
- * details, durable waits. Date.now() in workflow code is Temporal's workflow time (the current
- * workflow task's start), replayed identically.
+ * Which commands a run issues: `1` is `loopWorkflow`, whose runs may have started under older
+ * code, so each change is asked of Temporal (`patched()`: a marker and a `TemporalChangeVersion`
+ * upsert in a new run's history) and every state change is one upsert command (when nothing
+ * changed it sends the first pair: histories recorded before upserts carried only changes replay
+ * only with the same commands). `2` is `loopWorkflowV2`: it has every change made before it
+ * existed without asking (`CHANGES_BEFORE_V2`), and a state change that changed no search
+ * attribute sends no upsert (a visibility write saved).
  */
-export function temporalHost(): RunHost {
+export type CommandsVersion = 1 | 2;
+
+/**
+ * The changes to the loop's commands made before `loopWorkflowV2` existed: every V2 run has them.
+ * A change made since must be asked in both types (`run.has('<new id>')` does: `patched()`), since
+ * V2 runs in flight were started without it. Never add an id here.
+ */
+const CHANGES_BEFORE_V2: ReadonlySet<string> = new Set([
+  'trust',
+  'lean-start',
+  'sandbox-preflight',
+  'activity-escalation',
+]);
+
+/**
+ * The Temporal side of a `LoopRun`: workflow time, the run's search attributes and current
+ * details, durable waits, which changes it takes. Date.now() in workflow code is Temporal's
+ * workflow time (the current workflow task's start), replayed identically.
+ */
+export function temporalHost(version: CommandsVersion): RunHost {
   return {
     now: () => Date.now(),
     show(record: RunRecord, details: string, identity?: RunIdentity): void {
-      upsertSearchAttributes(
-        changedAttributes([
-          ...(identity ? identityAttributes(identity) : []),
-          { key: LoopState, value: record.state },
-          { key: LoopAttempt, value: record.attempt },
-          { key: LoopCostUsd, value: record.usage.total.costUsd },
-          { key: LoopTokens, value: record.budget.used.tokens },
-        ]),
-      );
+      const pairs: SearchAttributeUpdatePair[] = [
+        ...(identity ? identityAttributes(identity) : []),
+        { key: LoopState, value: record.state },
+        { key: LoopAttempt, value: record.attempt },
+        { key: LoopCostUsd, value: record.usage.total.costUsd },
+        { key: LoopTokens, value: record.budget.used.tokens },
+      ];
+      const changed = changedAttributes(pairs);
+      if (changed.length > 0) upsertSearchAttributes(changed);
+      else if (version === 1) upsertSearchAttributes(pairs.slice(0, 1));
       setCurrentDetails(details);
     },
     wait: (ready, ms, summary) => condition(ready, ms, { summary }),
     continueAsNewSuggested: () => workflowInfo().continueAsNewSuggested,
+    has: (change) => (version === 2 && CHANGES_BEFORE_V2.has(change)) || patched(change),
   };
 }

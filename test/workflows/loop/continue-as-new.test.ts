@@ -85,7 +85,7 @@ test('a long session continues as new between turns and finishes with every turn
     { kind: 'client' },
   );
   const record = await worker.runUntil(async () => {
-    const handle = await env.client.workflow.start('loopWorkflow', {
+    const handle = await env.client.workflow.start('loopWorkflowV2', {
       taskQueue: 'can',
       workflowId: 'long-session',
       args: [plan],

@@ -35,6 +35,7 @@ function fakeHost(): FakeHost {
       return ready();
     },
     continueAsNewSuggested: () => false,
+    has: () => true,
   };
   return host;
 }

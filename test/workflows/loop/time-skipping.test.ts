@@ -66,7 +66,7 @@ async function runToEnd(
   );
   const started = Date.now();
   const record = await worker.runUntil(async () => {
-    const handle = await env.client.workflow.start('loopWorkflow', {
+    const handle = await env.client.workflow.start('loopWorkflowV2', {
       taskQueue,
       workflowId: `${name}-${taskQueue}`,
       args: [plan],
