@@ -455,10 +455,13 @@ function needsGrant(plan: LoopInput): boolean {
 
 /**
  * What a run shows in `list` and the Web UI from its start: the search attributes (LoopName,
- * LoopState 'running', LoopAttempt 0, LoopAutonomy, LoopItemKey, LoopCostUsd 0, LoopTokens 0)
+ * LoopState 'running', LoopAttempt 1, LoopAutonomy, LoopItemKey, LoopCostUsd 0, LoopTokens 0)
  * and its summary and details. Shared by direct starts and schedule actions. The workflow upserts
  * only what differs from these (workflows/loop/run-host.ts), so a run started with them sends
- * none of them again; a wrong value (a forged start) is corrected by its first upsert.
+ * none of them again, and its first upsert is its first state change; a wrong value (a forged
+ * start) is corrected by its first upsert. LoopAttempt is 1 from the start: the run is on its
+ * first attempt from its first moment (it sets up, then works); one held back before it (not
+ * granted, verification debt) shows 0 when it ends.
  */
 export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
   const r = (text: string) =>
@@ -467,7 +470,7 @@ export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
     typedSearchAttributes: [
       { key: LoopName, value: plan.loop },
       { key: LoopState, value: 'running' },
-      { key: LoopAttempt, value: 0 },
+      { key: LoopAttempt, value: 1 },
       { key: LoopAutonomy, value: plan.spec.autonomy },
       ...(plan.itemKey ? [{ key: LoopItemKey, value: r(plan.itemKey) }] : []),
       { key: LoopCostUsd, value: 0 },

@@ -14,7 +14,7 @@ export interface LoopwrightSessionOptions extends SessionOptions {
 }
 
 /**
- * Runs the bench session through the real `loopWorkflow`: `evaluate-optimize` with
+ * Runs the bench session through the real `loopWorkflowV2`: `evaluate-optimize` with
  * `read_file`, started with `LoopwrightClient.run`, on an in-process worker with the real
  * activities pointed at the scripted model. Resolves once the run completed with the
  * expected number of turns, with its history; throws with the record's state otherwise.

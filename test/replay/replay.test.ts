@@ -64,8 +64,9 @@ test('loopWorkflowV2, what new runs are, asks no patch and sends no upsert that 
   expect(v2.type).toBe('loopWorkflowV2');
   expect(v2.patches).toEqual([]);
   expect(v2.upserts.flat()).not.toContain('TemporalChangeVersion');
-  // Its name, autonomy and first state came with the start: the first upsert is the first attempt.
-  expect(v2.upserts[0]).toEqual(['LoopAttempt']);
+  // Its name, autonomy, first state and attempt came with the start: the first upsert is its
+  // first state change, to verifying, with what the first model call cost.
+  expect(v2.upserts[0]).toEqual(['LoopCostUsd', 'LoopState', 'LoopTokens']);
   expect(v2.upserts.flat()).not.toContain('LoopName');
   expect(v2.localActivities).toEqual(['loadTrust']);
   // The same path as loopWorkflow (replay-lean) has the patch's marker and its upsert.

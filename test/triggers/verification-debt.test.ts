@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { runPresentation } from '../../client/loopwright-client';
 import { createSchedule, deleteSchedule, triggerSchedule } from '../../client/schedules';
+import { LoopAttempt, LoopState } from '../../common/search-attributes';
 import { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
@@ -57,6 +58,9 @@ test('a scheduled run does not work while maxPendingReviews runs of its loop wai
       /2 runs of loop evaluate-optimize wait for a human \(maxPendingReviews 2\); this schedule run did not start/,
     );
     expect(await s.client.workflowType(runId!)).toBe('loopWorkflowV2');
+    // It started showing attempt 1 (runPresentation); held back before any attempt, it ends showing 0.
+    const shown = (await s.client.temporal.workflow.getHandle(runId!).describe()).typedSearchAttributes;
+    expect([shown.get(LoopState), shown.get(LoopAttempt)]).toEqual(['blocked', 0]);
     expect(model!.requests.length).toBe(calls);
     await deleteSchedule(s.client, scheduleId);
     for (const id of waiting) await s.client.temporal.workflow.getHandle(id).terminate('test done');

@@ -66,7 +66,10 @@ export function temporalHost(version: CommandsVersion): RunHost {
       const pairs: SearchAttributeUpdatePair[] = [
         ...(identity ? identityAttributes(identity) : []),
         { key: LoopState, value: record.state },
-        { key: LoopAttempt, value: record.attempt },
+        // A run's first state comes before its first attempt is counted: the attempt it started
+        // with (1, client/loopwright-client.ts runPresentation) stands until the loop's first
+        // transition, which shows the true one (as does an ending, for a run held back at start).
+        ...(identity ? [] : [{ key: LoopAttempt, value: record.attempt }]),
         { key: LoopCostUsd, value: record.usage.total.costUsd },
         { key: LoopTokens, value: record.budget.used.tokens },
       ];
