@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, type SearchAttributePair } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   Client,
   Connection,
@@ -28,15 +28,7 @@ import {
 } from '../common/errors';
 import type { LoopInput, Trigger } from '../common/loop-input';
 import { isTerminal, RUN_STATES, type RunRecord, type RunState } from '../common/run-record';
-import {
-  LoopAttempt,
-  LoopAutonomy,
-  LoopCostUsd,
-  LoopItemKey,
-  LoopName,
-  LoopState,
-  LoopTokens,
-} from '../common/search-attributes';
+import { LoopAttempt, LoopCostUsd, LoopName, LoopState, LoopTokens } from '../common/search-attributes';
 import { decisionUpdate, stateQuery } from '../workflows/messages';
 import { LOOP_RUN_TYPES, loopWorkflowV2 } from '../workflows/loop/loop-workflow';
 import { planRun } from '../loops/plan-run';
@@ -44,7 +36,8 @@ import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
-import { redact, redactionFromEnv, type Redaction } from '../common/redact';
+import { redactionFromEnv, type Redaction } from '../common/redact';
+import { runPresentation } from '../common/run-presentation';
 import { allOf, clause, oneOf } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
 import { currentHarness } from '../harness/store';
@@ -451,34 +444,6 @@ function needsGrant(plan: LoopInput): boolean {
   return (
     levelNeedingGrant(plan.spec.autonomy, commits, BUILT_IN_LOOPS.get(plan.loop)?.ungrantedAutonomy ?? 'L2') !== null
   );
-}
-
-/**
- * What a run shows in `list` and the Web UI from its start: the search attributes (LoopName,
- * LoopState 'running', LoopAttempt 1, LoopAutonomy, LoopItemKey, LoopCostUsd 0, LoopTokens 0)
- * and its summary and details. Shared by direct starts and schedule actions. The workflow upserts
- * only what differs from these (workflows/loop/run-host.ts), so a run started with them sends
- * none of them again, and its first upsert is its first state change; a wrong value (a forged
- * start) is corrected by its first upsert. LoopAttempt is 1 from the start: the run is on its
- * first attempt from its first moment (it sets up, then works); one held back before it (not
- * granted, verification debt) shows 0 when it ends.
- */
-export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
-  const r = (text: string) =>
-    redact(text, { names: [...(plan.redact ?? []), ...(redaction.names ?? [])], values: redaction.values });
-  return {
-    typedSearchAttributes: [
-      { key: LoopName, value: plan.loop },
-      { key: LoopState, value: 'running' },
-      { key: LoopAttempt, value: 1 },
-      { key: LoopAutonomy, value: plan.spec.autonomy },
-      ...(plan.itemKey ? [{ key: LoopItemKey, value: r(plan.itemKey) }] : []),
-      { key: LoopCostUsd, value: 0 },
-      { key: LoopTokens, value: 0 },
-    ] as SearchAttributePair[],
-    staticSummary: `${plan.loop}: ${r(plan.task).slice(0, 120)}`,
-    staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
-  };
 }
 
 /**

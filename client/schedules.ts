@@ -9,8 +9,9 @@ import { parseDuration } from '../common/duration';
 import { ServerUnavailableError, UsageError } from '../common/errors';
 import { escapeLine, requireOneLine } from '../common/terminal';
 import { LOOP_RUN_TYPES, loopWorkflowV2 } from '../workflows/loop/loop-workflow';
+import { runPresentation } from '../common/run-presentation';
 import { isUnavailable, runState } from './events';
-import { runPresentation, type LoopwrightClient } from './loopwright-client';
+import type { LoopwrightClient } from './loopwright-client';
 
 /** Overlap policies as the CLI spells them, and Temporal's names. */
 export const OVERLAP_POLICIES = {

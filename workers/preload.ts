@@ -30,6 +30,7 @@ export const PRELOADED_COMMON = [
   'redact-env',
   'redact-patterns',
   'redact-shapes',
+  'run-presentation',
   'run-record',
   'search-attributes',
   'shape-check',

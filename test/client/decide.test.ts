@@ -1,5 +1,5 @@
 import { loopWorkflow } from '../../workflows/loop/loop-workflow';
-import { runPresentation } from '../../client/loopwright-client';
+import { runPresentation } from '../../common/run-presentation';
 import { judgeSays, workerSays } from '../helpers/scripts';
 import { scriptedStacks } from '../helpers/temporal';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { readReportFile } from '../../activities/report-file';
-import { runPresentation } from '../../client/loopwright-client';
+import { runPresentation } from '../../common/run-presentation';
 import { keyRingFromEnv } from '../../crypto/keyring';
 import type { RunRecord } from '../../common/run-record';
 import { LoopName } from '../../common/search-attributes';

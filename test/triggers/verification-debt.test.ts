@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { runPresentation } from '../../client/loopwright-client';
+import { runPresentation } from '../../common/run-presentation';
 import { createSchedule, deleteSchedule, triggerSchedule } from '../../client/schedules';
 import { LoopAttempt, LoopState } from '../../common/search-attributes';
 import { loopWorkflow } from '../../workflows/loop/loop-workflow';

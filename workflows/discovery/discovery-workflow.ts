@@ -10,6 +10,7 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import { forDisplay } from '../../common/redact';
+import { runPresentation } from '../../common/run-presentation';
 import type { Activities } from '../../activities';
 import type { DiscoveredItem, DiscoveryInput, DiscoveryResult } from '../../common/discovery';
 import { CHECK_CALL, TOOL_CALL } from '../activity-proxies';
@@ -90,14 +91,18 @@ export async function discoveryWorkflow(input: DiscoveryInput): Promise<Discover
       }
     }
     try {
-      // New runs are loopWorkflowV2 (fewer commands per run); a discovery that started runs
-      // before it replays starting loopWorkflow.
-      await startChild(patched('loop-v2') ? loopWorkflowV2 : loopWorkflow, {
+      // New runs are loopWorkflowV2 (fewer commands per run), started with the search attributes
+      // a client gives (so the run's first upsert is its first state change); a discovery that
+      // started runs before it replays starting loopWorkflow.
+      const run = { ...plan, itemKey: item.key };
+      const v2 = patched('loop-v2');
+      await startChild(v2 ? loopWorkflowV2 : loopWorkflow, {
         workflowId,
-        args: [{ ...plan, itemKey: item.key }],
+        args: [run],
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         parentClosePolicy: ParentClosePolicy.ABANDON,
         staticSummary: forDisplay(`${plan.loop}: ${item.name}`, { names: plan.redact ?? [] }).slice(0, 200),
+        ...(v2 ? { typedSearchAttributes: runPresentation(run).typedSearchAttributes } : {}),
       });
       state.started.push(workflowId);
     } catch (err) {

@@ -32,18 +32,19 @@ test('discovery starts one triage run per failing test; its verified diagnosis b
   const s = stack;
   const repo = sample();
   const childId = `ci-triage/${path.basename(repo)}/${KEY}`;
-  const { first, record, second } = await s.run(async () => {
+  const { first, record, second, childHistory } = await s.run(async () => {
     const first = await discoveryResult(
       s.client,
       (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId,
     );
     // The run's result, not just its terminal state: the trace report is written as it closes.
     const record: RunRecord = await s.client.temporal.workflow.getHandle(childId).result();
+    const childHistory = await s.client.temporal.workflow.getHandle(childId).fetchHistory();
     const second = await discoveryResult(
       s.client,
       (await startDiscovery(s.client, 'ci-triage', { repo, testCommand: 'node --test' })).workflowId,
     );
-    return { first, record, second };
+    return { first, record, second, childHistory };
   });
   expect(first).toMatchObject({
     phase: 'done',
@@ -52,6 +53,17 @@ test('discovery starts one triage run per failing test; its verified diagnosis b
     skipped: [],
   });
   expect(record).toMatchObject({ state: 'completed', stopReason: 'passed', autonomy: 'L1', output: GOOD });
+  // The run is a loopWorkflowV2 started with its search attributes: it never sends its name again.
+  const [start, ...events] = childHistory.events ?? [];
+  expect(start?.workflowExecutionStartedEventAttributes?.workflowType?.name).toBe('loopWorkflowV2');
+  expect(Object.keys(start?.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields ?? {})).toEqual(
+    expect.arrayContaining(['LoopName', 'LoopState', 'LoopAttempt', 'LoopAutonomy', 'LoopItemKey']),
+  );
+  const upserted = events.flatMap((e) =>
+    Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+  );
+  expect(upserted).not.toContain('LoopName');
+  expect(upserted).not.toContain('TemporalChangeVersion');
   expect(record.attempts[0]?.verdicts.map((v) => [v.check, v.passed])).toEqual([
     ['citations', true],
     ['judge', true],

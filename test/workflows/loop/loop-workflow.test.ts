@@ -1,7 +1,7 @@
 import { JUDGE_SYSTEM_PROMPT } from '../../../common/judge';
 import { DecisionRefusedError } from '../../../common/errors';
 import type { ModelServer } from '../../../model-server/server';
-import { runPresentation } from '../../../client/loopwright-client';
+import { runPresentation } from '../../../common/run-presentation';
 import { LoopAutonomy, LoopCostUsd, LoopState } from '../../../common/search-attributes';
 import { loopWorkflow, loopWorkflowV2 } from '../../../workflows/loop/loop-workflow';
 import { scriptedStacks } from '../../helpers/temporal';

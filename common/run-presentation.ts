@@ -1,0 +1,41 @@
+import type { SearchAttributePair } from '@temporalio/common';
+import type { LoopInput } from './loop-input';
+import { redact, type Redaction } from './redact';
+import {
+  LoopAttempt,
+  LoopAutonomy,
+  LoopCostUsd,
+  LoopItemKey,
+  LoopName,
+  LoopState,
+  LoopTokens,
+} from './search-attributes';
+
+/**
+ * What a run shows in `list` and the Web UI from its start: the search attributes (LoopName,
+ * LoopState 'running', LoopAttempt 1, LoopAutonomy, LoopItemKey, LoopCostUsd 0, LoopTokens 0)
+ * and its summary and details. Shared by direct starts, schedule actions and discovery's child
+ * starts (which keep their own summary). The workflow upserts
+ * only what differs from these (workflows/loop/run-host.ts), so a run started with them sends
+ * none of them again, and its first upsert is its first state change; a wrong value (a forged
+ * start) is corrected by its first upsert. LoopAttempt is 1 from the start: the run is on its
+ * first attempt from its first moment (it sets up, then works); one held back before it (not
+ * granted, verification debt) shows 0 when it ends.
+ */
+export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
+  const r = (text: string) =>
+    redact(text, { names: [...(plan.redact ?? []), ...(redaction.names ?? [])], values: redaction.values });
+  return {
+    typedSearchAttributes: [
+      { key: LoopName, value: plan.loop },
+      { key: LoopState, value: 'running' },
+      { key: LoopAttempt, value: 1 },
+      { key: LoopAutonomy, value: plan.spec.autonomy },
+      ...(plan.itemKey ? [{ key: LoopItemKey, value: r(plan.itemKey) }] : []),
+      { key: LoopCostUsd, value: 0 },
+      { key: LoopTokens, value: 0 },
+    ] as SearchAttributePair[],
+    staticSummary: `${plan.loop}: ${r(plan.task).slice(0, 120)}`,
+    staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
+  };
+}
