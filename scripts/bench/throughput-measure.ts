@@ -68,12 +68,19 @@ export function throughputScript(latencies: number[]): ModelScript {
   return parseModelScript({ rules }, 'throughput bench');
 }
 
-/** One measurement: N runs at once, one path, one model latency. CPU in seconds. */
+/**
+ * One measurement: runs at once (`atOnce` of them, in one or more rounds: `combineRounds`), one
+ * path, one model latency. CPU in seconds; `runs` and the CPU and wall time are the rounds' sums.
+ */
 export interface Measurement {
   /** plain: no durability; floor: the bare Temporal workflow (floor-workflows.ts); loopwright: `evaluate-optimize`. */
   path: 'plain' | 'floor' | `floor+${string}` | 'loopwright';
   latencyMs: number;
   runs: number;
+  /** Runs started at once in each round (N). */
+  atOnce: number;
+  /** Rounds summed into this measurement. */
+  rounds: number;
   /** Runs that did not end as expected (judge passed on attempt 2; for Loopwright, state completed). */
   failed: number;
   wallSeconds: number;
@@ -117,6 +124,8 @@ export async function measurePlain(stack: BenchStack, runs: number, latencyMs: n
     path: 'plain',
     latencyMs,
     runs,
+    atOnce: runs,
+    rounds: 1,
     failed: results.filter((r) => !r.passed || r.attempts !== 2).length,
     wallSeconds: wall,
     serverCpu: NaN,
@@ -203,6 +212,8 @@ async function measureDurable(
     path,
     latencyMs,
     runs,
+    atOnce: runs,
+    rounds: 1,
     failed: results.filter((r) => !r.ok).length,
     wallSeconds: wall,
     serverCpu: cpu1.server - cpu0.server,
@@ -226,4 +237,30 @@ export async function measureIdle(
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const [s1, w1] = [procCpuSeconds(stack.server.pid), procCpuSeconds(stack.worker.pid!)];
   return { serverMsPerSecond: ((s1 - s0) * 1000) / seconds, workerMsPerSecond: ((w1 - w0) * 1000) / seconds };
+}
+
+/**
+ * The rounds of one path at one latency as one measurement: runs, failures, wall time and CPU
+ * summed (so per-run figures and runs/s are over every round), history from the rounds' mean,
+ * load from the first round's start to the last round's end.
+ */
+export function combineRounds(rounds: Measurement[]): Measurement {
+  const [first, ...rest] = rounds;
+  if (!first) throw new Error('combineRounds needs at least one round');
+  const sum = (get: (m: Measurement) => number) => rounds.reduce((s, m) => s + get(m), 0);
+  const runs = sum((m) => m.runs);
+  return {
+    ...first,
+    runs,
+    rounds: rounds.length,
+    failed: sum((m) => m.failed),
+    wallSeconds: sum((m) => m.wallSeconds),
+    serverCpu: sum((m) => m.serverCpu),
+    workerCpu: sum((m) => m.workerCpu),
+    clientCpu: sum((m) => m.clientCpu),
+    modelCallsPerRun: sum((m) => m.modelCallsPerRun * m.runs) / runs,
+    historyEvents: sum((m) => m.historyEvents) / rounds.length,
+    historyBytes: sum((m) => m.historyBytes) / rounds.length,
+    loadEnd: (rest.at(-1) ?? first).loadEnd,
+  };
 }

@@ -11,7 +11,12 @@
  * client and the scripted model), CPU per run, history per run, and the load average. Then M runs
  * parked for a human and approved at once (parked.ts, on a fresh stack). Last, the targets.
  *   npm run bench -- [N=200] [M=1000]     (M=0 skips the parked case)
- *   npm run bench -- --quick              (N=20, M=50)
+ *   npm run bench -- --quick              (N=20, M=50, 1 round)
+ *   npm run bench -- --rounds R           each path measured R times (default 2), N at once each
+ *                                         time, the floor and Loopwright in turn, which goes first
+ *                                         alternating by round: the machine's drift and whatever
+ *                                         one path leaves the server to do (SQLite checkpoints)
+ *                                         fall on both; the table sums the rounds
  *   npm run bench -- --attribute          also the floor with each of Loopwright's own server costs
  *                                         added alone (FloorExtras), at 0 ms, to price each one
  */
@@ -20,6 +25,7 @@ import type { FloorExtras } from './floor-workflows';
 import { formatBreakdown } from './history-breakdown';
 import { measureParked, type ParkedFigures } from './parked';
 import {
+  combineRounds,
   measureFloor,
   measureIdle,
   measureLoopwright,
@@ -27,7 +33,7 @@ import {
   throughputScript,
   type Measurement,
 } from './throughput-measure';
-import { formatMeasurements, formatParked, formatTargets } from './throughput-report';
+import { cpuMsPerRun, formatMeasurements, formatParked, formatTargets } from './throughput-report';
 import { startBenchStack, startFloorWorker, type FloorWorker } from './worker-stack';
 
 const LATENCIES = [0, 200];
@@ -40,22 +46,33 @@ const ATTRIBUTION: FloorExtras[] = [
   { upserts: true, heartbeats: true, setupActivity: true },
 ];
 
-function parseArgs(argv: string[]): { runs: number; parked: number; attribute: boolean } {
+function parseArgs(argv: string[]): { runs: number; parked: number; attribute: boolean; rounds: number } {
   const quick = argv.includes('--quick');
   const attribute = argv.includes('--attribute');
-  const rest = argv.filter((a) => a !== '--quick' && a !== '--attribute');
+  const at = argv.indexOf('--rounds');
+  const rest = argv.filter((a, i) => a !== '--quick' && a !== '--attribute' && (at < 0 || (i !== at && i !== at + 1)));
   const [runs, parked] = [Number(rest[0] ?? (quick ? 20 : 200)), Number(rest[1] ?? (quick ? 50 : 1000))];
-  if (rest.length > 2 || !Number.isInteger(runs) || runs <= 0 || !Number.isInteger(parked) || parked < 0) {
+  const rounds = at < 0 ? (quick ? 1 : 2) : Number(argv[at + 1]);
+  if (
+    rest.length > 2 ||
+    !Number.isInteger(runs) ||
+    runs <= 0 ||
+    !Number.isInteger(parked) ||
+    parked < 0 ||
+    !Number.isInteger(rounds) ||
+    rounds < 1 ||
+    rounds > 10
+  ) {
     console.error(
-      `error: usage: npm run bench -- [N runs at once, above 0] [M parked runs, 0 to skip] [--quick] [--attribute], not ${argv.join(' ')}`,
+      `error: usage: npm run bench -- [N runs at once, above 0] [M parked runs, 0 to skip] [--quick] [--attribute] [--rounds 1..10], not ${argv.join(' ')}`,
     );
     process.exit(2);
   }
-  return { runs, parked, attribute };
+  return { runs, parked, attribute, rounds };
 }
 
 async function main(): Promise<void> {
-  const { runs, parked, attribute } = parseArgs(process.argv.slice(2));
+  const { runs, parked, attribute, rounds } = parseArgs(process.argv.slice(2));
   console.log(
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, load ${loadavg()
       .map((l) => l.toFixed(2))
@@ -79,11 +96,18 @@ async function main(): Promise<void> {
     const idle = await measureIdle(stack, 5);
     idleLine = `idle (5 s, no runs): dev server ${idle.serverMsPerSecond.toFixed(1)} ms CPU/s, worker ${idle.workerMsPerSecond.toFixed(1)} ms CPU/s (counted in the figures above, not subtracted)`;
     for (const latencyMs of LATENCIES) {
-      for (const measure of [measurePlain, measureFloorHere, measureLoopwright]) {
-        const m = await measure(stack, runs, latencyMs);
-        console.log(`  ${m.path} at ${latencyMs} ms: ${runs} runs in ${m.wallSeconds.toFixed(1)} s`);
-        measured.push(m);
+      const byPath = new Map<string, Measurement[]>();
+      for (let round = 1; round <= rounds; round++) {
+        const durable = round % 2 === 1 ? [measureFloorHere, measureLoopwright] : [measureLoopwright, measureFloorHere];
+        for (const measure of [measurePlain, ...durable]) {
+          const m = await measure(stack, runs, latencyMs);
+          console.log(
+            `  ${m.path} at ${latencyMs} ms, round ${round}: ${runs} runs in ${m.wallSeconds.toFixed(1)} s, ${cpuMsPerRun(m).toFixed(1)} ms CPU/run`,
+          );
+          byPath.set(m.path, [...(byPath.get(m.path) ?? []), m]);
+        }
       }
+      for (const ms of byPath.values()) measured.push(combineRounds(ms));
     }
     if (attribute) {
       for (const extras of ATTRIBUTION) {
@@ -100,7 +124,7 @@ async function main(): Promise<void> {
   if (parked > 0) parkedFigures = await measureParked(parked, [], (line) => console.log(`  ${line}`));
 
   console.log(
-    `\nN=${runs} runs at once, 4 model calls each (worker, judge fails, worker, judge passes), per model latency:`,
+    `\nN=${runs} runs at once, 4 model calls each (worker, judge fails, worker, judge passes), per model latency, ${rounds} round${rounds === 1 ? '' : 's'} each (summed):`,
   );
   for (const line of formatMeasurements(measured)) console.log(line);
   console.log(
