@@ -84,7 +84,7 @@ export async function startBenchStack(
     [
       // The worker's own Node flags, to profile it (--cpu-prof --cpu-prof-dir=DIR, --heapsnapshot-signal=SIGUSR2):
       // given on its command line, because Node refuses some of them in NODE_OPTIONS.
-      ...(process.env.LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? []),
+      ...nodeFlags('LOOPWRIGHT_BENCH_WORKER_NODE_OPTIONS'),
       path.join(__dirname, '..', '..', 'client', 'cli.js'),
       'worker',
       ...workerArgs,
@@ -150,20 +150,30 @@ export interface FloorWorker {
   close(): Promise<void>;
 }
 
+/** The Node flags an environment variable gives a bench worker's command line (space-separated). */
+function nodeFlags(variable: string): string[] {
+  return process.env[variable]?.split(/\s+/).filter(Boolean) ?? [];
+}
+
 /** Starts the floor's worker against `stack`'s dev server and scripted model; resolves once it polls. */
 export async function startFloorWorker(stack: BenchStack): Promise<FloorWorker> {
   const taskQueue = uniqueName('floor');
-  const worker = spawn(process.execPath, [path.join(__dirname, 'floor-worker.js')], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      TEMPORAL_ADDRESS: stack.server.address,
-      FLOOR_TASK_QUEUE: taskQueue,
-      ANTHROPIC_BASE_URL: stack.model.url,
-      ANTHROPIC_API_KEY: 'bench',
+  // Its own Node flags as the Loopwright worker's (to profile the two side by side).
+  const worker = spawn(
+    process.execPath,
+    [...nodeFlags('LOOPWRIGHT_BENCH_FLOOR_NODE_OPTIONS'), path.join(__dirname, 'floor-worker.js')],
+    {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        TEMPORAL_ADDRESS: stack.server.address,
+        FLOOR_TASK_QUEUE: taskQueue,
+        ANTHROPIC_BASE_URL: stack.model.url,
+        ANTHROPIC_API_KEY: 'bench',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  );
   let log = '';
   worker.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
   const close = async () => {
