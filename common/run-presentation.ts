@@ -11,6 +11,40 @@ import {
   LoopTokens,
 } from './search-attributes';
 
+/** Which run this is, as the run list shows it: its loop, autonomy and work item (redacted). */
+export interface RunIdentity {
+  loop: string;
+  autonomy: string;
+  itemKey?: string;
+}
+
+/** Where a run is, as the run list shows it: its state, attempt (when known), cost and tokens. */
+export interface RunProgress {
+  state: string;
+  attempt?: number;
+  costUsd: number;
+  tokens: number;
+}
+
+/** The search attributes that say which run this is (LoopName, LoopAutonomy, LoopItemKey). */
+export function identityAttributes(identity: RunIdentity): SearchAttributePair[] {
+  return [
+    { key: LoopName, value: identity.loop },
+    { key: LoopAutonomy, value: identity.autonomy },
+    ...(identity.itemKey ? [{ key: LoopItemKey, value: identity.itemKey }] : []),
+  ];
+}
+
+/** The search attributes that say where a run is (LoopState, LoopAttempt, LoopCostUsd, LoopTokens). */
+export function progressAttributes(progress: RunProgress): SearchAttributePair[] {
+  return [
+    { key: LoopState, value: progress.state },
+    ...(progress.attempt === undefined ? [] : [{ key: LoopAttempt, value: progress.attempt }]),
+    { key: LoopCostUsd, value: progress.costUsd },
+    { key: LoopTokens, value: progress.tokens },
+  ];
+}
+
 /**
  * What a run shows in `list` and the Web UI from its start: the search attributes (LoopName,
  * LoopState 'running', LoopAttempt 1, LoopAutonomy, LoopItemKey, LoopCostUsd 0, LoopTokens 0)
@@ -27,14 +61,13 @@ export function runPresentation(plan: LoopInput, redaction: Redaction = {}) {
     redact(text, { names: [...(plan.redact ?? []), ...(redaction.names ?? [])], values: redaction.values });
   return {
     typedSearchAttributes: [
-      { key: LoopName, value: plan.loop },
-      { key: LoopState, value: 'running' },
-      { key: LoopAttempt, value: 1 },
-      { key: LoopAutonomy, value: plan.spec.autonomy },
-      ...(plan.itemKey ? [{ key: LoopItemKey, value: r(plan.itemKey) }] : []),
-      { key: LoopCostUsd, value: 0 },
-      { key: LoopTokens, value: 0 },
-    ] as SearchAttributePair[],
+      ...identityAttributes({
+        loop: plan.loop,
+        autonomy: plan.spec.autonomy,
+        ...(plan.itemKey ? { itemKey: r(plan.itemKey) } : {}),
+      }),
+      ...progressAttributes({ state: 'running', attempt: 1, costUsd: 0, tokens: 0 }),
+    ],
     staticSummary: `${plan.loop}: ${r(plan.task).slice(0, 120)}`,
     staticDetails: `**loop** ${plan.loop} v${plan.spec.version} · **autonomy** ${plan.spec.autonomy} · **max attempts** ${plan.spec.budget.maxAttempts} · **rubric** ${plan.rubricHash.slice(0, 19)}…`,
   };

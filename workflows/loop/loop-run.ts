@@ -19,19 +19,15 @@ import type { AttemptRecord, Escalation, RunRecord, RunState, StopReason, Verdic
 import type { Trust } from '../../common/trust';
 import { ZERO_USAGE, addUsage, type Usage } from '../../common/usage';
 import { HUMAN_WAIT_MAX_CHARS, humanWaitSummary } from '../../common/activity-summary';
+import type { RunIdentity } from '../../common/run-presentation';
 import { ActiveClock } from './active-clock';
 import { runDetails } from './details';
 import { chargeUsage, newRecord, recordAttempt } from './record-keeping';
 import type { ResumeState } from './resume';
 
-/** What a run needs of Temporal; `temporalHost()` (run-host.ts) in the workflow, a fake in unit tests. */
-/** Which run this is, as the run list shows it: its loop, autonomy and work item (redacted). */
-export interface RunIdentity {
-  loop: string;
-  autonomy: string;
-  itemKey?: string;
-}
+export type { RunIdentity };
 
+/** What a run needs of Temporal; `temporalHost()` (run-host.ts) in the workflow, a fake in unit tests. */
 export interface RunHost {
   /** Workflow time (replayed identically). */
   now(): number;

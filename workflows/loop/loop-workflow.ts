@@ -20,6 +20,7 @@ import { handleDecisions, refusalReason } from '../decisions';
 import { stateQuery } from '../messages';
 import { forDisplay, redact } from '../../common/redact';
 import { auditWaitSummary } from '../../common/activity-summary';
+import { identityAttributes } from '../../common/run-presentation';
 import { runAttempt, type AttemptProgress } from './attempt';
 import { runDetails } from './details';
 import { activityErrorMessage, feedbackFrom } from './record-keeping';
@@ -30,7 +31,7 @@ import { deliver } from './deliver';
 import { runMetrics } from './metrics';
 import { LoopRun } from './loop-run';
 import { reviews } from './reviews';
-import { identityAttributes, temporalHost, type CommandsVersion } from './run-host';
+import { temporalHost, type CommandsVersion } from './run-host';
 import { heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
 
 /**

@@ -1,25 +1,8 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { condition, patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RunRecord } from '../../common/run-record';
-import {
-  LoopAttempt,
-  LoopAutonomy,
-  LoopCostUsd,
-  LoopItemKey,
-  LoopName,
-  LoopState,
-  LoopTokens,
-} from '../../common/search-attributes';
+import { identityAttributes, progressAttributes } from '../../common/run-presentation';
 import type { RunHost, RunIdentity } from './loop-run';
-
-/** The search attributes that say which run this is: its loop, autonomy and work item. */
-export function identityAttributes(identity: RunIdentity): SearchAttributeUpdatePair[] {
-  return [
-    { key: LoopName, value: identity.loop },
-    { key: LoopAutonomy, value: identity.autonomy },
-    ...(identity.itemKey ? [{ key: LoopItemKey, value: identity.itemKey }] : []),
-  ];
-}
 
 /**
  * The pairs whose value differs from the run's current search attributes (those it started with,
@@ -65,13 +48,15 @@ export function temporalHost(version: CommandsVersion): RunHost {
     show(record: RunRecord, details: string, identity?: RunIdentity): void {
       const pairs: SearchAttributeUpdatePair[] = [
         ...(identity ? identityAttributes(identity) : []),
-        { key: LoopState, value: record.state },
-        // A run's first state comes before its first attempt is counted: the attempt it started
-        // with (1, client/loopwright-client.ts runPresentation) stands until the loop's first
-        // transition, which shows the true one (as does an ending, for a run held back at start).
-        ...(identity ? [] : [{ key: LoopAttempt, value: record.attempt }]),
-        { key: LoopCostUsd, value: record.usage.total.costUsd },
-        { key: LoopTokens, value: record.budget.used.tokens },
+        ...progressAttributes({
+          state: record.state,
+          // A run's first state comes before its first attempt is counted: the attempt it started
+          // with (1, common/run-presentation.ts) stands until the loop's first transition, which
+          // shows the true one (as does an ending, for a run held back at start).
+          ...(identity ? {} : { attempt: record.attempt }),
+          costUsd: record.usage.total.costUsd,
+          tokens: record.budget.used.tokens,
+        }),
       ];
       const changed = changedAttributes(pairs);
       if (changed.length > 0) upsertSearchAttributes(changed);
