@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { runPresentation } from '../../common/run-presentation';
 import { createSchedule, deleteSchedule, triggerSchedule } from '../../client/schedules';
 import { LoopAttempt, LoopState } from '../../common/search-attributes';
-import { loopWorkflow } from '../../workflows/loop/loop-workflow';
+import { loopWorkflow, loopWorkflowV2 } from '../../workflows/loop/loop-workflow';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { judgeSays, script, workerSays } from '../helpers/scripts';
 import { testStack, type TestStack } from '../helpers/temporal';
@@ -42,6 +42,20 @@ test('a scheduled run does not work while maxPendingReviews runs of its loop wai
     });
     const waiting = [first.workflowId, older.workflowId];
     for (const id of waiting) expect((await s.client.wait(id)).state).toBe('awaiting_human');
+    // A run of the same loop that another deployment (task queue) has waiting for a human, or that
+    // someone with CLI access started with search attributes that say so: not this one's debt.
+    const elsewhere = await s.client.temporal.workflow.start(loopWorkflowV2, {
+      taskQueue: `${s.taskQueue}-elsewhere`,
+      workflowId: `debt-elsewhere-${randomBytes(3).toString('hex')}`,
+      args: [plan],
+      typedSearchAttributes: runPresentation(plan).typedSearchAttributes.map((p) =>
+        p.key.name === LoopState.name ? { key: LoopState, value: 'awaiting_human' } : p,
+      ),
+    });
+    const seen = `WorkflowId = '${elsewhere.workflowId}' AND LoopState = 'awaiting_human'`;
+    for (let i = 0; i < 50 && (await s.client.temporal.workflow.count(seen)).count === 0; i++)
+      await new Promise((r) => setTimeout(r, 200));
+    expect((await s.client.temporal.workflow.count(seen)).count).toBe(1);
     const allListed = async () => {
       const listed = (await s.client.list({ state: 'awaiting_human', limit: 500 })).map((r) => r.workflowId);
       return waiting.every((id) => listed.includes(id));
@@ -63,6 +77,7 @@ test('a scheduled run does not work while maxPendingReviews runs of its loop wai
     expect([shown.get(LoopState), shown.get(LoopAttempt)]).toEqual(['blocked', 0]);
     expect(model!.requests.length).toBe(calls);
     await deleteSchedule(s.client, scheduleId);
-    for (const id of waiting) await s.client.temporal.workflow.getHandle(id).terminate('test done');
+    for (const id of [...waiting, elsewhere.workflowId])
+      await s.client.temporal.workflow.getHandle(id).terminate('test done');
   });
 });
