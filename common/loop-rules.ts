@@ -23,6 +23,15 @@ export function modelTimeouts(models: Pick<Models, 'timeouts'>): ModelTimeouts {
 }
 
 /**
+ * A model call's timeouts as its activity's input carries them: only when the loop sets
+ * `models.timeouts`. Otherwise none, and the model activity applies the same defaults
+ * (`modelTimeouts({})`), so each of a run's model calls does not write them into history again.
+ */
+export function modelTimeoutsArg(models: Pick<Models, 'timeouts'>): { timeouts?: ModelTimeouts } {
+  return models.timeouts ? { timeouts: modelTimeouts(models) } : {};
+}
+
+/**
  * True when the loop runs commands (the agent's `run_command`, a command check, a citations
  * check that reruns the tests): its runs need the worker's sandbox, and are refused by a worker
  * that has none (unless it opted out with LOOPWRIGHT_SANDBOX=off).

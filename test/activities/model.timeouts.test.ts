@@ -1,4 +1,5 @@
 import { ModelsSchema, modelTimeouts } from '../../common/loop-spec';
+import { modelTimeoutsArg } from '../../common/loop-rules';
 import { priced } from '../../activities/model';
 import { StreamUsage } from '../../activities/providers/anthropic/usage';
 
@@ -8,6 +9,13 @@ describe('models.timeouts', () => {
     expect(modelTimeouts(ModelsSchema.parse({ worker: 'w', checker: 'c' }))).toEqual({
       totalMs: 600_000,
       idleMs: 60_000,
+    });
+  });
+
+  test("a model call's activity input carries them only when the loop sets them: the activity applies the same defaults", () => {
+    expect(modelTimeoutsArg(ModelsSchema.parse({ worker: 'w', checker: 'c' }))).toEqual({});
+    expect(modelTimeoutsArg(ModelsSchema.parse({ worker: 'w', checker: 'c', timeouts: { idle: '90s' } }))).toEqual({
+      timeouts: { totalMs: 600_000, idleMs: 90_000 },
     });
   });
 

@@ -12,6 +12,7 @@ import { redactionFromEnv } from '../../common/redact';
 import { keyRingFromEnv } from '../../crypto/keyring';
 import { installRuntime } from '../../workers/runtime';
 import { WORKER_TUNING } from '../../workers/create-worker';
+import { workflowSource } from '../../workers/workflow-bundle';
 import type { ModelRule, ModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { script } from './scripts';
@@ -78,9 +79,8 @@ export async function testStack(
   const worker = await Worker.create({
     connection,
     taskQueue,
-    workflowBundle: {
-      codePath: (ring ? process.env.LOOPWRIGHT_WORKFLOW_BUNDLE_ENCRYPTED : process.env.LOOPWRIGHT_WORKFLOW_BUNDLE)!,
-    },
+    // The prebuilt bundle (global-setup names it) and its build id, as a deployed worker has them.
+    ...workflowSource(process.env, ring !== undefined),
     // The worker's redaction as a `loopwright worker` with this environment would have it.
     dataConverter: workerDataConverter(ring, redactionFromEnv({ ...process.env, ...fullEnv })),
     activities: wrap(

@@ -1,8 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { workflowBundleCode } from '../../workers/bundle';
 import { preloadModules } from '../../workers/preload';
-import { workflowSource } from '../../workers/workflow-bundle';
+import { bundleBuildId, workflowSource } from '../../workers/workflow-bundle';
 import { must } from '../../common/must';
 
 /**
@@ -50,4 +51,21 @@ test('a worker without a prebuilt bundle bundles the sources with the same modul
     workflowsPath: require.resolve('../../workflows'),
     bundlerOptions: { preloadModules: preloadModules() },
   });
+});
+
+test('a prebuilt bundle comes with a short build id of its own code: another bundle, another id', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'lw-bundle-'));
+  try {
+    const [a, b] = [path.join(dir, 'a.js'), path.join(dir, 'b.js')];
+    writeFileSync(a, 'exports.a = 1;\n');
+    writeFileSync(b, 'exports.a = 2;\n');
+    const source = workflowSource({ LOOPWRIGHT_WORKFLOW_BUNDLE: a });
+    expect(source).toEqual({ workflowBundle: { codePath: a }, buildId: bundleBuildId('exports.a = 1;\n') });
+    expect('buildId' in source && source.buildId).toMatch(/^loopwright\+[0-9a-f]{12}$/);
+    expect(workflowSource({ LOOPWRIGHT_WORKFLOW_BUNDLE: b })).not.toEqual(
+      expect.objectContaining({ buildId: bundleBuildId('exports.a = 1;\n') }),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -9,7 +9,7 @@ import {
 import { parseDuration } from '../../common/duration';
 import { priceOf } from '../../common/pricing';
 import { renderWorkerPrompt } from '../../common/prompts';
-import { modelTimeouts } from '../../common/loop-rules';
+import { modelTimeouts, modelTimeoutsArg } from '../../common/loop-rules';
 import { acts, modelCallOptions, TOOL_CALL } from '../activity-proxies';
 import { agentTurnSummary, toolCallSummary } from '../../common/activity-summary';
 import type { AttemptOutcome, AttemptProgress } from './attempt';
@@ -84,7 +84,7 @@ export async function runAgentSession(
               userText: turn === 1 ? userText : undefined,
               toolResults: pending,
               ...(agent.toolDescriptions ? { toolDescriptions: agent.toolDescriptions } : {}),
-              timeouts,
+              ...modelTimeoutsArg(input.spec.models),
             },
           ],
         ),

@@ -4,7 +4,7 @@ import { judgeInputChars, summarizeVerdicts } from '../../common/code-review';
 import { priceOf } from '../../common/pricing';
 import { renderWorkerPrompt } from '../../common/prompts';
 import type { StopReason, Verdict } from '../../common/run-record';
-import { modelTimeouts } from '../../common/loop-rules';
+import { modelTimeouts, modelTimeoutsArg } from '../../common/loop-rules';
 import { acts, CHECK_CALL, modelCallOptions, TOOL_CALL } from '../activity-proxies';
 import { checkSummary, judgeCallSummary, workerCallSummary } from '../../common/activity-summary';
 import type { LoopRun } from './loop-run';
@@ -100,7 +100,7 @@ async function attemptSteps(
             task: input.task,
             feedback: [...run.feedback],
             maxTokens,
-            timeouts: modelTimeouts(input.spec.models),
+            ...modelTimeoutsArg(input.spec.models),
           },
         ],
       ),
@@ -174,7 +174,7 @@ async function verify(run: LoopRun, n: number, progress: AttemptProgress): Promi
               task: input.task,
               candidate,
               maxTokens,
-              timeouts: modelTimeouts(input.spec.models),
+              ...modelTimeoutsArg(input.spec.models),
               ...(change ? { change, evidence: summarizeVerdicts(progress.verdicts) } : {}),
             },
           ],

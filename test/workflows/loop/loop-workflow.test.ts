@@ -4,6 +4,7 @@ import type { ModelServer } from '../../../model-server/server';
 import { runPresentation } from '../../../common/run-presentation';
 import { LoopAutonomy, LoopCostUsd, LoopState } from '../../../common/search-attributes';
 import { loopWorkflow, loopWorkflowV2 } from '../../../workflows/loop/loop-workflow';
+import { workflowSource } from '../../../workers/workflow-bundle';
 import { scriptedStacks } from '../../helpers/temporal';
 import { judgeSays, workerSays } from '../../helpers/scripts';
 
@@ -268,6 +269,21 @@ describe('loopWorkflow on a real dev server', () => {
           (e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
       );
       expect(patchUpserts.length > 0).toBe(keepsOne);
+      // A loop that keeps the default model timeouts does not write them into each call's input.
+      const callInputs = events
+        .flatMap((e) => e.activityTaskScheduledEventAttributes?.input?.payloads ?? [])
+        .map(value);
+      expect(callInputs).toHaveLength(4);
+      expect(callInputs.filter((i) => i.includes('"timeouts"'))).toEqual([]);
+      // Every workflow task names the worker's build by its bundle's short id, not the SDK's 87 characters.
+      const source = workflowSource(process.env, Boolean(process.env.LOOPWRIGHT_KEYS));
+      const builds = events.flatMap((e) => {
+        const task = e.workflowTaskStartedEventAttributes ?? e.workflowTaskCompletedEventAttributes;
+        return task ? [task.workerVersion?.buildId] : [];
+      });
+      expect(builds.length).toBeGreaterThanOrEqual(8);
+      expect(new Set(builds)).toEqual(new Set(['buildId' in source ? source.buildId : 'no prebuilt bundle']));
+      expect(builds[0]).toMatch(/^loopwright\+[0-9a-f]{12}$/);
     },
   );
 });
