@@ -170,6 +170,10 @@ export async function startFloorWorker(stack: BenchStack): Promise<FloorWorker> 
         FLOOR_TASK_QUEUE: taskQueue,
         ANTHROPIC_BASE_URL: stack.model.url,
         ANTHROPIC_API_KEY: 'bench',
+        // The same sticky cache as the Loopwright worker's (startBenchStack passes it through too).
+        ...(process.env.LOOPWRIGHT_MAX_CACHED_WORKFLOWS
+          ? { LOOPWRIGHT_MAX_CACHED_WORKFLOWS: process.env.LOOPWRIGHT_MAX_CACHED_WORKFLOWS }
+          : {}),
       },
       stdio: ['ignore', 'ignore', 'pipe'],
     },
