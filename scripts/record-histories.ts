@@ -96,6 +96,7 @@ const SCRIPT = parseModelScript(
       { name: 'approve-w1', match: { workflowId: 'replay-approve', role: 'worker', attempt: 1 }, reply: text('first') },
       { name: 'lean-w1', match: { workflowId: 'replay-lean', role: 'worker', attempt: 1 }, reply: text('first') },
       { name: 'v2-w', match: { workflowId: 'replay-v2', role: 'worker' }, reply: text('no crash yet') },
+      { name: 'parked-w', match: { workflowId: 'replay-parked', role: 'worker' }, reply: text('a draft') },
       { name: 'v2-c', match: { workflowId: 'replay-v2', role: 'checker' }, reply: verdict(false) },
       { name: 'lean-c1', match: { workflowId: 'replay-lean', role: 'checker', attempt: 1 }, reply: verdict(false) },
       {
@@ -211,6 +212,21 @@ const RECORDERS: Record<string, Recorder> = {
     await client.wait('replay-v2');
     await client.decide('replay-v2', { kind: 'approve', by: 'ada', note: 'override' });
     await client.wait('replay-v2');
+  },
+  /**
+   * loopWorkflowV2 whose only check is a person's, approved: it moves through two states in one
+   * workflow task twice (verifying and awaiting_human; applying and completed), one upsert each.
+   */
+  'replay-parked': async (client) => {
+    const id = 'replay-parked';
+    await client.run(
+      'evaluate-optimize',
+      { task: 'Write a draft.', checks: [{ kind: 'human', name: 'editor' }] },
+      { id },
+    );
+    await client.wait(id);
+    await client.decide(id, { kind: 'approve', by: 'ada', note: 'good' });
+    await client.temporal.workflow.getHandle(id).result();
   },
   'replay-agent': async (client) => {
     const workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-record-ws-'));
