@@ -7,7 +7,11 @@
 #   2. creates the namespace when it does not exist;
 #   3. registers Loopwright's search attributes;
 #   4. sets the namespace's retention (default 720h = 30 days);
-#   5. checks that every search attribute is listed with the right type.
+#   5. checks that every search attribute is listed with the right type;
+#   6. waits until each frontend uses them (a visibility query naming every one succeeds):
+#      a frontend reads a namespace's search attributes from its namespace cache, refreshed
+#      every few seconds, and until then refuses a start that sets them ("Namespace default
+#      has no mapping defined for search attribute ...", temporalio/temporal#4017).
 #
 # Idempotent: everything that already exists is kept, so `docker compose up` can run
 # it again and again. A search attribute that exists with a *different* type is an
@@ -20,6 +24,7 @@
 #   TEMPORAL_SETUP_TIMEOUT        seconds to wait for the server/namespace, default 300
 #   TEMPORAL_SETUP_RETRY_DELAY    seconds between attempts, default 2
 #   TEMPORAL_SETUP_ATTEMPTS       attempts per CLI call that may fail transiently, default 10
+#   TEMPORAL_SETUP_FRONTENDS      frontend addresses to wait for in step 6, default TEMPORAL_ADDRESS
 set -eu
 
 : "${TEMPORAL_ADDRESS:=temporal:7233}"
@@ -28,6 +33,7 @@ set -eu
 : "${TEMPORAL_SETUP_TIMEOUT:=300}"
 : "${TEMPORAL_SETUP_RETRY_DELAY:=2}"
 : "${TEMPORAL_SETUP_ATTEMPTS:=10}"
+: "${TEMPORAL_SETUP_FRONTENDS:=$TEMPORAL_ADDRESS}"
 export TEMPORAL_ADDRESS
 NS=$TEMPORAL_NAMESPACE
 
@@ -98,6 +104,24 @@ all_registered() {
   done
 }
 
+# A visibility query that names every search attribute: it fails while a frontend has no mapping for one.
+every_attribute_query() {
+  query=""
+  for sa in $SEARCH_ATTRIBUTES; do
+    case ${sa#*:} in
+      Int | Double) literal=0 ;;
+      *) literal="'x'" ;;
+    esac
+    query="${query:+$query AND }${sa%%:*} = $literal"
+  done
+  printf '%s\n' "$query"
+}
+
+# in_use ADDRESS : does the frontend at ADDRESS answer a query that names every search attribute?
+in_use() {
+  temporal workflow count --address "$1" --namespace "$NS" --query "$(every_attribute_query)"
+}
+
 log "Temporal at $TEMPORAL_ADDRESS, namespace $NS"
 wait_until "the Temporal server to be SERVING" server_serving
 
@@ -125,4 +149,7 @@ idempotent temporal operator namespace update --namespace "$NS" --retention "$LO
   || die "could not set the retention of namespace $NS"
 
 wait_until "every search attribute to be listed with its type" all_registered
+for frontend in $TEMPORAL_SETUP_FRONTENDS; do
+  wait_until "the frontend at $frontend to use every search attribute" in_use "$frontend"
+done
 log "done"

@@ -23,3 +23,21 @@ export function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
     server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(true)));
   });
 }
+
+/**
+ * Free ports for one start of several processes: each one free a moment ago, none handed out
+ * twice and none of `reserved` (ports chosen already but not bound yet, such as the Web UI's).
+ * {@link freePort} alone can return a port it returned before, since nothing holds it until its
+ * process binds it.
+ */
+export function portPicker(reserved: Iterable<number | undefined>): () => Promise<number> {
+  const taken = new Set([...reserved].filter((p): p is number => p !== undefined));
+  return async () => {
+    for (;;) {
+      const port = await freePort();
+      if (taken.has(port)) continue;
+      taken.add(port);
+      return port;
+    }
+  };
+}

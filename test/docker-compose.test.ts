@@ -360,6 +360,8 @@ describe('docker-compose.yml services', () => {
  *   retention   the last retention set with `namespace update`
  * FAKE_FAIL_CREATE=1 makes `search-attribute create` fail like an unreachable server.
  * FAKE_ENUM_TYPES=1 prints types as INDEXED_VALUE_TYPE_KEYWORD instead of Keyword.
+ * FAKE_MAPPING_LAG=N makes the first N \`workflow count\` queries fail as a frontend whose namespace
+ * cache has not caught up yet; a query naming an unregistered attribute always fails.
  * Errors are worded like the real CLI and server.
  */
 const FAKE_TEMPORAL = `#!/bin/sh
@@ -367,13 +369,14 @@ state=$FAKE_STATE
 echo "$*" >> "$state/calls"
 cmd="$1 $2 $3"
 shift 3 || true
-ns= name= type= retention=
+ns= name= type= retention= query=
 while [ $# -gt 0 ]; do
   case $1 in
     --namespace|-n) ns=$2; shift ;;
     --name) name=$2; shift ;;
     --type) type=$2; shift ;;
     --retention) retention=$2; shift ;;
+    --query) query=$2; shift ;;
   esac
   shift
 done
@@ -406,6 +409,17 @@ case $cmd in
       echo "Error: unable to add search attributes: Search attribute $name already exists." >&2; exit 1
     fi
     echo "$name $type" >> "$state/attributes"; echo "Search attributes have been added" ;;
+  "workflow count --address")
+    touch "$state/attributes" "$state/counts"
+    echo x >> "$state/counts"
+    if [ "$(wc -l < "$state/counts")" -le "\${FAKE_MAPPING_LAG:-0}" ]; then
+      echo "Error: Namespace $ns has no mapping defined for search attribute LoopName" >&2; exit 1
+    fi
+    for n in $(printf '%s\n' "$query" | grep -oE '[A-Za-z]+ =' | cut -d' ' -f1); do
+      awk -v n="$n" '$1 == n { found = 1 } END { exit !found }' "$state/attributes" \
+        || { echo "Error: invalid query: invalid search attribute: $n" >&2; exit 1; }
+    done
+    echo "Total: 0" ;;
   *)
     echo "fake temporal: unexpected command: $cmd" >&2; exit 2 ;;
 esac
@@ -501,6 +515,23 @@ describe('deploy/temporal-setup.sh (run by sh against a fake temporal CLI)', () 
     expect(run.status).not.toBe(0);
     expect(run.calls.filter((c) => c.startsWith('operator search-attribute create'))).toHaveLength(3);
     expect(run.output).toMatch(/connection refused/);
+  });
+
+  it('waits until every frontend uses the search attributes (its namespace cache lags their registration), then exits 0', () => {
+    const run = runSetup({ extraEnv: { FAKE_MAPPING_LAG: '3', TEMPORAL_SETUP_FRONTENDS: 'fe-a:7233 fe-b:7233' } });
+    expect(run.output).not.toMatch(/ERROR/);
+    expect(run.status).toBe(0);
+    const counts = run.calls.filter((c) => c.startsWith('workflow count'));
+    // Refused 3 times by the first frontend, then once each; the query names every attribute.
+    expect(counts.map((c) => c.split(' ')[3])).toEqual([
+      'fe-a:7233',
+      'fe-a:7233',
+      'fe-a:7233',
+      'fe-a:7233',
+      'fe-b:7233',
+    ]);
+    for (const { name } of SEARCH_ATTRIBUTES) expect(counts[0]).toContain(`${name} =`);
+    expect(run.output).toMatch(/waiting for the frontend at fe-a:7233 to use every search attribute/);
   });
 });
 

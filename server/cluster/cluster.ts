@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { dirname, join, resolve } from 'path';
 import { UsageError } from '../../common/errors';
 import { must } from '../../common/must';
-import { freePort, isPortFree } from '../free-port';
+import { isPortFree, portPicker } from '../free-port';
 import { loopwrightHome, packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 import { findTemporalCli } from '../temporal-binary';
@@ -185,6 +185,7 @@ async function lowFreePorts(count: number, from = 6933): Promise<number[]> {
 async function temporalPorts(
   port: number,
   frontends: number,
+  freePort: () => Promise<number>,
 ): Promise<{ shared: Record<string, string>; frontendPorts: Array<Record<string, string>> }> {
   const membership = await lowFreePorts(4 + frontends);
   const shared: Record<string, string> = {
@@ -208,6 +209,15 @@ async function temporalPorts(
     });
   }
   return { shared, frontendPorts };
+}
+
+/** The last lines of a process's log on one line, for an error that outlives the log's folder. */
+function logTail(logFile: string, lines = 3): string {
+  try {
+    return readFileSync(logFile, 'utf8').trim().split('\n').slice(-lines).join(' | ') || '(its log is empty)';
+  } catch {
+    return '(no log)';
+  }
 }
 
 /** Why a Temporal process stopped: the error of the last fatal line of its log. */
@@ -283,10 +293,12 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
   const ui = o.uiPort === undefined ? undefined : await findUiServer({ env, log });
 
   mkdirSync(join(o.dir, 'logs'), { recursive: true });
+  // Every port this start hands out is another: the frontend's and the Web UI's are not bound yet.
+  const nextPort = portPicker([port, o.uiPort]);
   const state: ClusterState = {
     addresses: [],
     namespace,
-    pgPort: await freePort(),
+    pgPort: await nextPort(),
     startedAt: new Date().toISOString(),
     processes: [],
   };
@@ -311,7 +323,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
       ...dbEnv,
     });
 
-    const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2);
+    const { shared, frontendPorts } = await temporalPorts(port, o.frontends ?? 2, nextPort);
     const firstPorts = must(frontendPorts[0], '--frontends is at least 1');
     // With an authorizer, Temporal's internal worker (and the frontend's calls to itself) go through
     // an internal frontend, which the authorizer skips; without one they are refused ("Request unauthorized").
@@ -339,7 +351,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
       ['internal-worker', 'worker', firstPorts],
     ];
     for (const [name, service, ports] of services) {
-      const metrics = String(await freePort());
+      const metrics = String(await nextPort());
       const p = add(
         temporalProcess(o.dir, server, name, service, { ...base, ...ports, TEMPORAL_METRICS_PORT: metrics }),
       );
@@ -387,6 +399,8 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
       PATH: `${dirname(cli)}:${env.PATH ?? ''}`,
       HOME: env.HOME ?? '',
       TEMPORAL_ADDRESS: must(state.addresses[0], 'the cluster has a frontend'),
+      // Each frontend must use the search attributes before a worker or client starts a run.
+      TEMPORAL_SETUP_FRONTENDS: state.addresses.join(' '),
       TEMPORAL_NAMESPACE: namespace,
       LOOPWRIGHT_RETENTION: o.retention ?? '720h',
       TEMPORAL_SETUP_RETRY_DELAY: '1',
@@ -394,7 +408,7 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
     });
     if (ui && o.uiPort !== undefined) {
       const uiUrl = `http://127.0.0.1:${o.uiPort}`;
-      state.codecUrl = await codecEndpoint(o.dir, uiUrl, env, add, log);
+      state.codecUrl = await codecEndpoint(o.dir, uiUrl, env, add, log, nextPort);
       writeState(o.dir, state);
       state.uiUrl = await startUi(o.dir, ui, o.uiPort, state, add, clientVars);
     }
@@ -512,7 +526,7 @@ async function startUi(
   await waitFor(
     `the Web UI at ${url}`,
     async () => {
-      if (!isRunning(p)) throw new Error(`the Web UI server exited at start: see ${p.logFile}`);
+      if (!isRunning(p)) throw new Error(`the Web UI server exited at start: ${logTail(p.logFile)} (see ${p.logFile})`);
       return fetch(url).then(
         (res) => res.ok,
         () => false,
@@ -542,6 +556,7 @@ async function codecEndpoint(
   env: NodeJS.ProcessEnv,
   add: (p: ClusterProcess) => ClusterProcess,
   log: (line: string) => void,
+  freePort: () => Promise<number>,
 ): Promise<string | undefined> {
   const given = env.TEMPORAL_CODEC_ENDPOINT?.trim();
   if (given) {
