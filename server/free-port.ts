@@ -30,11 +30,14 @@ export function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
  * {@link freePort} alone can return a port it returned before, since nothing holds it until its
  * process binds it.
  */
-export function portPicker(reserved: Iterable<number | undefined>): () => Promise<number> {
+export function portPicker(
+  reserved: Iterable<number | undefined>,
+  source: () => Promise<number> = freePort,
+): () => Promise<number> {
   const taken = new Set([...reserved].filter((p): p is number => p !== undefined));
   return async () => {
     for (;;) {
-      const port = await freePort();
+      const port = await source();
       if (taken.has(port)) continue;
       taken.add(port);
       return port;
