@@ -18,9 +18,25 @@ type History = temporal.api.history.v1.IHistory;
  * LOOPWRIGHT_KEYS. Returns the history.
  */
 export async function decodeHistory<H extends History>(history: H, codecs: readonly PayloadCodec[]): Promise<H> {
-  await walk(history, codecs);
+  await walk(history, (payloads) => decodePayloads(payloads, codecs));
   return history;
 }
+
+/**
+ * Encodes, in place, every payload of a history a process without codecs fetched, as `codecs`
+ * would have encoded it when written (search attributes stay in clear: Temporal never runs them
+ * through a codec). The bench uses it to weigh a run's history sealed with a key ring.
+ */
+export async function encodeHistory<H extends History>(history: H, codecs: readonly PayloadCodec[]): Promise<H> {
+  await walk(history, async (payloads) => {
+    let out = payloads;
+    for (const codec of codecs) out = await codec.encode(out);
+    return out;
+  });
+  return history;
+}
+
+type Transform = (payloads: Payload[]) => Promise<Payload[]>;
 
 async function decodePayloads(payloads: Payload[], codecs: readonly PayloadCodec[]): Promise<Payload[]> {
   let out = payloads;
@@ -45,20 +61,21 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** Post-order, so a failure's encodedAttributes payload is decoded before it is read. */
-async function walk(node: unknown, codecs: readonly PayloadCodec[]): Promise<void> {
+async function walk(node: unknown, transform: Transform): Promise<void> {
   if (Array.isArray(node)) {
     if (node.length > 0 && node.every(isPayload)) {
-      const decoded = await decodePayloads(node as Payload[], codecs);
+      const decoded = await transform(node as Payload[]);
       node.splice(0, node.length, ...decoded);
       return;
     }
-    for (const item of node) await walk(item, codecs);
+    for (const item of node) await walk(item, transform);
     return;
   }
   if (!isObject(node)) return;
   for (const [key, value] of Object.entries(node)) {
-    if (isPayload(value)) node[key] = (await decodePayloads([value], codecs))[0];
-    else if (isObject(value) || Array.isArray(value)) await walk(value, codecs);
+    if (key === 'searchAttributes') continue;
+    if (isPayload(value)) node[key] = (await transform([value]))[0];
+    else if (isObject(value) || Array.isArray(value)) await walk(value, transform);
   }
   if (isPayload(node.encodedAttributes)) restoreAttributes(node);
 }

@@ -1,5 +1,8 @@
 import { loadavg } from 'node:os';
 import { temporal } from '@temporalio/proto';
+import { EncryptionCodec } from '../../crypto/codec';
+import { encodeHistory } from '../../crypto/decode-history';
+import { newKey, newKeyId, parseKeyFile } from '../../crypto/keyring';
 import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { parseModelScript, type ModelRule, type ModelScript } from '../../model-server/script';
 import { plainModelCaller, runPlainLoop } from './plain-loop';
@@ -93,11 +96,28 @@ export interface Measurement {
   /** Mean over a few runs' histories (NaN for the plain loop). */
   historyEvents: number;
   historyBytes: number;
+  /**
+   * The same histories' bytes had their payloads been sealed by a worker with a key ring (the
+   * demo's default): each payload run through the encryption codec (`encodeHistory`).
+   */
+  historySealedBytes: number;
   /** Where the first sampled history's bytes go (empty for the plain loop). */
   historyBreakdown: BreakdownRow[];
   /** 1-minute load average when the measurement started and when it ended. */
   loadStart: number;
   loadEnd: number;
+}
+
+type History = temporal.api.history.v1.IHistory;
+
+const historyBytes = (h: History): number => temporal.api.history.v1.History.encode(h).finish().length;
+
+/** What `history` would weigh sealed with a throwaway key ring (a key id as `keys init` makes): see {@link Measurement.historySealedBytes}. */
+async function sealedHistoryBytes(history: History): Promise<number> {
+  const copy = temporal.api.history.v1.History.decode(temporal.api.history.v1.History.encode(history).finish());
+  return historyBytes(
+    await encodeHistory(copy, [new EncryptionCodec(parseKeyFile(`${newKeyId()}=${newKey()}`, 'bench'))]),
+  );
 }
 
 const callsOf = (stack: BenchStack, prefix: string): number =>
@@ -134,6 +154,7 @@ export async function measurePlain(stack: BenchStack, runs: number, latencyMs: n
     modelCallsPerRun: callsOf(stack, prefix) / runs,
     historyEvents: NaN,
     historyBytes: NaN,
+    historySealedBytes: NaN,
     historyBreakdown: [],
     loadStart: load0,
     loadEnd: loadavg()[0] ?? NaN,
@@ -207,6 +228,7 @@ async function measureDurable(
   const histories = await Promise.all(
     results.slice(0, historySample).map((r) => client.temporal.workflow.getHandle(r.workflowId).fetchHistory()),
   );
+
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return {
     path,
@@ -221,7 +243,8 @@ async function measureDurable(
     clientCpu: cpu1.client - cpu0.client,
     modelCallsPerRun: callsOf(stack, prefix) / runs,
     historyEvents: mean(histories.map((h) => h.events?.length ?? 0)),
-    historyBytes: mean(histories.map((h) => temporal.api.history.v1.History.encode(h).finish().length)),
+    historyBytes: mean(histories.map(historyBytes)),
+    historySealedBytes: mean(await Promise.all(histories.map(sealedHistoryBytes))),
     historyBreakdown: histories[0] ? historyBreakdown(histories[0]) : [],
     loadStart: load0,
     loadEnd: load1,
@@ -261,6 +284,7 @@ export function combineRounds(rounds: Measurement[]): Measurement {
     modelCallsPerRun: sum((m) => m.modelCallsPerRun * m.runs) / runs,
     historyEvents: sum((m) => m.historyEvents) / rounds.length,
     historyBytes: sum((m) => m.historyBytes) / rounds.length,
+    historySealedBytes: sum((m) => m.historySealedBytes) / rounds.length,
     loadEnd: (rest.at(-1) ?? first).loadEnd,
   };
 }

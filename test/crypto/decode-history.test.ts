@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultPayloadConverter, DefaultFailureConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { EncryptionCodec } from '../../crypto/codec';
-import { decodeHistory } from '../../crypto/decode-history';
+import { decodeHistory, encodeHistory } from '../../crypto/decode-history';
 import { newKey, parseKeyFile } from '../../crypto/keyring';
 import { must } from '../../common/must';
 
@@ -63,4 +64,25 @@ test('an encrypted input and an encoded failure read back in clear; without a ri
       new EncryptionCodec(parseKeyFile(`b=${newKey()}\n`, 'other ring')),
     ]),
   ).rejects.toThrow('key a is not in the key ring other ring');
+});
+
+test('encodeHistory seals every payload of a recorded run but its search attributes, and decodeHistory gives the run back', async () => {
+  const { History } = temporal.api.history.v1;
+  const bytes = (h: temporal.api.history.v1.IHistory) => Buffer.from(History.encode(h).finish());
+  const before = bytes(recorded('replay-v2.json'));
+  const sealed = await encodeHistory(History.decode(before), [codec]);
+  const payloads = (node: unknown, key = ''): Array<{ key: string; encoding: string }> => {
+    if (Array.isArray(node)) return node.flatMap((n) => payloads(n, key));
+    if (typeof node !== 'object' || node === null || node instanceof Uint8Array) return [];
+    const { metadata } = node as { metadata?: Record<string, Uint8Array> };
+    if (metadata?.encoding instanceof Uint8Array) return [{ key, encoding: Buffer.from(metadata.encoding).toString() }];
+    return Object.entries(node).flatMap(([k, v]) => payloads(v, key === 'searchAttributes' ? key : k));
+  };
+  const all = payloads(sealed);
+  expect(all.filter((p) => p.key !== 'searchAttributes').length).toBeGreaterThan(10);
+  for (const p of all)
+    expect([p.key, p.encoding]).toEqual([p.key, p.key === 'searchAttributes' ? 'json/plain' : 'binary/encrypted']);
+  expect(all.some((p) => p.key === 'searchAttributes')).toBe(true);
+  expect(bytes(sealed).length).toBeLessThan(before.length);
+  expect(bytes(await decodeHistory(sealed, [codec])).equals(before)).toBe(true);
 });
