@@ -66,9 +66,8 @@ export function formatParked(p: ParkedFigures): string[] {
 
 /** Each target beside its figure, marked met or not met from the measurement. */
 export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefined): string[] {
-  const out: string[] = [];
-  const target = (what: string, figure: string, met: boolean, note = '') =>
-    out.push(`${what.padEnd(58)} ${figure.padEnd(26)} ${mark(met).padEnd(8)}${note ? ` ${note}` : ''}`);
+  const rows: Array<[what: string, figure: string, met: boolean, note: string]> = [];
+  const target = (what: string, figure: string, met: boolean, note = '') => rows.push([what, figure, met, note]);
   const runsFloor = TARGETS.speedup * BASELINE.runsPerSecondHigh;
   for (const m of ms.filter((x) => x.path === 'loopwright')) {
     const at = `, ${m.latencyMs} ms model latency`;
@@ -136,5 +135,9 @@ export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefin
       note,
     );
   }
-  return out;
+  const [whatWidth, figureWidth] = [0, 1].map((i) => Math.max(...rows.map((r) => String(r[i]).length)));
+  return rows.map(
+    ([what, figure, met, note]) =>
+      `${what.padEnd(whatWidth ?? 0)}  ${figure.padEnd(figureWidth ?? 0)}  ${mark(met).padEnd(8)}${note ? ` ${note}` : ''}`,
+  );
 }
