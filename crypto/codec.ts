@@ -1,60 +1,11 @@
-import { deflateRawSync, gunzipSync, inflateRawSync } from 'node:zlib';
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import type { Redaction } from '../common/redact';
 import { DisplayRedactionCodec } from './display-codec';
-import { CiphertextError, KeyMissingError, NO_RING, open, seal, type KeyRing } from './keyring';
+import { envelope, unenvelope } from './envelope';
+import { KeyMissingError, NO_RING, open, seal, type KeyRing } from './keyring';
 
 /** The module of the failure converter an encrypting worker's workflow bundle is built with (`failureConverterPath`). */
 export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
-
-/**
- * The first byte of what is sealed says how the payload inside is written: its protobuf
- * encoding (`Payload` of Temporal's API), as is or raw-deflated. Envelopes sealed before this
- * format (JSON of base64 metadata and data, gzipped from 1 KB and marked `compressed: gzip`)
- * begin with `{` or are gzip, and still decode (test/crypto/fixtures/envelope-v1.json).
- */
-const PROTO = 0x01;
-const PROTO_DEFLATED = 0x02;
-const JSON_ENVELOPE = 0x7b; // '{'
-/** Below this the payload is sealed as is: deflate has nothing to find in a few dozen bytes. */
-const COMPRESS_FROM = 64;
-
-/** `payload` as the sealed plaintext: its protobuf encoding, deflated when that is smaller. */
-function envelope(payload: Payload): Buffer {
-  const proto = temporal.api.common.v1.Payload.encode(payload).finish();
-  if (proto.length >= COMPRESS_FROM) {
-    const deflated = deflateRawSync(proto);
-    if (deflated.length < proto.length) return Buffer.concat([Buffer.of(PROTO_DEFLATED), deflated]);
-  }
-  return Buffer.concat([Buffer.of(PROTO), proto]);
-}
-
-/** The payload sealed in `plain`, in either format ({@link envelope}, or the first one's JSON). */
-function unenvelope(plain: Buffer, gzipped: boolean, keyId: string): Payload {
-  const fromProto = (bytes: Uint8Array): Payload => {
-    const p = temporal.api.common.v1.Payload.decode(bytes);
-    return { metadata: p.metadata, data: p.data };
-  };
-  if (gzipped) plain = gunzipSync(plain);
-  switch (plain[0]) {
-    case PROTO:
-      return fromProto(plain.subarray(1));
-    case PROTO_DEFLATED:
-      return fromProto(inflateRawSync(plain.subarray(1)));
-    case JSON_ENVELOPE: {
-      const inner = JSON.parse(td.decode(plain)) as { metadata: Record<string, string>; data: string };
-      return {
-        metadata: Object.fromEntries(Object.entries(inner.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
-        data: Buffer.from(inner.data, 'base64'),
-      };
-    }
-    default:
-      throw new CiphertextError(
-        `a payload under key ${keyId} holds an envelope this version does not know (format byte ${plain[0]}): upgrade Loopwright`,
-      );
-  }
-}
 
 export const ENCODING = 'binary/encrypted';
 const te = new TextEncoder();
@@ -63,17 +14,25 @@ const td = new TextDecoder();
 /**
  * Temporal's payload codec for Loopwright: every payload becomes `binary/encrypted` with the
  * key id in its metadata (`encryption-key-id`); the data is the whole original payload (metadata
- * and data, see {@link envelope}) sealed with AES-256-GCM. Decoding uses whichever key the payload names, so runs started before a key
- * rotation stay readable; payloads that are not encrypted (runs from before encryption) pass
- * through unchanged.
+ * and data, in the ring's seal format: crypto/envelope.ts) sealed with AES-256-GCM. Decoding uses
+ * whichever key the payload names, so runs started before a key rotation stay readable, reads
+ * either format, and passes payloads that are not encrypted (runs from before encryption) through.
  */
 export class EncryptionCodec implements PayloadCodec {
   constructor(private readonly ring: KeyRing) {}
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((p) => {
-      const { keyId, sealed } = seal(this.ring, envelope(p));
-      return { metadata: { encoding: te.encode(ENCODING), 'encryption-key-id': te.encode(keyId) }, data: sealed };
+      const { plain, gzipped } = envelope(p, this.ring.sealFormat ?? 2);
+      const { keyId, sealed } = seal(this.ring, plain);
+      return {
+        metadata: {
+          encoding: te.encode(ENCODING),
+          'encryption-key-id': te.encode(keyId),
+          ...(gzipped ? { compressed: te.encode('gzip') } : {}),
+        },
+        data: sealed,
+      };
     });
   }
 

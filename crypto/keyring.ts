@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, LoopwrightError } from '../common/errors';
 import { loopwrightHome } from '../server/paths';
+import type { SealFormat } from './envelope';
 
 /**
  * The operator's key ring: AES-256 keys by id, one of them current. Payloads, transcripts and
@@ -24,22 +25,40 @@ export interface KeyRing {
   keys: Map<string, Buffer>;
   /** Where the ring was read from. */
   source: string;
+  /**
+   * The envelope new payloads are sealed in (crypto/envelope.ts): 2 unless `LOOPWRIGHT_SEAL_FORMAT=1`
+   * keeps the format older versions read, while they still run beside this one.
+   */
+  sealFormat?: SealFormat;
 }
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /**
  * The ring `LOOPWRIGHT_KEYS` names, else (unset) `<LOOPWRIGHT_HOME>/keys` when it exists; undefined
- * when it is set empty or there is none (no encryption). A bad ring is a ConfigError.
+ * when it is set empty or there is none (no encryption). A bad ring, or a bad
+ * `LOOPWRIGHT_SEAL_FORMAT`, is a ConfigError.
  */
 export function keyRingFromEnv(env: Record<string, string | undefined>): KeyRing | undefined {
+  const sealFormat = sealFormatFromEnv(env);
   const where = env.LOOPWRIGHT_KEYS === undefined ? defaultRing(env) : env.LOOPWRIGHT_KEYS.trim();
   if (!where) return undefined;
   if (!existsSync(where))
     throw new ConfigError(
       `LOOPWRIGHT_KEYS names ${where}, which does not exist: create it with \`loopwright keys init\`, or unset it`,
     );
-  return statSync(where).isDirectory() ? readDir(where) : parseKeyFile(readFileSync(where, 'utf8'), where);
+  const ring = statSync(where).isDirectory() ? readDir(where) : parseKeyFile(readFileSync(where, 'utf8'), where);
+  return { ...ring, sealFormat };
+}
+
+/** LOOPWRIGHT_SEAL_FORMAT: unset or empty is 2; 1 or 2; anything else is a ConfigError (exit 2). */
+export function sealFormatFromEnv(env: Record<string, string | undefined>): SealFormat {
+  const value = env.LOOPWRIGHT_SEAL_FORMAT?.trim() ?? '';
+  if (value === '' || value === '2') return 2;
+  if (value === '1') return 1;
+  throw new ConfigError(
+    `LOOPWRIGHT_SEAL_FORMAT is ${JSON.stringify(value)}: set 1 while processes of a Loopwright version before sealed format 2 still run, else leave it unset (2)`,
+  );
 }
 
 /** `<LOOPWRIGHT_HOME>/keys` when it exists. */

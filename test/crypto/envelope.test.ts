@@ -1,7 +1,20 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { EncryptionCodec } from '../../crypto/codec';
-import { CiphertextError, newKey, parseKeyFile, seal } from '../../crypto/keyring';
+import { ConfigError } from '../../common/errors';
+import {
+  CiphertextError,
+  keyRingFromEnv,
+  newKey,
+  open,
+  parseKeyFile,
+  seal,
+  sealFormatFromEnv,
+} from '../../crypto/keyring';
 import fixture from './fixtures/envelope-v1.json';
 
 const te = new TextEncoder();
@@ -81,5 +94,60 @@ describe('the sealed envelope', () => {
     expect((err as Error).message).toBe(
       'a payload under key k1 holds an envelope this version does not know (format byte 9): upgrade Loopwright',
     );
+  });
+});
+
+/** How 6215409 and the versions before it opened a sealed payload: JSON of base64 fields, gzipped when marked. */
+function openAsBefore(sealed: Payload): Payload {
+  const keyId = Buffer.from(sealed.metadata!['encryption-key-id']!).toString();
+  let plain = open(ring, keyId, sealed.data!);
+  if (Buffer.from(sealed.metadata!.compressed ?? []).toString() === 'gzip') plain = gunzipSync(plain);
+  const inner = JSON.parse(plain.toString()) as { metadata: Record<string, string>; data: string };
+  return {
+    metadata: Object.fromEntries(Object.entries(inner.metadata).map(([k, v]) => [k, b64(v)])),
+    data: b64(inner.data),
+  };
+}
+
+describe('LOOPWRIGHT_SEAL_FORMAT=1, for a rolling upgrade', () => {
+  const old = new EncryptionCodec({ ...ring, sealFormat: 1 });
+
+  test('seals what versions before format 2 open, gzipped and marked from 1 KB, and this version reads it too', async () => {
+    const values = [{ task: 'fix it' }, record, { big: 'x'.repeat(2000) }];
+    const sealed = await old.encode(values.map((v) => defaultPayloadConverter.toPayload(v)));
+    expect(sealed.map((p) => Object.keys(p.metadata!).includes('compressed'))).toEqual([false, false, true]);
+    expect(sealed.map((p) => defaultPayloadConverter.fromPayload(openAsBefore(p)))).toEqual(values);
+    expect((await codec.decode(sealed)).map((p) => defaultPayloadConverter.fromPayload(p))).toEqual(values);
+  });
+
+  test('is read from the environment: unset or 2 is format 2, 1 is format 1, anything else is a ConfigError (exit 2) that says what to set', () => {
+    expect(sealFormatFromEnv({})).toBe(2);
+    expect(sealFormatFromEnv({ LOOPWRIGHT_SEAL_FORMAT: '2' })).toBe(2);
+    expect(sealFormatFromEnv({ LOOPWRIGHT_SEAL_FORMAT: ' 1 ' })).toBe(1);
+    const err = (() => {
+      try {
+        return sealFormatFromEnv({ LOOPWRIGHT_SEAL_FORMAT: 'v1' });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).exitCode).toBe(2);
+    expect((err as Error).message).toBe(
+      'LOOPWRIGHT_SEAL_FORMAT is "v1": set 1 while processes of a Loopwright version before sealed format 2 still run, else leave it unset (2)',
+    );
+  });
+
+  test('a key ring read from the environment carries the format, so every codec made with it seals that way', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lw-seal-'));
+    try {
+      const file = path.join(dir, 'keys');
+      writeFileSync(file, `k1=${newKey()}\n`);
+      expect(keyRingFromEnv({ LOOPWRIGHT_KEYS: file })?.sealFormat).toBe(2);
+      expect(keyRingFromEnv({ LOOPWRIGHT_KEYS: file, LOOPWRIGHT_SEAL_FORMAT: '1' })?.sealFormat).toBe(1);
+      expect(() => keyRingFromEnv({ LOOPWRIGHT_KEYS: '', LOOPWRIGHT_SEAL_FORMAT: '3' })).toThrow(ConfigError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -269,6 +269,8 @@ const cases: Case[] = [
     ['list'],
     { LOOPWRIGHT_KEYS: file('garbage-keys', Buffer.from([0, 1, 2, 0xff, 0xfe])) },
   ],
+  ['LOOPWRIGHT_SEAL_FORMAT unknown (list)', ['list'], { LOOPWRIGHT_SEAL_FORMAT: '3' }],
+  ['LOOPWRIGHT_SEAL_FORMAT unknown (worker)', ['worker'], { LOOPWRIGHT_SEAL_FORMAT: 'old' }],
   ['LOOPWRIGHT_METRICS not host:port', ['worker'], { LOOPWRIGHT_METRICS: 'everywhere' }],
   // Connection security (server/temporal-connection.ts): checked before anything connects.
   [
