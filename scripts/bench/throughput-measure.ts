@@ -228,7 +228,6 @@ async function measureDurable(
   const histories = await Promise.all(
     results.slice(0, historySample).map((r) => client.temporal.workflow.getHandle(r.workflowId).fetchHistory()),
   );
-
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return {
     path,
