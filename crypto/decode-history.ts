@@ -24,8 +24,9 @@ export async function decodeHistory<H extends History>(history: H, codecs: reado
 
 /**
  * Encodes, in place, every payload of a history a process without codecs fetched, as `codecs`
- * would have encoded it when written (search attributes stay in clear: Temporal never runs them
- * through a codec). The bench uses it to weigh a run's history sealed with a key ring.
+ * would have encoded it when written (search attributes and the core's marker details stay in
+ * clear: the SDK never runs them through a codec). The bench uses it to weigh a run's history
+ * sealed with a key ring; a test uses it to list what a real encrypted run sealed.
  */
 export async function encodeHistory<H extends History>(history: H, codecs: readonly PayloadCodec[]): Promise<H> {
   await walk(history, async (payloads) => {
@@ -74,6 +75,12 @@ async function walk(node: unknown, transform: Transform): Promise<void> {
   if (!isObject(node)) return;
   for (const [key, value] of Object.entries(node)) {
     if (key === 'searchAttributes') continue;
+    // The SDK's core writes a marker's details itself, in clear (a local activity's sequence number,
+    // type and times), all but the local activity's result, which went through the codec.
+    if (key === 'details' && 'markerName' in node && isObject(value)) {
+      if (value.result) await walk(value.result, transform);
+      continue;
+    }
     if (isPayload(value)) node[key] = (await transform([value]))[0];
     else if (isObject(value) || Array.isArray(value)) await walk(value, transform);
   }

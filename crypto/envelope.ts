@@ -21,6 +21,12 @@ const JSON_ENVELOPE = 0x7b; // '{'
 const DEFLATE_FROM = 64;
 /** Format 1: payloads at least this large were gzipped. */
 const GZIP_FROM = 1024;
+/**
+ * The most a sealed payload may inflate to. Temporal refuses payloads far smaller (2 MB by
+ * default, 4 MB a gRPC message), so only a crafted one (made by someone holding the key) comes
+ * near it; it fails instead of taking the memory of the worker or codec server that opens it.
+ */
+export const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
 
 const td = new TextDecoder();
 
@@ -52,12 +58,22 @@ export function unenvelope(plain: Buffer, gzipped: boolean, keyId: string): Payl
     const p = temporal.api.common.v1.Payload.decode(bytes);
     return { metadata: p.metadata, data: p.data };
   };
-  if (gzipped) plain = gunzipSync(plain);
+  const inflated = (inflate: () => Buffer): Buffer => {
+    try {
+      return inflate();
+    } catch (err) {
+      throw new CiphertextError(
+        `a payload under key ${keyId} does not inflate to at most ${MAX_INFLATED_BYTES} bytes: ${(err as Error).message}`,
+      );
+    }
+  };
+  const limit = { maxOutputLength: MAX_INFLATED_BYTES };
+  if (gzipped) plain = inflated(() => gunzipSync(plain, limit));
   switch (plain[0]) {
     case PROTO:
       return fromProto(plain.subarray(1));
     case PROTO_DEFLATED:
-      return fromProto(inflateRawSync(plain.subarray(1)));
+      return fromProto(inflated(() => inflateRawSync(plain.subarray(1), limit)));
     case JSON_ENVELOPE: {
       const inner = JSON.parse(td.decode(plain)) as { metadata: Record<string, string>; data: string };
       return {

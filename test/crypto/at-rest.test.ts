@@ -3,10 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type Payload } from '@temporalio/common';
 import { buildTrace } from '../../trace/build-trace';
 import { fetchHistories } from '../../trace/fetch-histories';
+import { EncryptionCodec } from '../../crypto/codec';
+import { encodeHistory } from '../../crypto/decode-history';
 import { initKeyFile } from '../../crypto/key-file';
+import { CiphertextError, keyRingFromEnv } from '../../crypto/keyring';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { freePort, startDevServer, type DevServer } from '../../server/dev-server';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
@@ -115,6 +118,20 @@ test("an encrypted run's task, tool output and candidate are nowhere in the SQLi
   expect([...encodings].map((e) => Buffer.from(JSON.parse(`{${e}}`).encoding, 'base64').toString())).toContain(
     'binary/encrypted',
   );
+  // Compression alone would also hide the markers above: every payload but the search attributes
+  // is sealed, and it opens under the ring's key and under no other key of the same id.
+  const sealed: Payload[] = [];
+  await encodeHistory(raw, [{ encode: async (ps) => (sealed.push(...ps), ps), decode: async (ps) => ps }]);
+  expect(sealed.length).toBeGreaterThan(10);
+  expect(new Set(sealed.map((p) => Buffer.from(p.metadata!.encoding!).toString()))).toEqual(
+    new Set(['binary/encrypted']),
+  );
+  const ring = keyRingFromEnv({ LOOPWRIGHT_KEYS: keys })!;
+  const impostor = { ...ring, keys: new Map([...ring.keys.keys()].map((id) => [id, randomBytes(32)])) };
+  for (const p of sealed) {
+    await expect(new EncryptionCodec(ring).decode([p])).resolves.toHaveLength(1);
+    await expect(new EncryptionCodec(impostor).decode([p])).rejects.toThrow(CiphertextError);
+  }
 });
 
 test("an activity failure's message and stack are encrypted too, and the trace shows the message", async () => {

@@ -66,7 +66,7 @@ test('an encrypted input and an encoded failure read back in clear; without a ri
   ).rejects.toThrow('key a is not in the key ring other ring');
 });
 
-test('encodeHistory seals every payload of a recorded run but its search attributes, and decodeHistory gives the run back', async () => {
+test("encodeHistory seals every payload of a recorded run but its search attributes and the core's marker details, and decodeHistory gives the run back", async () => {
   const { History } = temporal.api.history.v1;
   const bytes = (h: temporal.api.history.v1.IHistory) => Buffer.from(History.encode(h).finish());
   const before = bytes(recorded('replay-v2.json'));
@@ -76,13 +76,26 @@ test('encodeHistory seals every payload of a recorded run but its search attribu
     if (typeof node !== 'object' || node === null || node instanceof Uint8Array) return [];
     const { metadata } = node as { metadata?: Record<string, Uint8Array> };
     if (metadata?.encoding instanceof Uint8Array) return [{ key, encoding: Buffer.from(metadata.encoding).toString() }];
-    return Object.entries(node).flatMap(([k, v]) => payloads(v, key === 'searchAttributes' ? key : k));
+    // Labels: a search attribute's payloads, and a marker's details but the local activity's result.
+    const label = (k: string) =>
+      key === 'searchAttributes'
+        ? key
+        : key === 'marker'
+          ? k === 'result'
+            ? k
+            : key
+          : 'markerName' in node && k === 'details'
+            ? 'marker'
+            : k;
+    return Object.entries(node).flatMap(([k, v]) => payloads(v, label(k)));
   };
   const all = payloads(sealed);
   expect(all.filter((p) => p.key !== 'searchAttributes').length).toBeGreaterThan(10);
-  for (const p of all)
-    expect([p.key, p.encoding]).toEqual([p.key, p.key === 'searchAttributes' ? 'json/plain' : 'binary/encrypted']);
+  // In clear: search attributes, and the marker details core writes (the local activity's result is sealed).
+  const clear = (p: { key: string }) => p.key === 'searchAttributes' || p.key === 'marker';
+  for (const p of all) expect([p.key, p.encoding]).toEqual([p.key, clear(p) ? 'json/plain' : 'binary/encrypted']);
   expect(all.some((p) => p.key === 'searchAttributes')).toBe(true);
+  expect(all.some((p) => p.key === 'marker')).toBe(true);
   expect(bytes(sealed).length).toBeLessThan(before.length);
   expect(bytes(await decodeHistory(sealed, [codec])).equals(before)).toBe(true);
 });

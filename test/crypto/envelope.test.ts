@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { deflateRawSync, gunzipSync, gzipSync } from 'node:zlib';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { EncryptionCodec } from '../../crypto/codec';
+import { MAX_INFLATED_BYTES } from '../../crypto/envelope';
 import { ConfigError } from '../../common/errors';
 import {
   CiphertextError,
@@ -150,4 +151,25 @@ describe('LOOPWRIGHT_SEAL_FORMAT=1, for a rolling upgrade', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+test('a crafted payload that inflates past the limit (a deflate bomb sealed with the key) fails with a CiphertextError, not the memory of the process', async () => {
+  const bomb = deflateRawSync(Buffer.alloc(MAX_INFLATED_BYTES + 1024));
+  for (const [plain, compressed] of [
+    [Buffer.concat([Buffer.of(0x02), bomb]), false],
+    [gzipSync(Buffer.alloc(MAX_INFLATED_BYTES + 1024, 0x7b)), true],
+  ] as const) {
+    const { keyId, sealed } = seal(ring, plain);
+    const payload = {
+      metadata: {
+        encoding: te.encode('binary/encrypted'),
+        'encryption-key-id': te.encode(keyId),
+        ...(compressed ? { compressed: te.encode('gzip') } : {}),
+      },
+      data: sealed,
+    };
+    const err = await codec.decode([payload]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CiphertextError);
+    expect((err as Error).message).toMatch(/^a payload under key k1 does not inflate to at most 67108864 bytes: /);
+  }
 });
