@@ -7,7 +7,9 @@
 import { join } from 'path';
 import { LoopwrightError, UsageError } from '../common/errors';
 import { isRunning, readState } from '../server/cluster/processes';
-import { serverSecurityEnv, startCluster, stopCluster } from '../server/cluster/cluster';
+import { startCluster } from '../server/cluster/cluster';
+import { stopCluster } from '../server/cluster/control';
+import { serverSecurityEnv } from '../server/cluster/temporal-config';
 import { loopwrightHome } from '../server/paths';
 
 const USAGE =

@@ -18,7 +18,7 @@ import { join, resolve } from 'path';
 import * as ts from 'typescript';
 import { parse } from 'yaml';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import { dynamicConfigFile, sharedDeployFiles, temporalServerArgs } from '../server/cluster/cluster';
+import { dynamicConfigFile, sharedDeployFiles, temporalServerArgs } from '../server/cluster/temporal-config';
 import { TEMPORAL_CONNECTION_VARIABLES } from '../server/temporal-connection';
 import { TEMPORAL_SERVER_VERSION } from '../server/cluster/temporal-server-binary';
 import { must, mustTake } from '../common/must';

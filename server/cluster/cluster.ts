@@ -5,44 +5,37 @@
  * (deploy/temporal/config/loopwright.yaml), the namespace and search attributes
  * (deploy/temporal-setup.sh), and N Loopwright workers. docker-compose.yml uses the same three files.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'fs';
-import { dirname, join, resolve } from 'path';
+import { mkdirSync, readFileSync } from 'fs';
+import { dirname, join } from 'path';
 import { UsageError } from '../../common/errors';
 import { must } from '../../common/must';
 import { isPortFree, portPicker } from '../free-port';
-import { loopwrightHome, packageRoot } from '../paths';
+import { packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 import { findTemporalCli } from '../temporal-binary';
 import { isServing } from '../temporal-operator';
-import { TEMPORAL_CONNECTION_VARIABLES, temporalConnectionOptions } from '../temporal-connection';
+import { temporalConnectionOptions } from '../temporal-connection';
+import { stopCluster } from './control';
+import { DB_PASSWORD, DB_USER, findPostgresBin, postgresUser, queryNumber, startPostgres } from './postgres';
 import {
-  DB_USER,
-  findPostgresBin,
-  initDataDir,
-  isPostgresReady,
-  postgresArgs,
-  postgresUser,
-  queryNumber,
-  type RunAs,
-} from './postgres';
-import {
+  checkAlive,
   type ClusterProcess,
   type ClusterState,
   isRunning,
   launch,
   readState,
-  removeState,
-  stopProcess,
+  waitFor,
   writeState,
 } from './processes';
+import {
+  connectionVariables,
+  dynamicConfigFile,
+  sharedDeployFiles,
+  temporalPorts,
+  temporalProcess,
+} from './temporal-config';
 import { findSchemaDir, findSqlTool, findTemporalServer, findUiServer } from './temporal-server-binary';
-
-/** The client connection variables set in `env` (TEMPORAL_TLS_*, TEMPORAL_API_KEY), for the CLI, setup and UI. */
-function connectionVariables(env: NodeJS.ProcessEnv): Record<string, string> {
-  const vars: Record<string, string> = {};
-  for (const name of TEMPORAL_CONNECTION_VARIABLES) if (env[name]?.trim()) vars[name] = env[name]!.trim();
-  return vars;
-}
+import { codecEndpoint, startUi } from './web-ui';
 
 /** Options of {@link startCluster}. */
 export interface ClusterOptions {
@@ -72,180 +65,6 @@ export interface ClusterOptions {
    */
   serverEnv?: Record<string, string>;
   log?: (line: string) => void;
-}
-
-const DB_PASSWORD = 'temporal';
-const DEPLOY = () => join(packageRoot(), 'deploy');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The dynamic config file every Temporal process reads: the one docker-compose.yml mounts too. */
-export function dynamicConfigFile(): string {
-  return join(DEPLOY(), 'temporal', 'dynamicconfig', 'development-sql.yaml');
-}
-
-/**
- * The files the cluster and docker-compose.yml share: the server's config folder (the template
- * config/loopwright.yaml and the dynamic config), the schema script and the setup script.
- * test/docker-compose.test.ts fails when compose mounts others.
- */
-export function sharedDeployFiles(): {
-  configRoot: string;
-  template: string;
-  schemaScript: string;
-  setupScript: string;
-} {
-  return {
-    configRoot: join(DEPLOY(), 'temporal'),
-    template: join(DEPLOY(), 'temporal', 'config', 'loopwright.yaml'),
-    schemaScript: join(DEPLOY(), 'temporal-schema.sh'),
-    setupScript: join(DEPLOY(), 'temporal-setup.sh'),
-  };
-}
-
-/**
- * The template's TLS and authorizer variables (deploy/temporal/config/loopwright.yaml), which
- * `npm run cluster` passes from its environment to every Temporal process. With an authorizer the
- * cluster also starts an internal-frontend process (see startCluster).
- */
-export const SERVER_SECURITY_VARIABLES = [
-  'TEMPORAL_TLS_REFRESH_INTERVAL',
-  'TEMPORAL_TLS_REQUIRE_CLIENT_AUTH',
-  'TEMPORAL_TLS_SERVER_CERT',
-  'TEMPORAL_TLS_SERVER_KEY',
-  'TEMPORAL_TLS_SERVER_CA_CERT',
-  'TEMPORAL_TLS_INTERNODE_SERVER_NAME',
-  'TEMPORAL_TLS_INTERNODE_DISABLE_HOST_VERIFICATION',
-  'TEMPORAL_TLS_FRONTEND_CERT',
-  'TEMPORAL_TLS_FRONTEND_KEY',
-  'TEMPORAL_TLS_CLIENT1_CA_CERT',
-  'TEMPORAL_TLS_CLIENT2_CA_CERT',
-  'TEMPORAL_TLS_FRONTEND_SERVER_NAME',
-  'TEMPORAL_TLS_FRONTEND_DISABLE_HOST_VERIFICATION',
-  'TEMPORAL_AUTH_AUTHORIZER',
-  'TEMPORAL_AUTH_CLAIM_MAPPER',
-  'TEMPORAL_JWT_KEY_SOURCE1',
-  'TEMPORAL_JWT_KEY_SOURCE2',
-  'TEMPORAL_JWT_KEY_REFRESH',
-  'TEMPORAL_JWT_PERMISSIONS_CLAIM',
-] as const;
-
-/** The {@link SERVER_SECURITY_VARIABLES} set in `env`. */
-export function serverSecurityEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const vars: Record<string, string> = {};
-  for (const name of SERVER_SECURITY_VARIABLES) if (env[name]?.trim()) vars[name] = env[name]!.trim();
-  return vars;
-}
-
-/**
- * The Temporal server's command line for `services` with the config folder at `root`: one service
- * per cluster process; all four in compose's one (deploy/temporal-start.sh builds the same line).
- */
-export function temporalServerArgs(root: string, services: string[]): string[] {
-  return [
-    '--root',
-    root,
-    '--config',
-    'config',
-    '--env',
-    'loopwright',
-    '--allow-no-auth',
-    'start',
-    ...services.flatMap((s) => ['--service', s]),
-  ];
-}
-
-async function waitFor(
-  what: string,
-  check: () => Promise<boolean>,
-  logFile: string | undefined,
-  timeoutMs = 120_000,
-): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end)
-      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${logFile ? `: see ${logFile}` : ''}`);
-    await sleep(500);
-  }
-}
-
-/**
- * Free ports from `from` upward, below 32768: Temporal stores membership ports in a PostgreSQL
- * smallint (cluster_membership.rpc_port), so an ephemeral port (32768 and up on Linux) makes the
- * service die at start with "value out of range for type smallint".
- */
-async function lowFreePorts(count: number, from = 6933): Promise<number[]> {
-  const ports: number[] = [];
-  for (let port = from; ports.length < count && port < 32768; port++) if (await isPortFree(port)) ports.push(port);
-  if (ports.length < count)
-    throw new Error(`no ${count} free ports between ${from} and 32767 for Temporal's membership`);
-  return ports;
-}
-
-/** The ports every Temporal process is told about (one config for all), from the first frontend's port and free ones. */
-async function temporalPorts(
-  port: number,
-  frontends: number,
-  freePort: () => Promise<number>,
-): Promise<{ shared: Record<string, string>; frontendPorts: Array<Record<string, string>> }> {
-  const membership = await lowFreePorts(4 + frontends);
-  const shared: Record<string, string> = {
-    TEMPORAL_HISTORY_PORT: String(await freePort()),
-    TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(membership[0]),
-    TEMPORAL_MATCHING_PORT: String(await freePort()),
-    TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(membership[1]),
-    TEMPORAL_WORKER_PORT: String(await freePort()),
-    TEMPORAL_WORKER_MEMBERSHIP_PORT: String(membership[2]),
-    // Used only with an authorizer (USE_INTERNAL_FRONTEND): the frontend Temporal's own worker calls.
-    TEMPORAL_INTERNAL_FRONTEND_PORT: String(await freePort()),
-    TEMPORAL_INTERNAL_FRONTEND_MEMBERSHIP_PORT: String(membership[3 + frontends]),
-    TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT: String(await freePort()),
-  };
-  const frontendPorts: Array<Record<string, string>> = [];
-  for (let i = 0; i < frontends; i++) {
-    frontendPorts.push({
-      TEMPORAL_FRONTEND_PORT: String(i === 0 ? port : await freePort()),
-      TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(membership[3 + i]),
-      TEMPORAL_FRONTEND_HTTP_PORT: String(await freePort()),
-    });
-  }
-  return { shared, frontendPorts };
-}
-
-/** The last lines of a process's log on one line, for an error that outlives the log's folder. */
-function logTail(logFile: string, lines = 3): string {
-  try {
-    return readFileSync(logFile, 'utf8').trim().split('\n').slice(-lines).join(' | ') || '(its log is empty)';
-  } catch {
-    return '(no log)';
-  }
-}
-
-/** Why a Temporal process stopped: the error of the last fatal line of its log. */
-function exitReason(p: ClusterProcess): string {
-  const fatal = readFileSync(p.logFile, 'utf8')
-    .split('\n')
-    .reverse()
-    .find((line) => /"level":"fatal"|Unable to/.test(line));
-  return fatal ? (/"error":"([^"]*)"/.exec(fatal)?.[1] ?? fatal.slice(0, 300)) : 'no fatal line';
-}
-
-const startTries = new Map<string, number>();
-
-/**
- * Starts again a Temporal process that exited while the cluster starts (once more, at most twice:
- * a port another program took between our check and its bind, say), and throws with the reason
- * from its log when it keeps exiting.
- */
-function checkAlive(processes: ClusterProcess[], log: (line: string) => void): void {
-  for (const p of processes) {
-    if (isRunning(p)) continue;
-    const reason = exitReason(p);
-    const tries = (startTries.get(p.logFile) ?? 0) + 1;
-    if (tries > 2) throw new Error(`the Temporal ${p.name} service exited at start (${reason}): see ${p.logFile}`);
-    startTries.set(p.logFile, tries);
-    log(`the Temporal ${p.name} service exited at start (${reason.slice(0, 200)}); starting it again`);
-    launch(p);
-  }
 }
 
 function checkOptions(o: ClusterOptions): void {
@@ -426,192 +245,6 @@ async function runStep(title: string, script: string, env: Record<string, string
   if (result.code !== 0 || result.error) throw new Error(`${title} failed: ${failureReason(result)}`);
 }
 
-function temporalProcess(
-  dir: string,
-  server: string,
-  name: string,
-  service: string,
-  env: Record<string, string>,
-): ClusterProcess {
-  return {
-    name,
-    command: server,
-    args: temporalServerArgs(sharedDeployFiles().configRoot, [service]),
-    env,
-    logFile: join(dir, 'logs', `${name}.log`),
-    stopSignal: 'SIGTERM',
-  };
-}
-
-async function startPostgres(
-  dir: string,
-  bin: string,
-  runAs: RunAs | undefined,
-  port: number,
-  add: (p: ClusterProcess) => ClusterProcess,
-  log: (line: string) => void,
-): Promise<void> {
-  const dataDir = join(dir, 'pgdata');
-  // The unprivileged user must get through the cluster folder to its data folder (nothing else is readable).
-  if (runAs) {
-    chmodSync(dir, 0o711);
-    for (let up = dirname(resolve(dir)); up !== dirname(up); up = dirname(up)) {
-      if ((statSync(up).mode & 0o001) === 0)
-        throw new UsageError(
-          `PostgreSQL runs as ${runAs.name}, who cannot get through ${up} to ${dir}: choose another --dir, or let others through it (chmod o+x)`,
-        );
-    }
-  }
-  await initDataDir(bin, dataDir, DB_PASSWORD, runAs, log);
-  log(`PostgreSQL on 127.0.0.1:${port}${runAs ? ` as ${runAs.name}` : ''}`);
-  const p = add({
-    name: 'postgres',
-    command: join(bin, 'postgres'),
-    args: postgresArgs(dataDir, port),
-    env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8' },
-    uid: runAs?.uid,
-    gid: runAs?.gid,
-    logFile: join(dir, 'logs', 'postgres.log'),
-    stopSignal: 'SIGINT',
-  });
-  await waitFor(
-    'PostgreSQL',
-    async () => {
-      if (!isRunning(p)) throw new Error(`PostgreSQL exited at start: see ${p.logFile}`);
-      return isPostgresReady(bin, port);
-    },
-    p.logFile,
-    60_000,
-  );
-}
-
-/** The Web UI server on 127.0.0.1:`port` for the first frontend, from a config file written into `<dir>/ui/`. */
-async function startUi(
-  dir: string,
-  server: string,
-  port: number,
-  state: ClusterState,
-  add: (p: ClusterProcess) => ClusterProcess,
-  clientVars: Record<string, string>,
-): Promise<string> {
-  const url = `http://127.0.0.1:${port}`;
-  mkdirSync(join(dir, 'ui'), { recursive: true });
-  const config = [
-    `temporalGrpcAddress: ${state.addresses[0]}`,
-    'host: 127.0.0.1',
-    `port: ${port}`,
-    'enableUi: true',
-    `defaultNamespace: ${state.namespace}`,
-    // Only the UI's own origin (see docker-compose.yml's temporal-ui), and no calls out of the machine.
-    'cors:',
-    '  cookieInsecure: true',
-    '  allowOrigins:',
-    `    - ${url}`,
-    'disableNewsFetch: true',
-    'hideLogs: true',
-    ...uiTls(clientVars),
-    // The browser calls the codec server to show encrypted payloads (not the UI server).
-    ...(state.codecUrl ? ['codec:', `  endpoint: ${state.codecUrl}`] : []),
-    '',
-  ].join('\n');
-  writeFileSync(join(dir, 'ui', 'loopwright.yaml'), config);
-  const p = add({
-    name: 'ui',
-    command: server,
-    args: ['--root', dir, '--config', 'ui', '--env', 'loopwright', 'start'],
-    env: { PATH: process.env.PATH ?? '' },
-    logFile: join(dir, 'logs', 'ui.log'),
-    stopSignal: 'SIGTERM',
-  });
-  await waitFor(
-    `the Web UI at ${url}`,
-    async () => {
-      if (!isRunning(p)) throw new Error(`the Web UI server exited at start: ${logTail(p.logFile)} (see ${p.logFile})`);
-      return fetch(url).then(
-        (res) => res.ok,
-        () => false,
-      );
-    },
-    p.logFile,
-    60_000,
-  );
-  return url;
-}
-
-/** Where the key ring is: LOOPWRIGHT_KEYS, else `<LOOPWRIGHT_HOME>/keys` when it exists (as crypto/keyring.ts reads it). */
-function keyRingLocation(env: NodeJS.ProcessEnv): string | undefined {
-  if (env.LOOPWRIGHT_KEYS !== undefined) return env.LOOPWRIGHT_KEYS.trim() || undefined;
-  const file = join(loopwrightHome(env), 'keys');
-  return existsSync(file) ? file : undefined;
-}
-
-/**
- * The codec server the Web UI decodes payloads through: TEMPORAL_CODEC_ENDPOINT when set (one
- * you run, with a token, say), else with a key ring a `loopwright codec-server` process of the
- * cluster's own on 127.0.0.1 that lets in the UI's origin only, else none (payloads are stored in clear).
- */
-async function codecEndpoint(
-  dir: string,
-  uiUrl: string,
-  env: NodeJS.ProcessEnv,
-  add: (p: ClusterProcess) => ClusterProcess,
-  log: (line: string) => void,
-  freePort: () => Promise<number>,
-): Promise<string | undefined> {
-  const given = env.TEMPORAL_CODEC_ENDPOINT?.trim();
-  if (given) {
-    if (!/^https?:\/\/[^\s]+$/.test(given))
-      throw new UsageError(
-        `TEMPORAL_CODEC_ENDPOINT "${given.slice(0, 60)}" is not an http(s) URL: give the codec server's URL or unset it`,
-      );
-    return given;
-  }
-  if (!keyRingLocation(env)) {
-    log('no key ring (LOOPWRIGHT_KEYS): no codec server for the Web UI (payloads are stored in clear)');
-    return undefined;
-  }
-  const port = await freePort();
-  const p = add({
-    name: 'codec',
-    command: process.execPath,
-    args: [
-      join(packageRoot(), 'dist', 'client', 'cli.js'),
-      'codec-server',
-      '--port',
-      String(port),
-      '--allow-origin',
-      uiUrl,
-    ],
-    env: env as Record<string, string>,
-    logFile: join(dir, 'logs', 'codec.log'),
-    stopSignal: 'SIGTERM',
-  });
-  await waitFor(
-    'the codec server',
-    async () => {
-      if (!isRunning(p)) throw new Error(`the codec server exited at start: see ${p.logFile}`);
-      return readFileSync(p.logFile, 'utf8').includes('codec server listening');
-    },
-    p.logFile,
-    60_000,
-  );
-  log(`codec server for the Web UI on http://127.0.0.1:${port}`);
-  return `http://127.0.0.1:${port}`;
-}
-
-/** The `tls:` section of the UI server's config for an mTLS frontend: the same files the CLI and workers use. */
-function uiTls(vars: Record<string, string>): string[] {
-  const files: Array<[string, string | undefined]> = [
-    ['caFile', vars.TEMPORAL_TLS_SERVER_CA_CERT_PATH],
-    ['certFile', vars.TEMPORAL_TLS_CLIENT_CERT_PATH],
-    ['keyFile', vars.TEMPORAL_TLS_CLIENT_KEY_PATH],
-    ['serverName', vars.TEMPORAL_TLS_SERVER_NAME],
-  ];
-  const set = files.filter(([, v]) => v);
-  if (set.length === 0) return [];
-  return ['tls:', ...set.map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`), '  enableHostVerification: true'];
-}
-
 async function startWorker(
   dir: string,
   state: ClusterState,
@@ -640,88 +273,4 @@ async function startWorker(
     p.logFile,
     60_000,
   );
-}
-
-/** Stops every process of the cluster in `dir` (workers first, PostgreSQL last) by its recorded pid; returns their names. */
-export async function stopCluster(dir: string): Promise<string[]> {
-  const state = readState(dir);
-  if (!state) return [];
-  const running = state.processes.filter(isRunning);
-  const order = (p: ClusterProcess) =>
-    p.name.startsWith('worker-') || p.name === 'ui' || p.name === 'codec' ? 0 : p.name === 'postgres' ? 2 : 1;
-  for (const rank of [0, 1, 2]) await Promise.all(running.filter((p) => order(p) === rank).map((p) => stopProcess(p)));
-  const left = state.processes.filter(isRunning);
-  if (left.length > 0)
-    throw new Error(`still running after stop: ${left.map((p) => `${p.name} (pid ${String(p.pid)})`).join(', ')}`);
-  removeState(dir);
-  return running.map((p) => p.name);
-}
-
-function processNamed(dir: string, name: string): { state: ClusterState; p: ClusterProcess } {
-  const state = readState(dir);
-  const p = state?.processes.find((x) => x.name === name);
-  if (!state || !p) throw new UsageError(`no process ${name} in the cluster at ${dir}`);
-  return { state, p };
-}
-
-/** Kills one process of the cluster (default SIGKILL, as a crash would) and waits until it is gone. */
-export async function killService(dir: string, name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-  await stopProcess(processNamed(dir, name).p, signal);
-}
-
-/** Starts one process of the cluster again exactly as it was started (same ports, environment and log). */
-export async function restartService(dir: string, name: string): Promise<void> {
-  await restartServices(dir, [name]);
-}
-
-/**
- * Starts processes of the cluster again, all at once, exactly as they were started, and watches
- * them as a supervisor (systemd, Kubernetes, compose's `restart:`) would: one that exits within
- * `settleMs` is started again (5 times at most, PostgreSQL 30). PostgreSQL exits at start while the backends of a
- * postmaster killed with SIGKILL still hold its shared memory (they leave once they notice it is
- * gone), and Temporal services started together can race on the cluster metadata (see
- * {@link checkAlive}). PostgreSQL is waited for until it accepts connections.
- */
-export async function restartServices(dir: string, names: string[], settleMs = 5_000): Promise<void> {
-  const state = readState(dir);
-  const chosen = names.map((name) => {
-    const p = state?.processes.find((x) => x.name === name);
-    if (!state || !p) throw new UsageError(`no process ${name} in the cluster at ${dir}`);
-    if (isRunning(p)) throw new UsageError(`${name} is still running (pid ${String(p.pid)})`);
-    return p;
-  });
-  for (const p of chosen) launch(p);
-  writeState(dir, state!);
-  const tries = new Map<ClusterProcess, number>();
-  const relaunchExited = () => {
-    for (const p of chosen) {
-      if (isRunning(p)) continue;
-      const n = (tries.get(p) ?? 0) + 1;
-      // PostgreSQL may take a few seconds to be startable again (the old backends leaving).
-      if (n > (p.name === 'postgres' ? 30 : 5))
-        throw new Error(`${p.name} keeps exiting after a restart: see ${p.logFile}`);
-      tries.set(p, n);
-      launch(p);
-    }
-    writeState(dir, state!);
-  };
-  const postgres = chosen.find((p) => p.name === 'postgres');
-  if (postgres) {
-    await waitFor(
-      'PostgreSQL',
-      async () => {
-        relaunchExited();
-        return isPostgresReady(dirname(postgres.command), state!.pgPort);
-      },
-      postgres.logFile,
-      60_000,
-    );
-  }
-  for (const end = Date.now() + settleMs; Date.now() < end; await sleep(500)) relaunchExited();
-  relaunchExited();
-}
-
-/** True when `dir` holds a cluster state (running or not). */
-export function hasCluster(dir: string): boolean {
-  return existsSync(join(dir, 'state.json'));
 }

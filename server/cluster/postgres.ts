@@ -3,11 +3,12 @@
  * that starts it on its own port, as an unprivileged user when Loopwright runs as root (initdb
  * and postgres refuse to run as root).
  */
-import { chownSync, existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'fs';
-import { join } from 'path';
-import { ConfigError } from '../../common/errors';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, realpathSync, statSync, writeFileSync } from 'fs';
+import { dirname, join, resolve } from 'path';
+import { ConfigError, UsageError } from '../../common/errors';
 import { isExecutableFile, whichAll } from '../binary-locator';
 import { failureReason, runCommand } from '../run-command';
+import { type ClusterProcess, isRunning, waitFor } from './processes';
 
 /** The user and password the Temporal services connect with (as in docker-compose.yml). */
 export const DB_USER = 'temporal';
@@ -159,4 +160,50 @@ export async function queryNumber(
   );
   const value = Number(result.stdout.trim());
   return result.code === 0 && result.stdout.trim() !== '' && Number.isFinite(value) ? value : undefined;
+}
+
+/** The password of the Temporal databases' user: the server is reachable on 127.0.0.1 only. */
+export const DB_PASSWORD = 'temporal';
+
+/** Initializes (once) and starts the cluster's PostgreSQL on 127.0.0.1:`port`, as `runAs` when given, and waits until it accepts connections. */
+export async function startPostgres(
+  dir: string,
+  bin: string,
+  runAs: RunAs | undefined,
+  port: number,
+  add: (p: ClusterProcess) => ClusterProcess,
+  log: (line: string) => void,
+): Promise<void> {
+  const dataDir = join(dir, 'pgdata');
+  // The unprivileged user must get through the cluster folder to its data folder (nothing else is readable).
+  if (runAs) {
+    chmodSync(dir, 0o711);
+    for (let up = dirname(resolve(dir)); up !== dirname(up); up = dirname(up)) {
+      if ((statSync(up).mode & 0o001) === 0)
+        throw new UsageError(
+          `PostgreSQL runs as ${runAs.name}, who cannot get through ${up} to ${dir}: choose another --dir, or let others through it (chmod o+x)`,
+        );
+    }
+  }
+  await initDataDir(bin, dataDir, DB_PASSWORD, runAs, log);
+  log(`PostgreSQL on 127.0.0.1:${port}${runAs ? ` as ${runAs.name}` : ''}`);
+  const p = add({
+    name: 'postgres',
+    command: join(bin, 'postgres'),
+    args: postgresArgs(dataDir, port),
+    env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8' },
+    uid: runAs?.uid,
+    gid: runAs?.gid,
+    logFile: join(dir, 'logs', 'postgres.log'),
+    stopSignal: 'SIGINT',
+  });
+  await waitFor(
+    'PostgreSQL',
+    async () => {
+      if (!isRunning(p)) throw new Error(`PostgreSQL exited at start: see ${p.logFile}`);
+      return isPostgresReady(bin, port);
+    },
+    p.logFile,
+    60_000,
+  );
 }

@@ -96,7 +96,7 @@ function isZombie(pid: number): boolean {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Sends `signal` to `p` (only if it is still the process recorded) and waits for it to end; SIGKILL after `graceMs`. */
 export async function stopProcess(
@@ -114,5 +114,57 @@ export async function stopProcess(
       break;
     }
     await sleep(100);
+  }
+}
+
+/** Waits until `check` is true, every 500 ms; throws after `timeoutMs`, naming `what` and the log to read. */
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  logFile: string | undefined,
+  timeoutMs = 120_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end)
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${logFile ? `: see ${logFile}` : ''}`);
+    await sleep(500);
+  }
+}
+
+/** The last lines of a process's log on one line, for an error that outlives the log's folder. */
+export function logTail(logFile: string, lines = 3): string {
+  try {
+    return readFileSync(logFile, 'utf8').trim().split('\n').slice(-lines).join(' | ') || '(its log is empty)';
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** Why a Temporal process stopped: the error of the last fatal line of its log. */
+function exitReason(p: ClusterProcess): string {
+  const fatal = readFileSync(p.logFile, 'utf8')
+    .split('\n')
+    .reverse()
+    .find((line) => /"level":"fatal"|Unable to/.test(line));
+  return fatal ? (/"error":"([^"]*)"/.exec(fatal)?.[1] ?? fatal.slice(0, 300)) : 'no fatal line';
+}
+
+const startTries = new Map<string, number>();
+
+/**
+ * Starts again a Temporal process that exited while the cluster starts (once more, at most twice:
+ * a port another program took between our check and its bind, say), and throws with the reason
+ * from its log when it keeps exiting.
+ */
+export function checkAlive(processes: ClusterProcess[], log: (line: string) => void): void {
+  for (const p of processes) {
+    if (isRunning(p)) continue;
+    const reason = exitReason(p);
+    const tries = (startTries.get(p.logFile) ?? 0) + 1;
+    if (tries > 2) throw new Error(`the Temporal ${p.name} service exited at start (${reason}): see ${p.logFile}`);
+    startTries.set(p.logFile, tries);
+    log(`the Temporal ${p.name} service exited at start (${reason.slice(0, 200)}); starting it again`);
+    launch(p);
   }
 }

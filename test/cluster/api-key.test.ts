@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serverSecurityEnv } from '../../server/cluster/cluster';
+import { serverSecurityEnv } from '../../server/cluster/temporal-config';
 import { runCli, startWorkerProcess } from '../helpers/cli';
 import { securedCluster } from '../helpers/secured-cluster';
 import { workerProcessEnv } from '../helpers/temporal';

@@ -9,7 +9,7 @@ import { LoopwrightClient } from '../../client/loopwright-client';
 import type { RunRecord } from '../../common/run-record';
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
-import { killService, restartService, restartServices } from '../../server/cluster/cluster';
+import { killService, restartService, restartServices } from '../../server/cluster/control';
 import { isRunning, readState } from '../../server/cluster/processes';
 import { startWorkerProcess as startWorker, stopWorkerProcesses } from '../helpers/cli';
 import { judgeSays, script, workerSays } from '../helpers/scripts';

@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { stopCluster } from '../../server/cluster/cluster';
+import { stopCluster } from '../../server/cluster/control';
 
 /** Stops every process of the test cluster by the pid it was started with, then deletes its folder. */
 export default async function clusterTeardown(): Promise<void> {

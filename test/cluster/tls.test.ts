@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { must } from '../../common/must';
-import { serverSecurityEnv } from '../../server/cluster/cluster';
+import { serverSecurityEnv } from '../../server/cluster/temporal-config';
 import { freePort } from '../../server/free-port';
 import { runCli, startWorkerProcess } from '../helpers/cli';
 import { securedCluster } from '../helpers/secured-cluster';

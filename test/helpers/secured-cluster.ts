@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startCluster, stopCluster, type ClusterOptions } from '../../server/cluster/cluster';
+import { startCluster, type ClusterOptions } from '../../server/cluster/cluster';
+import { stopCluster } from '../../server/cluster/control';
 import type { ClusterState } from '../../server/cluster/processes';
 import { freePort } from '../../server/free-port';
 import { startModelServer, type ModelServer } from '../../model-server/server';
