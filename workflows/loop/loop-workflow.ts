@@ -32,7 +32,7 @@ import { runMetrics } from './metrics';
 import { LoopRun } from './loop-run';
 import { reviews } from './reviews';
 import { temporalHost, type CommandsVersion } from './run-host';
-import { heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
+import { forgedInput, heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -94,6 +94,9 @@ async function writeTrace(record: RunRecord, dir: string | undefined, workspace:
 
 async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunRecord> {
   const info = workflowInfo();
+  // Trust is never taken from a caller: forged resume state or evaluation flag ends the run at once.
+  const forged = forgedInput(input, info);
+  if (forged) input = { ...input, resume: undefined, evaluation: undefined };
   const resume = input.resume as ResumeState | undefined;
   const run = new LoopRun(
     input,
@@ -145,6 +148,10 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
   }
 
   try {
+    if (forged) {
+      record.error = forged;
+      return run.finish('blocked', 'setup_error');
+    }
     if (lean || (!resume && !input.evaluation && run.has('trust'))) {
       const loaded = await pinTrust(run, lean ? 'local' : 'activity');
       if (!loaded) return run.finish('blocked', 'setup_error');

@@ -7,6 +7,25 @@ import type { LoopRun } from './loop-run';
 import { activityErrorMessage } from './record-keeping';
 
 /**
+ * Why this run's input cannot be taken as it is, or null. Resume state (the record, the trust it
+ * pinned, its session) is what a run hands itself when it continues as new, and an evaluation is
+ * a child of an improvement: a start that carries either without being one claims trust it was
+ * never given (a forged `resume.trust` would skip the grant and the allowed signers, a forged
+ * `evaluation` skips them too). Temporal sets `continuedFromExecutionRunId` and `parent`; no
+ * caller can.
+ */
+export function forgedInput(
+  input: { resume?: unknown; evaluation?: boolean },
+  info: { continuedFromExecutionRunId?: string; parent?: unknown },
+): string | null {
+  if (input.resume !== undefined && !info.continuedFromExecutionRunId)
+    return "refused: the run's input carries resume state, which only the run itself sets when it continues as new; start runs with the client (loopwright run)";
+  if (input.evaluation && !info.parent)
+    return "refused: the run's input says it is an evaluation, which only an improvement's child runs are; start runs with the client (loopwright run)";
+  return null;
+}
+
+/**
  * Reads what the run trusts from the worker's files (allowed signers, which decisions must be
  * signed, the autonomy grant) and pins it into the run and its record; undefined, with the
  * reason recorded, when a configured file cannot be read.
