@@ -88,7 +88,7 @@ export async function measureParked(
     },
     'parked bench',
   );
-  const stack = await startBenchStack(script, workerArgs);
+  const stack = await startBenchStack(script, { workerArgs, heapProbe: true });
   const { client } = stack;
   try {
     const input = { task: 'Write a draft.', checks: [{ kind: 'human', name: 'editor' }] };

@@ -32,7 +32,7 @@ async function runMany(client: LoopwrightClient, count: number, concurrency: num
 
 async function main(runs: number, concurrency: number, block: number): Promise<void> {
   const workspace = makeBenchWorkspace();
-  const stack = await startBenchStack(benchScript(2));
+  const stack = await startBenchStack(benchScript(2), { heapProbe: true });
   try {
     const input = benchInput(2, workspace);
     console.log(

@@ -17,7 +17,7 @@ import { load1, startBenchStack } from './worker-stack';
 import { runScript, wholeArgs } from './run-script';
 
 async function measure(sync: SqliteSync, runs: number, concurrency: number, workspace: string): Promise<string> {
-  const stack = await startBenchStack(benchScript(2), [], sync);
+  const stack = await startBenchStack(benchScript(2), { sqliteSync: sync });
   try {
     const input = benchInput(2, workspace);
     const cpu0 = cpuSeconds(stack.server.pid);

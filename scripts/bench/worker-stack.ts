@@ -39,14 +39,27 @@ export interface BenchStack {
   close(): Promise<void>;
 }
 
+/** Options of {@link startBenchStack}. */
+export interface BenchStackOptions {
+  /** Passed to `loopwright worker`. */
+  workerArgs?: string[];
+  /** The dev server's SQLite `synchronous` setting (bench:sqlite). */
+  sqliteSync?: SqliteSync;
+  /**
+   * Load the heap probe (heap-probe.ts) into the worker, for `heaps()`. Off by default: its
+   * writes each second are CPU the worker would not spend otherwise, which the throughput bench
+   * would count as Loopwright's and not the floor's.
+   */
+  heapProbe?: boolean;
+}
+
 /**
  * Starts a bench stack in a fresh folder: no key ring and no allowed signers (the figures are the
- * loop's, not the codec's: see bench:codec), `workerArgs` passed to `loopwright worker`.
+ * loop's, not the codec's: see bench:codec).
  */
 export async function startBenchStack(
   script: ModelScript,
-  workerArgs: string[] = [],
-  sqliteSync?: SqliteSync,
+  { workerArgs = [], sqliteSync, heapProbe = false }: BenchStackOptions = {},
 ): Promise<BenchStack> {
   const dir = mkdtempSync(path.join(tmpdir(), 'lw-bench-'));
   const probeDir = path.join(dir, 'heap-probe');
@@ -76,8 +89,9 @@ export async function startBenchStack(
         ['LOOPWRIGHT_SANDBOX', 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS', 'LOOPWRIGHT_WORKFLOW_BUNDLE'].includes(k),
       ),
     ),
-    NODE_OPTIONS: `--require ${path.join(__dirname, 'heap-probe.js')}`,
-    LOOPWRIGHT_BENCH_HEAP_PROBE: probeDir,
+    ...(heapProbe
+      ? { NODE_OPTIONS: `--require ${path.join(__dirname, 'heap-probe.js')}`, LOOPWRIGHT_BENCH_HEAP_PROBE: probeDir }
+      : {}),
   };
   const worker = spawn(
     process.execPath,
@@ -122,7 +136,10 @@ export async function startBenchStack(
     client,
     env,
     rss: () => rssMiB(worker.pid!),
-    heaps: () => readHeaps(probeDir),
+    heaps: () => {
+      if (!heapProbe) throw new Error('this bench stack was started without its heap probe (heapProbe: true)');
+      return readHeaps(probeDir);
+    },
     close,
   };
 }
