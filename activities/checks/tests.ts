@@ -157,16 +157,30 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
       ['candidate', candidateRun],
     ] as const
   ).filter(([, r]) => r.results.length === 0);
-  const failures: Array<GateFailure | { rule: 'test run'; reason: string; correction: string }> = empty.map(
-    ([label, r]) => ({
+  const failures: Array<GateFailure | { rule: 'test run' | 'test integrity'; reason: string; correction: string }> =
+    empty.map(([label, r]) => ({
       rule: 'test run' as const,
       reason: `\`${check.command}\` reported no tests on the ${label}${r.timedOut ? ` (timed out after ${check.timeout})` : ''}${r.problem ? `: ${r.problem}` : ''}; its output ends with: ${r.output.slice(-400)}`,
       correction:
         label === 'base'
           ? "nothing the agent can change: the loop's test command reports no tests at base; a person must correct it"
           : `make \`${check.command}\` run the tests on a clean checkout of your commit`,
-    }),
-  );
+    }));
+  // A run whose results something besides the runner tried to send (or whose runner was cut off) is no evidence.
+  const tampered = [
+    ...new Map<TestRun, string>([
+      [overlayRun, "the change's code with base's tests"],
+      [candidateRun, 'the change as committed'],
+      [regressionRun, "base's code with the change's tests"],
+    ]),
+  ].filter(([r]) => r.tampered);
+  if (tampered.length > 0)
+    failures.push({
+      rule: 'test integrity',
+      reason: `the test ${tampered.length === 1 ? 'run' : 'runs'} on ${tampered.map(([r, label]) => `${label} (${r.tampered})`).join(', ')} ${tampered.length === 1 ? 'is' : 'are'} no evidence`,
+      correction:
+        'do not send, write or rewrite test results, and do not stop the test runner, from tests or code under test: the gate reads only what the runner reports; fix the bug itself',
+    });
   const judged = evaluateGate(
     {
       base: baseRun.results,
@@ -199,7 +213,7 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     kind: 'tests',
     passed,
     reason: passed ? `the change passes the gate: ${summary.join('; ')}` : failures.map((f) => f.reason).join('; '),
-    failedItems: failures.map((f) => f.rule),
+    failedItems: [...new Set(failures.map((f) => f.rule))],
     requiredCorrection: passed ? '' : failures.map((f) => f.correction).join('; '),
     evidence: summary.join('\n'),
     sandbox: overlayRun.sandbox as SandboxName,

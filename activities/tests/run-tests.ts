@@ -8,7 +8,7 @@ import { isWithin } from '../sandbox/profile';
 import type { Sandbox, SandboxName } from '../sandbox/sandbox';
 import { capHeadTail } from '../tools/output';
 import { detectRunner, UnknownTestRunnerError } from './detect-runner';
-import { RESULTS_FILES, runnerInvocation } from './invocation';
+import { runnerInvocation } from './invocation';
 import { LIMITS, TestResultsError } from './limits';
 import { nodeReporterSource } from './node-reporter';
 import { parseGoTestJson, goOutputText } from './parse-go';
@@ -16,6 +16,7 @@ import { parseJestJson, parseVitestJson } from './parse-jest';
 import { parseJunitXml } from './parse-junit';
 import { parseNodeEvents } from './parse-node';
 import { junitTarget, readJunitReports, readResultsFile } from './read-results';
+import { openResultsChannel, type ResultsChannel } from './results-channel';
 
 export { detectRunner, UnknownTestRunnerError };
 
@@ -51,6 +52,11 @@ export interface TestRun {
   sandbox: SandboxName;
   /** Why results are missing or incomplete; absent when the runner reported normally. */
   problem?: string;
+  /**
+   * Why the results cannot be trusted as the runner's own (node: another process of the run
+   * tried to send results, or the runner was cut off and something else could follow it).
+   */
+  tampered?: string;
 }
 
 const NO_RESULTS_HINT: Record<TestRunner, string> = {
@@ -111,7 +117,10 @@ function parse(runner: Exclude<TestRunner, 'junit'>, text: string, workspace: st
  *
  * Results go to a folder the worker makes outside the workspace (under the OS temporary folder,
  * writable inside the sandbox at the same path) and removes afterwards: nothing is written into
- * the workspace. For `junit` the reports are read from `junitPath` in the workspace; reports
+ * the workspace. node's results go instead through a socket the worker listens on
+ * (results-channel.ts), which no process of the run can rewrite: when something else in the run
+ * connects to it, or the runner is cut off, `tampered` says so, and the gate takes the run as no
+ * evidence. For `junit` the reports are read from `junitPath` in the workspace; reports
  * older than the run are skipped. Whatever the runner wrote is untrusted (the run executed the
  * agent's code): it is size-capped and parsed, never executed, and a report that cannot be read
  * leaves `results` empty with the reason in `problem`.
@@ -137,30 +146,48 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
     const resultsDir = path.join(scratch, 'results');
     await mkdir(resultsDir, { mode: 0o700 });
     let reporterFile: string | undefined;
+    let channel: ResultsChannel | undefined;
     if (runner === 'node') {
       await mkdir(path.join(scratch, 'reporter'), { mode: 0o700 });
       reporterFile = path.join(scratch, 'reporter', 'reporter.mjs');
-      await writeFile(reporterFile, nodeReporterSource(path.join(resultsDir, RESULTS_FILES.node)), { mode: 0o444 });
+      const socket = path.join(scratch, 'r.sock');
+      if (Buffer.byteLength(socket) > 100)
+        throw new ConfigError(
+          `the temporary folder ${os.tmpdir()} has too long a path for the test results socket: set TMPDIR on the worker to a shorter one`,
+        );
+      channel = await openResultsChannel(socket, LIMITS.fileBytes);
+      await writeFile(reporterFile, nodeReporterSource({ socket: channel.path }), { mode: 0o444 });
     }
     const inv = runnerInvocation(runner, spec.command, { resultsDir, reporterFile }, opts.env);
     const since = Date.now();
-    const run = await opts.sandbox.run(['sh', '-c', inv.command], {
-      workspace,
-      // Exactly the agent's environment (the loop's declared variables), plus what the runner needs to report.
-      env: { ...opts.env, ...inv.env },
-      readable: reporterFile ? [reporterFile] : [],
-      writable: [resultsDir],
-      timeoutMs: opts.timeoutMs,
-      capChars: LIMITS.output,
-      signal: opts.signal,
-      heartbeat: opts.heartbeat,
-    });
+    const run = await opts.sandbox
+      .run(['sh', '-c', inv.command], {
+        workspace,
+        // Exactly the agent's environment (the loop's declared variables), plus what the runner needs to report.
+        env: { ...opts.env, ...inv.env },
+        readable: reporterFile && channel ? [reporterFile, channel.path] : [],
+        writable: [resultsDir],
+        timeoutMs: opts.timeoutMs,
+        capChars: LIMITS.output,
+        signal: opts.signal,
+        heartbeat: opts.heartbeat,
+      })
+      .catch(async (err: unknown) => {
+        await channel?.close(0);
+        throw err;
+      });
     opts.heartbeat?.();
 
     const problems: string[] = [];
     let results: TestResult[] = [];
     let output = run.output;
-    if (runner === 'junit') {
+    let tampered: string | undefined;
+    if (channel) {
+      const sent = await channel.close();
+      if (sent.intrusions > 0 || (sent.cutOff && !run.timedOut)) tampered = sent.problems.join('; ');
+      problems.push(...sent.problems);
+      results = parseNodeEvents(sent.text, workspace);
+    } else if (runner === 'junit') {
       const read = await readJunitReports(workspace, spec.junitPath!, since);
       results = read.results;
       problems.push(...read.problems);
@@ -199,6 +226,7 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
       timedOut: run.timedOut,
       sandbox: run.sandbox,
       ...(problems.length ? { problem: problems.join('; ') } : {}),
+      ...(tampered ? { tampered } : {}),
     };
   } finally {
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);

@@ -1,0 +1,114 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createSandbox, sandboxConfigFromEnv } from '../../../activities/sandbox/sandbox';
+import { END_MARKER, openResultsChannel } from '../../../activities/tests/results-channel';
+import { runTests } from '../../../activities/tests/run-tests';
+
+/**
+ * node's results come through a socket the worker listens on: the runner's reporter is read,
+ * anything else that connects is refused and counted, and a runner cut off before its end marker
+ * ends the results. Then through the real sandbox: a test file that sends forged results for
+ * another file's failing test (and one that kills the runner first) leaves that test failing
+ * and the run marked as tampered.
+ */
+let dir: string;
+beforeEach(() => {
+  dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-channel-')));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Connects, sends `text`, and resolves once the connection has closed (ended, or cut by the worker). */
+function send(socket: string, text: string, end = true): Promise<void> {
+  return new Promise((resolve) => {
+    const s = createConnection(socket);
+    s.on('error', () => resolve());
+    s.on('close', () => resolve());
+    s.on('connect', () => (end ? s.end(text) : s.write(text, () => s.destroy())));
+  });
+}
+
+/** Connects and stays connected until `release` is called. */
+async function hold(socket: string): Promise<{ release(text: string): Promise<void> }> {
+  const s = createConnection(socket);
+  await new Promise((resolve) => s.once('connect', resolve));
+  return {
+    release: (text) =>
+      new Promise((resolve) => {
+        s.once('close', () => resolve());
+        s.end(text);
+      }),
+  };
+}
+
+const line = (name: string) => `${JSON.stringify({ type: 'test:pass', name, nesting: 0 })}\n`;
+
+test('the first connection is read; one made while it is open is refused and counted; a later runner that ended cleanly may follow', async () => {
+  const channel = await openResultsChannel(path.join(dir, 'r.sock'), 1024 * 1024);
+  expect(statSync(channel.path).mode & 0o777).toBe(0o222);
+  const runner = await hold(channel.path);
+  await send(channel.path, line('forged'));
+  await runner.release(`${line('first')}${END_MARKER}\n`);
+  await send(channel.path, `${line('second')}${END_MARKER}\n`);
+  const got = await channel.close();
+  expect(got.text).toBe(`${line('first')}${line('second')}`);
+  expect(got.intrusions).toBe(1);
+  expect(got.cutOff).toBe(false);
+  expect(got.problems.join('\n')).toMatch(/besides the runner's reporter connected .*1 connection, refused/);
+});
+
+test('a runner cut off before its end marker ends the results: whatever connects after it is refused', async () => {
+  const channel = await openResultsChannel(path.join(dir, 'r.sock'), 1024 * 1024);
+  await send(channel.path, line('before the kill'), false);
+  await send(channel.path, `${line('forged')}${END_MARKER}\n`);
+  const got = await channel.close();
+  expect(got.text).toBe(line('before the kill'));
+  expect(got.cutOff).toBe(true);
+  expect(got.intrusions).toBe(1);
+  expect(got.problems.join('\n')).toMatch(/stopped before the runner finished/);
+});
+
+const FAILING = [
+  "const test = require('node:test');",
+  "const assert = require('node:assert');",
+  "test('add adds two numbers', () => assert.strictEqual(2 - 3, 5));",
+  '',
+].join('\n');
+
+/** A test file that reads the socket's path from the reporter in NODE_OPTIONS and sends a pass for add's test. */
+const forger = (killRunner: boolean) =>
+  [
+    "const fs = require('node:fs');",
+    "const net = require('node:net');",
+    'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
+    "const socket = JSON.parse(/createConnection\\((\".*?\")\\)/.exec(fs.readFileSync(reporter, 'utf8'))[1]);",
+    "const file = require('node:path').join(__dirname, 'math.test.js');",
+    "const forged = JSON.stringify({ type: 'test:pass', name: 'add adds two numbers', nesting: 0, file }) + '\\n{\"type\":\"loopwright:end\"}\\n';",
+    killRunner ? "try { process.kill(process.ppid, 'SIGKILL'); } catch {}" : '',
+    'const go = (n) => { const s = net.createConnection(socket); s.on("error", () => n < 100 && setTimeout(() => go(n + 1), 10)); s.on("connect", () => s.end(forged)); };',
+    'go(0);',
+    "require('node:test')('a test of its own', () => new Promise((r) => setTimeout(r, 300)));",
+    '',
+  ].join('\n');
+
+test.each([
+  ['sends forged results beside the runner', false],
+  ['kills the runner, then sends forged results', true],
+])(
+  'through the real sandbox, a test file that %s leaves the failing test failing (or unreported) and the run marked tampered',
+  async (_what, killRunner) => {
+    const ws = path.join(dir, 'ws');
+    mkdirSync(path.join(ws, 'test'), { recursive: true });
+    writeFileSync(path.join(ws, 'test', 'math.test.js'), FAILING);
+    writeFileSync(path.join(ws, 'test', 'forge.test.js'), forger(killRunner));
+    const run = await runTests(
+      { command: 'node --test' },
+      { sandbox: createSandbox(sandboxConfigFromEnv(process.env)), workspace: ws, timeoutMs: 60_000 },
+    );
+    const add = run.results.filter((t) => t.name === 'add adds two numbers');
+    expect(add.every((t) => t.outcome !== 'passed')).toBe(true);
+    expect(run.tampered).toMatch(killRunner ? /stopped before the runner finished/ : /besides the runner's reporter/);
+  },
+  60_000,
+);
