@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { jsonTooDeep, LIMITS } from '../prechecks';
@@ -76,7 +76,9 @@ class HttpError extends Error {
  * application/json 415, a declared body over the cap 413; with a secret, a missing or malformed
  * `X-Hub-Signature-256` 401. Then the raw body must arrive within `bodyTimeoutMs` (408) and match
  * the signature (401); with a secret an `X-GitHub-Delivery` id is required (400) and one accepted
- * within the replay window is refused (409). Malformed JSON, a bad key, an unknown loop or input
+ * within the replay window is refused (409), as is a signed body accepted within the window sent
+ * again for another loop or as a forced rerun (409 replayed body: the signature covers neither the
+ * path nor the delivery id; for its own loop it is a duplicate of its key). Malformed JSON, a bad key, an unknown loop or input
  * failing the loop's schema: 400; --force on a running key: 409; other paths 404, other methods
  * 405; Temporal unreachable: 503. A signed GitHub `ping` answers 200 `{ ping: true }`.
  */
@@ -94,6 +96,7 @@ export function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookS
     secret: opts.secret || undefined,
     limits,
     deliveries: new DeliveryIds(limits),
+    bodies: new DeliveryIds(limits),
   };
   const server = createServer(
     {
@@ -139,6 +142,8 @@ interface Receiver {
   secret: string | undefined;
   limits: WebhookLimits;
   deliveries: DeliveryIds;
+  /** Signed bodies accepted within the replay window (their SHA-256), with the loop each was for. */
+  bodies: DeliveryIds;
 }
 
 async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unknown]> {
@@ -168,16 +173,41 @@ async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unkno
   // Recorded only now that the signature holds, so nobody without the secret can use up ids.
   const delivery = deliveryId(header(req, 'x-github-delivery'), r.secret !== undefined);
   if (delivery !== undefined) r.deliveries.reserve(delivery);
+  let body: string | undefined;
   try {
-    return req.headers['x-github-event'] === 'ping' ? [200, { ping: true }] : await deliver(r.client, loop, raw);
+    if (req.headers['x-github-event'] === 'ping') return [200, { ping: true }];
+    return await deliver(r.client, loop, raw, (loopName, force) => {
+      // The signature covers the body only (GitHub's format: not the path, not the delivery id),
+      // so a captured body could be sent again under a fresh delivery id. Again for the same loop
+      // it is a duplicate of its key (200), harmless; for another loop, or forcing a rerun, it
+      // would start a run nobody sent: refused while the body is remembered.
+      if (r.secret === undefined) return;
+      const digest = createHash('sha256').update(raw).digest('hex');
+      const first = r.bodies.seen(digest);
+      if (first !== undefined && (first !== loopName || force))
+        throw new HttpError(
+          409,
+          `replayed body: this exact signed body was accepted for loop ${first} within the last ${hours(r.limits)} hours; ${force ? 'a forced rerun' : `loop ${loopName}`} needs a delivery of its own (a new body)`,
+        );
+      if (first === undefined) {
+        r.bodies.reserve(digest, loopName);
+        body = digest;
+      }
+    });
   } catch (err) {
     // A delivery that failed may be sent again (GitHub's "Redeliver" keeps the id).
     if (delivery !== undefined) r.deliveries.release(delivery);
+    if (body !== undefined) r.bodies.release(body);
     throw err;
   }
 }
 
-async function deliver(client: EventClient, segment: string, raw: Buffer): Promise<[number, unknown]> {
+async function deliver(
+  client: EventClient,
+  segment: string,
+  raw: Buffer,
+  checkReplay: (loop: string, force: boolean) => void,
+): Promise<[number, unknown]> {
   const loop = decodeLoop(segment);
   const body = parseJson(raw);
   if (typeof body.key !== 'string' || body.key === '')
@@ -185,6 +215,7 @@ async function deliver(client: EventClient, segment: string, raw: Buffer): Promi
   if (body.force !== undefined && typeof body.force !== 'boolean')
     throw new HttpError(400, 'force: expected true or false');
   if (!('input' in body)) throw new HttpError(400, 'input: required (the loop input as a JSON value)');
+  checkReplay(loop, body.force === true);
   const delivery = await deliverEvent(client, {
     loop,
     key: body.key,
@@ -240,28 +271,43 @@ function deliveryId(header: string | undefined, required: boolean): string | und
   return header;
 }
 
-/** Delivery ids accepted within the replay window, and ones being handled now, oldest first. */
+const hours = (limits: WebhookLimits) => +(limits.replayWindowMs / 3_600_000).toFixed(3);
+
+/**
+ * Delivery ids (or signed bodies) accepted within the replay window, and ones being handled
+ * now, oldest first, each with a note (the loop a body was for).
+ */
 class DeliveryIds {
-  private readonly seen = new Map<string, number>();
+  private readonly accepted = new Map<string, { at: number; note: string }>();
   constructor(private readonly limits: WebhookLimits) {}
 
-  /** Throws 409 when the id was accepted within the window or is being handled right now. */
-  reserve(id: string): void {
+  /** Forgets what the window or the cap lets go of. */
+  private expire(): void {
     const now = Date.now();
-    for (const [old, at] of this.seen) {
-      if (now - at < this.limits.replayWindowMs && this.seen.size < this.limits.maxDeliveryIds) break;
-      this.seen.delete(old);
+    for (const [old, { at }] of this.accepted) {
+      if (now - at < this.limits.replayWindowMs && this.accepted.size < this.limits.maxDeliveryIds) break;
+      this.accepted.delete(old);
     }
-    if (this.seen.has(id))
+  }
+
+  /** The note of `id` when it was accepted within the window, else undefined. */
+  seen(id: string): string | undefined {
+    this.expire();
+    return this.accepted.get(id)?.note;
+  }
+
+  /** Throws 409 when the id was accepted within the window or is being handled right now. */
+  reserve(id: string, note = ''): void {
+    if (this.seen(id) !== undefined)
       throw new HttpError(
         409,
-        `replayed delivery ${id}: a delivery with this id was accepted within the last ${+(this.limits.replayWindowMs / 3_600_000).toFixed(3)} hours`,
+        `replayed delivery ${id}: a delivery with this id was accepted within the last ${hours(this.limits)} hours`,
       );
-    this.seen.set(id, now);
+    this.accepted.set(id, { at: Date.now(), note });
   }
 
   release(id: string): void {
-    this.seen.delete(id);
+    this.accepted.delete(id);
   }
 }
 

@@ -248,6 +248,47 @@ describe('replayed deliveries (X-GitHub-Delivery)', () => {
     });
   });
 
+  test('a captured signed body sent again under a fresh delivery id for another loop gets 409 replayed body and starts nothing', async () => {
+    await receiver();
+    const body = { key: freshKey(), input: INPUT };
+    expect((await post({ body })).status).toBe(201);
+    started = [];
+    // The signature covers the body only, not the path nor the delivery id.
+    const other = await deliver(`${hooks!.url}/events/fix-test`, { body });
+    expectRefused(
+      other,
+      409,
+      /^replayed body: this exact signed body was accepted for loop evaluate-optimize within the last 24 hours; loop fix-test needs a delivery of its own/,
+    );
+    // For the same loop it is only a duplicate of its key: nothing new starts either way.
+    expect(await post({ body })).toMatchObject({ status: 200, body: { duplicate: true } });
+    expect(started).toEqual([`evaluate-optimize/${body.key}`]);
+  });
+
+  test('a captured signed force body sent again under a fresh delivery id, after its run closed, gets 409 and does not rerun the key', async () => {
+    await receiver();
+    const body = { key: freshKey(), input: INPUT, force: true };
+    expect((await post({ body })).status).toBe(201);
+    await plain.temporal.workflow.getHandle(`evaluate-optimize/${body.key}`).terminate('closed for the test');
+    started = [];
+    expectRefused(
+      await post({ body }),
+      409,
+      /^replayed body: .*; a forced rerun needs a delivery of its own \(a new body\)$/,
+    );
+    // A different body for the same key is its own delivery: the rerun its sender asked for.
+    const fresh = await post({ body: { ...body, input: { ...INPUT, task: 'Say hi again.' } } });
+    expect(fresh).toMatchObject({ status: 201, body: { duplicate: false } });
+  });
+
+  test('a signed force body refused for its input (400) is not remembered: sent again it is judged again (400), not as a replay', async () => {
+    await receiver();
+    const bad = { key: freshKey(), input: { task: '' }, force: true };
+    const [first, second] = [await post({ body: bad }), await post({ body: bad })];
+    expect([first.status, second.status]).toEqual([400, 400]);
+    expect(second.body.error).toMatch(/^invalid input for loop evaluate-optimize/);
+  });
+
   test('past the cap on remembered ids the oldest is forgotten first', async () => {
     await receiver({ secret: SECRET, limits: { maxDeliveryIds: 2 } });
     const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
