@@ -5,6 +5,7 @@ import { EVIDENCE_CHARS } from './command';
 import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from './diff-policy/git';
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
+import { blobText, isManifest, runnerFieldChanges } from './tests/manifest';
 
 export { DEFAULT_TEST_PATTERN } from './diff-policy/paths';
 
@@ -57,8 +58,9 @@ interface Failure {
  * - `allowed paths`: a changed, added, deleted or renamed path is outside `allowedPaths`;
  * - `tests append-only`: test infrastructure that base had (test files, helpers, fixtures,
  *   mocks, runner configuration: activities/checks/tests/infra.ts) is deleted, renamed, or has a
- *   line changed or removed, or a runner configuration file is added (adding new tests, to a
- *   new file or to an existing one, is fine);
+ *   line changed or removed, or a runner configuration file is added, or a `package.json`'s
+ *   scripts or runner keys change (tests/manifest.ts; adding new tests, to a new file or to an
+ *   existing one, is fine);
  * - `no stray files` (`isolated` workspaces only: the run's own worktree, which started clean):
  *   the attempt left ignored files beside its commit other than dependency folders and caches.
  * Whether the tests really test anything is the `tests` check's business: by identity, on
@@ -94,6 +96,16 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     const was = c.oldPath ?? c.path;
     // A new runner configuration (conftest.py, jest.config.js, a committed .npmrc) changes how the existing tests run.
     if (c.status === 'A' && isRunnerConfig(c.path)) weakened.push(`${c.path} added (runner configuration)`);
+    // package.json's scripts and runner keys decide how tests run; its other keys (dependencies) are the fix's.
+    const manifestBefore = isManifest(was) && !isInfra(was) ? c.oldOid : null;
+    const manifestAfter = isManifest(c.path) && !isInfra(c.path) ? c.newOid : null;
+    if (manifestBefore || manifestAfter) {
+      const before = manifestBefore ? await blobText(root, manifestBefore) : undefined;
+      const after = manifestAfter ? await blobText(root, manifestAfter) : undefined;
+      const fields = runnerFieldChanges(before, after);
+      if (fields.length > 0)
+        weakened.push(`${manifestAfter ? c.path : was}: ${fields.join(', ')} (runner configuration)`);
+    }
     if (!isInfra(was) || c.status === 'A') continue;
     if (c.status === 'D') weakened.push(`${was} deleted`);
     else if (c.status === 'R') weakened.push(`${was} renamed to ${c.path}`);

@@ -20,6 +20,7 @@ import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evalua
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 import { canaryFor } from './tests/canary';
+import { blobText, isManifest, runnerFieldChanges, withBaseRunnerFields, writeBlob } from './tests/manifest';
 
 /** Input of `runTestsCheck`. */
 export interface TestsCheckInput {
@@ -45,7 +46,8 @@ const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !
  * the loop's test command runs, in the same sandbox and environment the agent's commands had, on
  * - base (cached per base commit and command): which tests exist, which pass, which fail;
  * - the candidate's code with base's test infrastructure (test files, helpers, fixtures, runner
- *   config, as base wrote them) plus the tests it added and the held-out tests: fail-to-pass and
+ *   config and package.json's scripts and runner keys, as base wrote them) plus the tests it
+ *   added and the held-out tests: fail-to-pass and
  *   pass-to-pass, whatever the candidate did to the tests;
  * - the candidate as it would be committed: the tests it added pass;
  * - base's code with the candidate's tests: at least one of them fails (a real regression test).
@@ -76,6 +78,16 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     if (isInfra(file) && differs(entry, candFiles.get(file))) restore.set(file, entry);
   // A runner configuration base did not have (a new conftest.py, jest.config) would change how base's tests run: not in the overlay.
   for (const file of candFiles.keys()) if (!baseFiles.has(file) && isRunnerConfig(file)) restore.set(file, null);
+  // What package.json says about running tests (scripts, runner keys) is base's too; the rest is the change's.
+  for (const [file, entry] of candFiles) {
+    const was = baseFiles.get(file);
+    if (!isManifest(file) || isInfra(file) || (was && !differs(entry, was))) continue;
+    const before = was ? await blobText(root, was.oid) : undefined;
+    const after = await blobText(root, entry.oid);
+    if (runnerFieldChanges(before, after).length === 0) continue;
+    const merged = withBaseRunnerFields(before, after);
+    restore.set(file, merged === undefined ? (was ?? null) : { mode: entry.mode, oid: await writeBlob(root, merged) });
+  }
   const changedCode = [...candFiles]
     .filter(([file, entry]) => !isInfra(file) && differs(entry, baseFiles.get(file)))
     .map(([file]) => file);

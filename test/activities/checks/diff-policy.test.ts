@@ -185,15 +185,18 @@ describe('runDiffPolicyCheck', () => {
     expect((await check()).passed).toBe(true);
   });
 
-  test('editing package.json when only src/ and test/ are allowed fails "allowed paths" naming it', async () => {
+  test('editing package.json when only src/ and test/ are allowed fails "allowed paths" naming it (and, for its test script, "tests append-only")', async () => {
     fixBug();
     addSubTest();
     write('package.json', '{ "name": "math", "scripts": { "test": "true" } }\n');
     write('build/out.js', 'ignored by .gitignore');
     const verdict = await check();
-    expect(verdict.failedItems).toEqual(['allowed paths']);
+    expect(verdict.failedItems).toEqual(['allowed paths', 'tests append-only']);
+    expect(verdict.reason).toContain('package.json: scripts.test added (runner configuration)');
     expect(verdict.reason).toContain('1 changed path outside the allowed paths (src/, test/): package.json');
-    expect(verdict.requiredCorrection).toBe('revert your changes to package.json: only src/, test/ may change');
+    expect(verdict.requiredCorrection).toMatch(
+      /^revert your changes to package.json: only src\/, test\/ may change; restore package.json as base has it/,
+    );
   });
 
   test('in the run\'s own worktree, an ignored config file the attempt left (an .npmrc) fails "no stray files"; dependency folders do not', async () => {
@@ -209,6 +212,20 @@ describe('runDiffPolicyCheck', () => {
     expect(verdict.failedItems).toEqual(['no stray files']);
     expect(verdict.reason).toContain('.npmrc');
     expect((await check()).passed).toBe(true); // a folder the run did not make itself is not looked at
+  });
+
+  test('where package.json may change, a new dependency passes, and a new pretest script or a nested package.json setting the module type fails "tests append-only"', async () => {
+    fixBug();
+    addSubTest();
+    const allowed = { allowedPaths: ['src/', 'test/', 'package.json'] };
+    write('package.json', '{ "name": "math", "dependencies": { "left-pad": "1.3.0" } }\n');
+    expect((await check(allowed)).passed).toBe(true);
+    write('package.json', '{ "name": "math", "scripts": { "pretest": "sed -i s/-/+/ src/math.js" } }\n');
+    write('src/package.json', '{ "type": "module" }\n');
+    const verdict = await check(allowed);
+    expect(verdict.failedItems).toEqual(['tests append-only']);
+    expect(verdict.reason).toContain('package.json: scripts.pretest added (runner configuration)');
+    expect(verdict.reason).toContain('src/package.json: type added (runner configuration)');
   });
 
   test('several failures are all reported, each with its correction', async () => {

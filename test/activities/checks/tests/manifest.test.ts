@@ -1,0 +1,43 @@
+import { runnerFieldChanges, withBaseRunnerFields } from '../../../../activities/checks/tests/manifest';
+
+/**
+ * package.json's scripts and runner keys decide how tests run: a change to them is a change to
+ * the runner's configuration, and the gate's overlay takes base's values of them, keeping the
+ * change's dependencies.
+ */
+const base = JSON.stringify({ name: 'm', scripts: { test: 'node --test' }, dependencies: { a: '1' } });
+
+test('a change to the scripts, a runner key or the module type is named; dependencies and other keys are not', () => {
+  const after = JSON.stringify({
+    name: 'm',
+    scripts: { pretest: 'sed -i s/-/+/ src/math.js', test: 'node --require ./p.js --test' },
+    jest: { setupFiles: ['./src/patch.js'] },
+    type: 'module',
+    dependencies: { a: '2', b: '1' },
+  });
+  expect(runnerFieldChanges(base, after)).toEqual([
+    'scripts.test changed',
+    'scripts.pretest added',
+    'jest added',
+    'type added',
+  ]);
+  expect(runnerFieldChanges(base, JSON.stringify({ ...JSON.parse(base), dependencies: { b: '3' } }))).toEqual([]);
+  expect(runnerFieldChanges(undefined, JSON.stringify({ type: 'module' }))).toEqual(['type added']);
+  expect(runnerFieldChanges(base, undefined)).toEqual(['scripts.test removed']);
+  expect(runnerFieldChanges(base, 'not json')).toEqual(['its runner keys (not a JSON object)']);
+});
+
+test("the overlay's manifest is the change's with base's runner keys: base's scripts back, added runner keys gone, dependencies kept", () => {
+  const after = JSON.stringify({
+    name: 'm',
+    scripts: { test: 'true', posttest: 'x' },
+    mocha: { require: 'p.js' },
+    dependencies: { b: '1' },
+  });
+  expect(JSON.parse(withBaseRunnerFields(base, after)!)).toEqual({
+    name: 'm',
+    scripts: { test: 'node --test' },
+    dependencies: { b: '1' },
+  });
+  expect(withBaseRunnerFields(base, '[1]')).toBeUndefined();
+});
