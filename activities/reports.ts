@@ -1,7 +1,8 @@
 import { lstatSync, mkdirSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { KeyRing } from '../crypto/keyring';
-import { redact, redactionFromEnv } from '../common/redact';
+import { redact } from '../common/redact';
+import { processRedaction } from '../crypto/ring-redaction';
 import { escapeBlock, escapeLine } from '../common/terminal';
 import { testKey } from '../common/test-key';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
@@ -121,7 +122,7 @@ export function writeReport(input: WriteReportInput, keys?: KeyRing): WriteRepor
   reportDir(input.dir, input.workspace);
   const ring = reportRing(keys, input.dir, input.workspace);
   const name = `${testKey(input.item)}.md`;
-  const r = redactionFromEnv(process.env, input.redact);
+  const r = processRedaction(process.env, input.redact, keys);
   const text = render({ ...input, title: redact(input.title, r), markdown: redact(input.markdown, r) });
   const file = reportFile(input.dir, name, ring);
   const alreadyApplied = tryReadReportFile(file, ring) === text;

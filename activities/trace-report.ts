@@ -3,11 +3,11 @@ import type { Client } from '@temporalio/client';
 import { buildTrace } from '../trace/build-trace';
 import { fetchHistories } from '../trace/fetch-histories';
 import { renderTraceMarkdown } from '../trace/render-markdown';
-import { redactionFromEnv } from '../common/redact';
 import type { RunRecord } from '../common/run-record';
 import { testKey } from '../common/test-key';
 import { loopwrightHome } from '../server/paths';
 import type { KeyRing } from '../crypto/keyring';
+import { processRedaction } from '../crypto/ring-redaction';
 import { reportRing, writeReportFile } from './report-file';
 import { reportDir } from './reports';
 
@@ -36,7 +36,7 @@ export async function writeTraceReport(
 ): Promise<{ path: string }> {
   const trace = buildTrace(await fetchHistories(client, input.workflowId), {
     ending: input.record,
-    redaction: redactionFromEnv(process.env),
+    redaction: processRedaction(process.env, [], keys),
   });
   const dir = reportDir(input.dir ?? path.join(loopwrightHome(), 'traces'), input.workspace);
   const file = writeReportFile(

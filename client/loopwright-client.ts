@@ -35,8 +35,9 @@ import { planRun } from '../loops/plan-run';
 import { readPrices, type ModelPrice } from '../common/pricing';
 import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
+import { processRedaction } from '../crypto/ring-redaction';
 import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
-import { redactionFromEnv, type Redaction } from '../common/redact';
+import type { Redaction } from '../common/redact';
 import { runPresentation } from '../common/run-presentation';
 import { allOf, clause, oneOf } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
@@ -107,7 +108,8 @@ export class LoopwrightClient {
     };
     const env = opts.env ?? process.env;
     // With a key ring (LOOPWRIGHT_KEYS), payloads and failure messages are encrypted; a bad ring is a ConfigError before anything connects.
-    const dataConverter = clientDataConverter(keyRingFromEnv(env));
+    const ring = keyRingFromEnv(env);
+    const dataConverter = clientDataConverter(ring);
     // TLS and API key (TEMPORAL_TLS_*, TEMPORAL_API_KEY): a bad one is a ConfigError before anything connects.
     const secure = temporalConnectionOptions(env);
     let connection: Connection;
@@ -121,7 +123,7 @@ export class LoopwrightClient {
       connection,
       config,
       readPrices(env),
-      redactionFromEnv(env),
+      processRedaction(env, [], ring),
       env,
     );
   }

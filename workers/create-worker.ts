@@ -6,8 +6,8 @@ import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
 import { workerDataConverter } from '../crypto/codec';
-import { redactionFromEnv } from '../common/redact';
 import { keyRingFromEnv } from '../crypto/keyring';
+import { processRedaction } from '../crypto/ring-redaction';
 import { isSecured, temporalConnectionOptions } from '../server/temporal-connection';
 import { workerTuning } from './tuning';
 import { workflowSource } from './workflow-bundle';
@@ -50,7 +50,7 @@ export async function createLoopwrightWorker(
   const tuning = workerTuning(opts.env);
   // And an unknown LOOPWRIGHT_MODEL_PROVIDER (activities/providers).
   const model = createModelClient(opts.env);
-  const dataConverter = workerDataConverter(ring, redactionFromEnv(opts.env));
+  const dataConverter = workerDataConverter(ring, processRedaction(opts.env, [], ring));
   const status = await sandbox.status();
   // And a bad TLS or API-key setting (TEMPORAL_TLS_*, TEMPORAL_API_KEY, see server/temporal-connection.ts).
   const secure = temporalConnectionOptions(opts.env);

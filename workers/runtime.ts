@@ -1,7 +1,8 @@
 import { format } from 'node:util';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { ConfigError } from '../common/errors';
-import { redact, redactionFromEnv, type Redaction } from '../common/redact';
+import { redact, type Redaction } from '../common/redact';
+import { processRedaction } from '../crypto/ring-redaction';
 import { escapeBlock } from '../common/terminal';
 
 let installed: { metrics?: string } | undefined;
@@ -48,7 +49,7 @@ export function installRuntime(opts: RuntimeOptions = {}): void {
   }
   installed = { metrics: opts.metrics };
   Runtime.install({
-    logger: new DefaultLogger(opts.level ?? 'WARN', redactingLog(redactionFromEnv(opts.env ?? process.env))),
+    logger: new DefaultLogger(opts.level ?? 'WARN', redactingLog(processRedaction(opts.env ?? process.env))),
     shutdownSignals: [],
     ...(opts.metrics
       ? {

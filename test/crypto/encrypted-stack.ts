@@ -6,8 +6,8 @@ import { createModelClient } from '../../activities/providers';
 import { trustPathsFromEnv } from '../../activities/trust';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { workerDataConverter } from '../../crypto/codec';
-import { redactionFromEnv } from '../../common/redact';
 import { keyRingFromEnv } from '../../crypto/keyring';
+import { processRedaction } from '../../crypto/ring-redaction';
 import { WORKER_TUNING } from '../../workers/create-worker';
 import { workflowSource } from '../../workers/workflow-bundle';
 import { installRuntime } from '../../workers/runtime';
@@ -49,7 +49,7 @@ export async function keyedStack(o: {
     activities: wrap(
       createActivities({ model: createModelClient(env), trust: () => trustPathsFromEnv({ ...process.env, ...env }) }),
     ),
-    dataConverter: workerDataConverter(ring, redactionFromEnv(env)),
+    dataConverter: workerDataConverter(ring, processRedaction(env, [], ring)),
     ...workflowSource(process.env, ring !== undefined),
     ...WORKER_TUNING,
   });

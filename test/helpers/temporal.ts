@@ -8,8 +8,8 @@ import { LoopwrightClient } from '../../client/loopwright-client';
 import { summaryOf } from '../../trace/history';
 import { EncryptionCodec, workerDataConverter } from '../../crypto/codec';
 import { decodeHistory } from '../../crypto/decode-history';
-import { redactionFromEnv } from '../../common/redact';
 import { keyRingFromEnv } from '../../crypto/keyring';
+import { processRedaction } from '../../crypto/ring-redaction';
 import { installRuntime } from '../../workers/runtime';
 import { WORKER_TUNING } from '../../workers/create-worker';
 import { workflowSource } from '../../workers/workflow-bundle';
@@ -82,7 +82,7 @@ export async function testStack(
     // The prebuilt bundle (global-setup names it) and its build id, as a deployed worker has them.
     ...workflowSource(process.env, ring !== undefined),
     // The worker's redaction as a `loopwright worker` with this environment would have it.
-    dataConverter: workerDataConverter(ring, redactionFromEnv({ ...process.env, ...fullEnv })),
+    dataConverter: workerDataConverter(ring, processRedaction({ ...process.env, ...fullEnv }, [], ring)),
     activities: wrap(
       createActivities({
         model: createModelClient(fullEnv),
