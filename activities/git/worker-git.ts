@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { activityCancellation } from '../activity-context';
 import { workerGitEnv } from './git-env';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
@@ -96,7 +97,7 @@ function runGit(
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(opts.signal.reason);
     const maxBuffer = opts.maxBuffer ?? DEFAULT_MAX_BUFFER;
-    const child = spawn('git', ['--no-pager', ...staticConfigArgs(), ...args], {
+    const child = spawn('git', ['--no-pager', ...staticConfigArgs(), ...bareRule(cwd), ...args], {
       cwd,
       env,
       detached: true,
@@ -149,6 +150,18 @@ function runGit(
       child.stdin!.end(opts.input);
     }
   });
+}
+
+/**
+ * `safe.bareRepository=explicit` unless `cwd` lies in a `.git` folder (a repository's own git
+ * directory, which the worker names on purpose). A workspace without a `.git` of its own is
+ * otherwise taken for a bare repository as soon as code in it writes `HEAD`, `objects/` and
+ * `refs/` there, and git would then follow that code's config (core.worktree, includes) and
+ * commondir or alternates anywhere on the machine. Git 2.45 and later allow the inside of a
+ * `.git` folder themselves; 2.39 refuses it, hence the condition.
+ */
+function bareRule(cwd: string): string[] {
+  return path.resolve(cwd).split(path.sep).includes('.git') ? [] : ['-c', 'safe.bareRepository=explicit'];
 }
 
 /** The line of stderr that says what went wrong: the first `fatal:`/`error:` line, else the first line. */

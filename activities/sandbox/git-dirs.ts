@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { isWithin } from './profile';
 
 function looksLikeGitDir(dir: string): boolean {
   try {
@@ -19,13 +20,39 @@ function gitdirOfFile(file: string): string | null {
   return m?.[1] ? path.resolve(path.dirname(file), m[1].trim()) : null;
 }
 
+function sameFile(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether `gitdir` (named by the `.git` file `dotGit`) says it belongs to that file's folder:
+ * a linked worktree's gitdir holds a `gitdir` file naming `dotGit` (what `git worktree add`
+ * writes), a submodule's a `core.worktree` naming the folder. A `.git` file in the workspace
+ * that names some other repository on the machine is not followed: it would make the sandbox
+ * mount that repository (read-only, but readable) for whoever wrote the file.
+ */
+function pointsBack(gitdir: string, dotGit: string): boolean {
+  const back = path.join(gitdir, 'gitdir');
+  if (existsSync(back)) return sameFile(path.resolve(gitdir, readFileSync(back, 'utf8').trim()), dotGit);
+  const config = path.join(gitdir, 'config');
+  const worktree = existsSync(config) ? /^\s*worktree\s*=\s*(.+?)\s*$/im.exec(readFileSync(config, 'utf8')) : null;
+  return !!worktree?.[1] && sameFile(path.resolve(gitdir, worktree[1]), path.dirname(dotGit));
+}
+
 /**
  * The git directories a workspace uses, found by reading files (nothing is run): the nearest
  * `.git` at or above the workspace, and, when that is a file (a linked worktree or a submodule),
  * the directory it points to and that directory's common dir. The sandbox mounts them
  * read-only, so code in the workspace can read history but cannot commit, move refs or write
  * hooks or config. A `.git` file that points at something that is not a git directory is
- * ignored (it must not become a way to mount an arbitrary folder).
+ * ignored (it must not become a way to mount an arbitrary folder); so is one in the workspace
+ * whose git directory does not point back at it (see {@link pointsBack}). A `.git` folder that
+ * is not a git directory (the empty one the sandbox leaves where the workspace had none) is
+ * passed over, as git itself passes it over.
  */
 export function workspaceGitDirs(workspace: string): string[] {
   for (let dir = workspace; ; dir = path.dirname(dir)) {
@@ -33,11 +60,15 @@ export function workspaceGitDirs(workspace: string): string[] {
     let dirs: string[] | undefined;
     try {
       const st = statSync(dotGit);
-      if (st.isDirectory()) dirs = looksLikeGitDir(dotGit) ? [dotGit] : [];
+      if (st.isDirectory()) dirs = looksLikeGitDir(dotGit) ? [dotGit] : undefined;
       else if (st.isFile()) {
         const gitdir = gitdirOfFile(dotGit);
         dirs = [];
-        if (gitdir && looksLikeGitDir(gitdir)) {
+        // In the workspace, a `.git` file is the sandboxed code's to write, unless the sandbox
+        // protects it: trust it only when its git directory lies outside and points back at it.
+        const trusted =
+          dir !== workspace || (gitdir !== null && !isWithin(workspace, gitdir) && pointsBack(gitdir, dotGit));
+        if (gitdir && trusted && looksLikeGitDir(gitdir)) {
           dirs.push(gitdir);
           const common = path.join(gitdir, 'commondir');
           if (existsSync(common)) {

@@ -113,7 +113,8 @@ function mask(p: string, empty: string): string[] {
  * bubblewrap's arguments for `layout`, ending with `--` (the command follows). The order
  * matters: later mounts cover earlier ones, so the system comes first, then its masks, the
  * extra read-only paths, the masks inside them, the workspace (writable), its git directories
- * (read-only again, even inside the workspace), the masks inside the workspace, and the files.
+ * (read-only again, even inside the workspace) or, where it has none, an empty read-only `.git`,
+ * the masks inside the workspace, and the files.
  */
 export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean; emptyFile?: string } = {}): string[] {
   const empty = opts.emptyFile ?? emptyFile();
@@ -147,6 +148,14 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
     (p, i, all) => all.indexOf(p) === i && kindOf(p) !== null,
   );
   for (const p of gitPaths) args.push('--ro-bind', p, p);
+  // Where the workspace has no .git, code inside must not make one: the worker's own git (its
+  // tools, the diff policy, the judge) and the next sandbox would take a .git folder or file it
+  // wrote for the workspace's repository, with that config's core.worktree, commondir, alternates
+  // or gitdir pointing anywhere on the machine. An empty read-only folder takes its place (the
+  // mount point stays behind, empty); git passes over it as it passes over any folder that is
+  // not a repository, and the file tools refuse to write under .git.
+  const dotGit = path.join(ws, '.git');
+  if (kindOf(dotGit) === null) args.push('--tmpfs', dotGit, '--remount-ro', dotGit);
   for (const p of layout.masked) {
     if (outside(p) && isWithin(ws, p)) args.push(...mask(p, empty));
   }

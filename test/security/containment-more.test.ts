@@ -1,0 +1,132 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { workspaceGitDirs } from '../../activities/sandbox/git-dirs';
+import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
+import { createToolRegistry, executeTool } from '../../activities/tools/registry';
+import type { ToolContext } from '../../activities/tools/types';
+
+/**
+ * A hostile agent against the containment, through the real tools (run_command in the real
+ * bubblewrap sandbox, the git and file tools on the worker's side), beyond the probes of
+ * containment.test.ts: git metadata written by the agent that would steer the worker's own
+ * git or the next sandbox's mounts.
+ */
+const SECRET = 'secret-4b1d7e-of-another-repository';
+let dir: string;
+let ws: string;
+let other: string;
+const registry = createToolRegistry();
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
+    cwd,
+    encoding: 'utf8',
+  });
+
+beforeEach(() => {
+  dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-contain-')));
+  ws = path.join(dir, 'ws');
+  mkdirSync(ws);
+  // Another repository on the machine (another project, another run's checkout): never the agent's to read.
+  other = path.join(dir, 'other');
+  mkdirSync(other);
+  git(other, 'init', '-q', '-b', 'main');
+  writeFileSync(path.join(other, 'secret.txt'), `${SECRET}\n`);
+  git(other, 'add', '.');
+  git(other, 'commit', '-q', '-m', 'secret');
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function sandboxOf(env: Record<string, string> = {}): Sandbox {
+  return createSandbox(
+    sandboxConfigFromEnv({ PATH: process.env.PATH, LOOPWRIGHT_HOME: path.join(dir, 'home'), ...env }),
+  );
+}
+
+function ctx(sandbox: Sandbox, root = ws): ToolContext {
+  return { root, allowedCommands: ['sh', 'git', 'cat'], commandTimeoutMs: 20_000, outputCapChars: 100_000, sandbox };
+}
+
+/** Runs one tool call as the model would ask for it; the outcome's text. */
+async function tool(c: ToolContext, name: string, input: Record<string, unknown> = {}) {
+  return executeTool(registry, name, input, c);
+}
+
+/** run_command of a shell script (the loop allows `sh`); its output with `[exit code N]`. */
+async function sh(c: ToolContext, script: string): Promise<string> {
+  return (await tool(c, 'run_command', { command: `sh -c '${script.replace(/'/g, `'\\''`)}'` })).content;
+}
+
+describe('git metadata the agent writes steers neither the worker nor the sandbox', () => {
+  test('in a workspace without .git, no .git file, .git folder or bare-repository layout it writes is followed', async () => {
+    const c = ctx(sandboxOf());
+    // A .git file naming another repository, and a repository of its own whose worktree or
+    // common dir is that other repository.
+    const tries = [
+      `printf "gitdir: ${other}/.git\\n" > .git`,
+      'git init -q .',
+      `mkdir -p .git && printf "${other}/.git\\n" > .git/commondir`,
+    ];
+    for (const attempt of tries) expect(await sh(c, `${attempt}; echo "[rc $?]"`)).not.toContain('[rc 0]');
+    // The layout of a bare repository is ordinary files, which it may write (here with the file
+    // tools): its config, common dir and alternates all lead to the other repository.
+    const bare: Record<string, string> = {
+      HEAD: 'ref: refs/heads/main\n',
+      config: `[core]\n\tbare = false\n\tworktree = ${other}\n`,
+      'refs/heads/main': git(other, 'rev-parse', 'HEAD'),
+      commondir: `${other}/.git\n`,
+      'objects/info/alternates': `${other}/.git/objects\n`,
+    };
+    for (const [file, content] of Object.entries(bare))
+      expect(await tool(c, 'write_file', { path: file, content })).toMatchObject({ isError: false });
+    for (const name of ['git_diff', 'git_status']) {
+      const outcome = await tool(c, name);
+      expect(outcome.content).not.toContain(SECRET);
+      expect(outcome.content).not.toContain('secret.txt');
+      expect(outcome).toMatchObject({ isError: true, content: expect.stringContaining('not a git repository') });
+    }
+    // The file tools refuse .git too, and the next command still cannot see the other repository.
+    expect((await tool(c, 'write_file', { path: '.git/config', content: '[core]\n' })).isError).toBe(true);
+    const next = await sh(c, `cat ${other}/secret.txt; git --git-dir=${other}/.git show HEAD:secret.txt; ls ${dir}`);
+    expect(next).not.toContain(SECRET);
+    expect(next).not.toMatch(/^other$/m);
+    // What is left on the host is an empty folder that git passes over.
+    expect(existsSync(path.join(ws, '.git', 'config'))).toBe(false);
+    expect(workspaceGitDirs(ws)).toEqual([]);
+  });
+
+  test('a .git file already in the workspace that names another repository is not mounted; a real worktree still is', async () => {
+    writeFileSync(path.join(ws, '.git'), `gitdir: ${other}/.git\n`);
+    expect(workspaceGitDirs(ws)).toEqual([]);
+    const c = ctx(sandboxOf());
+    const run = await sh(c, `cat .git; git --git-dir=${other}/.git show HEAD:secret.txt; ls ${other}/.git`);
+    expect(run).not.toContain(SECRET);
+    expect(run).toMatch(/No such file or directory|not a git repository/);
+
+    // The worktree an L2 run gets: its gitdir points back at it, so it and the common dir are mounted read-only.
+    const wt = path.join(dir, 'worktree');
+    git(other, 'worktree', 'add', '-q', '-b', 'loopwright/run', wt);
+    expect(workspaceGitDirs(wt)).toEqual([path.join(other, '.git', 'worktrees', 'worktree'), path.join(other, '.git')]);
+    const inWorktree = ctx(sandboxOf(), wt);
+    expect(await sh(inWorktree, 'git log --oneline')).toContain('secret');
+    expect(
+      await sh(inWorktree, 'git -c user.name=a -c user.email=a@a commit -q --allow-empty -m evil; echo "[rc $?]"'),
+    ).not.toContain('[rc 0]');
+    expect(git(other, 'log', '--oneline', 'loopwright/run')).not.toContain('evil');
+  });
+
+  test('a workspace inside a repository: it cannot make a .git of its own, and the repository above still serves the git tools', async () => {
+    const pkg = path.join(other, 'pkg');
+    mkdirSync(pkg);
+    writeFileSync(path.join(pkg, 'index.js'), 'module.exports = 1;\n');
+    const c = ctx(sandboxOf(), pkg);
+    expect(await sh(c, 'git init -q . ; echo "[rc $?]"')).not.toContain('[rc 0]');
+    expect(await sh(c, `printf "gitdir: /nowhere\\n" > .git; echo "[rc $?]"`)).not.toContain('[rc 0]');
+    // The worker's git still finds the repository above, through the empty .git that is left.
+    expect(git(pkg, 'rev-parse', '--show-toplevel').trim()).toBe(other);
+    const status = await tool(c, 'git_status');
+    expect(status).toMatchObject({ isError: false, content: expect.stringMatching(/\?\? (pkg\/|index\.js)/) });
+  });
+});
