@@ -61,6 +61,26 @@ export const SYSTEM_SECRETS = [
   '/etc/rancher',
   '/etc/docker',
   '/etc/containerd',
+  // Loopwright's and Temporal's own (the compose file mounts Temporal's TLS keys at /etc/temporal/tls).
+  '/etc/loopwright',
+  '/etc/temporal',
+  // Credentials that package managers, databases and CI runners keep in /etc.
+  '/etc/npmrc',
+  '/usr/etc/npmrc',
+  '/etc/pip.conf',
+  '/etc/environment',
+  '/etc/apt/auth.conf',
+  '/etc/apt/auth.conf.d',
+  '/etc/containers/auth.json',
+  '/etc/mysql/debian.cnf',
+  '/etc/gitlab-runner',
+  '/etc/krb5.keytab',
+  '/etc/ipsec.secrets',
+  '/etc/ppp/chap-secrets',
+  '/etc/ppp/pap-secrets',
+  '/etc/netplan',
+  '/etc/openvpn',
+  '/etc/ceph',
 ];
 
 /** The namespaces and process rules every sandbox gets. */
@@ -130,7 +150,16 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
     }
   }
   args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', '/tmp/home');
-  for (const p of SYSTEM_SECRETS) args.push(...mask(p, empty));
+  // A path inside a folder masked already is hidden with it. Masking it again would need a mount
+  // point in that empty, read-only folder, which bubblewrap cannot make: every command (and the
+  // worker's probe) would fail. A key file and its folder are often both named.
+  const maskedDirs: string[] = [];
+  const maskOnce = (p: string) => {
+    if (maskedDirs.some((d) => isWithin(d, p))) return;
+    if (kindOf(p) === 'dir') maskedDirs.push(p);
+    args.push(...mask(p, empty));
+  };
+  for (const p of SYSTEM_SECRETS) maskOnce(p);
 
   const ws = layout.workspace;
   const outside = (p: string) => !isWithin(p, ws);
@@ -140,7 +169,7 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
     mounted.push(p);
   }
   for (const p of layout.masked) {
-    if (outside(p) && mounted.some((m) => isWithin(m, p))) args.push(...mask(p, empty));
+    if (outside(p) && mounted.some((m) => isWithin(m, p))) maskOnce(p);
   }
 
   args.push('--bind', ws, ws);
@@ -157,7 +186,7 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
   const dotGit = path.join(ws, '.git');
   if (kindOf(dotGit) === null) args.push('--tmpfs', dotGit, '--remount-ro', dotGit);
   for (const p of layout.masked) {
-    if (outside(p) && isWithin(ws, p)) args.push(...mask(p, empty));
+    if (outside(p) && isWithin(ws, p)) maskOnce(p);
   }
   for (const [host, inside] of layout.files) args.push('--ro-bind', host, inside);
   for (const p of layout.readable ?? []) args.push('--ro-bind', p, p);

@@ -11,6 +11,7 @@ import { commandEnv } from './env';
 import { workspaceGitDirs } from './git-dirs';
 import { bwrapArgs } from './profile';
 import { realOrSelf } from './real-path';
+import { secretPathsOf } from './secret-paths';
 
 /** How a worker runs agent commands: in bubblewrap (the default), or, opted out, without a sandbox. */
 export type SandboxMode = 'bwrap' | 'off';
@@ -117,6 +118,9 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
     env.LOOPWRIGHT_GRANTS,
     env.LOOPWRIGHT_SIGNING_KEY,
     path.join(tmpdir(), 'loopwright'),
+    // Whatever else the worker's environment names as a secret file: the key ring
+    // (LOOPWRIGHT_KEYS), Temporal's TLS key and certificates, cloud credentials, ...
+    ...secretPathsOf(env),
   ].filter((p): p is string => !!p && p.trim() !== '');
   const node = path.dirname(path.dirname(realOrSelf(process.execPath)));
   const extra = (env.LOOPWRIGHT_SANDBOX_READ ?? '').split(':').filter((p) => p.trim() !== '');

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { workspaceGitDirs } from '../../activities/sandbox/git-dirs';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
+import { secretPathsOf } from '../../activities/sandbox/secret-paths';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
 import type { ToolContext } from '../../activities/tools/types';
 
@@ -11,9 +12,11 @@ import type { ToolContext } from '../../activities/tools/types';
  * A hostile agent against the containment, through the real tools (run_command in the real
  * bubblewrap sandbox, the git and file tools on the worker's side), beyond the probes of
  * containment.test.ts: git metadata written by the agent that would steer the worker's own
- * git or the next sandbox's mounts.
+ * git or the next sandbox's mounts, and secret files the worker's environment names in places
+ * the sandbox mounts.
  */
 const SECRET = 'secret-4b1d7e-of-another-repository';
+const KEY = 'key-9c2f55-of-the-worker';
 let dir: string;
 let ws: string;
 let other: string;
@@ -128,5 +131,65 @@ describe('git metadata the agent writes steers neither the worker nor the sandbo
     expect(git(pkg, 'rev-parse', '--show-toplevel').trim()).toBe(other);
     const status = await tool(c, 'git_status');
     expect(status).toMatchObject({ isError: false, content: expect.stringMatching(/\?\? (pkg\/|index\.js)/) });
+  });
+});
+
+describe('secret files the worker environment names are masked wherever the sandbox mounts them', () => {
+  test('the Temporal TLS key and its folder, the key ring, cloud credentials and a kubeconfig list cannot be read', async () => {
+    // A read-only path the sandbox mounts (as /etc is): what a compose file or an operator puts there.
+    const ro = path.join(dir, 'etc');
+    const tls = path.join(ro, 'temporal', 'tls');
+    mkdirSync(tls, { recursive: true });
+    for (const f of ['worker.key', 'worker.pem', 'frontend.key', 'frontend-ca.pem'])
+      writeFileSync(path.join(tls, f), KEY);
+    mkdirSync(path.join(ro, 'lw'));
+    writeFileSync(path.join(ro, 'lw', 'keys'), `k1=${KEY}\n`);
+    writeFileSync(path.join(ro, 'gcp.json'), KEY);
+    writeFileSync(path.join(ro, 'kube-a'), KEY);
+    writeFileSync(path.join(ro, 'kube-b'), KEY);
+    writeFileSync(path.join(ro, 'public.txt'), 'public');
+    const sandbox = sandboxOf({
+      LOOPWRIGHT_SANDBOX_READ: ro,
+      TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(tls, 'worker.key'),
+      TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(tls, 'worker.pem'),
+      LOOPWRIGHT_KEYS: path.join(ro, 'lw', 'keys'),
+      GOOGLE_APPLICATION_CREDENTIALS: path.join(ro, 'gcp.json'),
+      KUBECONFIG: `${path.join(ro, 'kube-a')}:${path.join(ro, 'kube-b')}`,
+    });
+    const run = await sh(
+      ctx(sandbox),
+      `for f in ${tls}/* ${ro}/lw/keys ${ro}/gcp.json ${ro}/kube-a ${ro}/kube-b; do cat "$f"; done; ls -R ${ro}; cat ${ro}/public.txt`,
+    );
+    expect(run).not.toContain(KEY);
+    // The rest of the read-only path is still there.
+    expect(run).toContain('public');
+    expect(readFileSync(path.join(tls, 'worker.key'), 'utf8')).toBe(KEY);
+  });
+
+  test('secretPathsOf names paths by the variable, masks a key folder only when it is its own, and leaves CA bundles', () => {
+    expect(
+      secretPathsOf({
+        TEMPORAL_TLS_CLIENT_KEY_PATH: '/etc/temporal/tls/worker.key',
+        LOOPWRIGHT_KEYS: '/etc/loopwright/keys',
+        SIGNING_KEY: '/etc/worker.key',
+        KUBECONFIG: '/a/kube:/b/kube',
+        AWS_CONFIG_FILE: '/srv/aws/config',
+        SSL_CERT_FILE: '/etc/ssl/certs/ca-certificates.crt',
+        ANTHROPIC_API_KEY: 'sk-not-a-path',
+        TEMPORAL_TLS: 'true',
+        PATH: '/usr/bin:/bin',
+        SHELL: '/bin/bash',
+      }).sort(),
+    ).toEqual(
+      [
+        '/etc/temporal/tls/worker.key',
+        '/etc/temporal/tls',
+        '/etc/loopwright/keys',
+        '/etc/worker.key',
+        '/a/kube',
+        '/b/kube',
+        '/srv/aws/config',
+      ].sort(),
+    );
   });
 });
