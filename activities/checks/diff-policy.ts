@@ -102,7 +102,7 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     if (manifestBefore || manifestAfter) {
       const before = manifestBefore ? await blobText(root, manifestBefore) : undefined;
       const after = manifestAfter ? await blobText(root, manifestAfter) : undefined;
-      const fields = runnerFieldChanges(before, after);
+      const fields = runnerFieldChanges(manifestAfter ? c.path : was, before, after);
       if (fields.length > 0)
         weakened.push(`${manifestAfter ? c.path : was}: ${fields.join(', ')} (runner configuration)`);
     }

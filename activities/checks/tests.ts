@@ -84,8 +84,8 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     if (!isManifest(file) || isInfra(file) || (was && !differs(entry, was))) continue;
     const before = was ? await blobText(root, was.oid) : undefined;
     const after = await blobText(root, entry.oid);
-    if (runnerFieldChanges(before, after).length === 0) continue;
-    const merged = withBaseRunnerFields(before, after);
+    if (runnerFieldChanges(file, before, after).length === 0) continue;
+    const merged = withBaseRunnerFields(file, before, after);
     restore.set(file, merged === undefined ? (was ?? null) : { mode: entry.mode, oid: await writeBlob(root, merged) });
   }
   const changedCode = [...candFiles]

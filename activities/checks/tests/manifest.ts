@@ -1,20 +1,26 @@
 import { workerGit } from '../../git/worker-git';
 
 /**
- * The parts of a `package.json` that decide how tests run: the scripts (`npm test` runs
- * `pretest`, `test` and `posttest`, and any of them can run anything, such as a preload that
- * patches the code under test or a `sed` over it), the runners' own configuration keys, and the
- * module type. A fix may need a dependency, so `package.json` is not test infrastructure as a
- * whole; these keys are: the gate runs base's values of them, and the change policy counts a
- * change to them as a change to the runner's configuration.
+ * The parts of a package manifest that decide how tests run, though the rest of it is the fix's
+ * business (a fix may need a dependency):
+ * - `package.json`: the scripts (`npm test` runs `pretest`, `test` and `posttest`, and any of
+ *   them can run anything, such as a preload that patches the code under test or a `sed` over
+ *   it), the runners' own configuration keys, and the module type;
+ * - `pyproject.toml`: pytest's tables (`[tool.pytest.ini_options]`, `[tool.pytest]`, and any
+ *   `tool.pytest` key elsewhere), where `addopts = "-p plugin"` loads a plugin that can turn
+ *   failures into passes; `setup.cfg`: its `[tool:pytest]` section.
+ * The gate runs base's versions of these parts, and the change policy counts a change to them
+ * as a change to the runner's configuration.
  */
 export const RUNNER_KEYS = ['scripts', 'jest', 'mocha', 'ava', 'c8', 'nyc', 'tap', 'babel', 'type'] as const;
 
-const MANIFEST = /(^|\/)package\.json$/;
+const PACKAGE_JSON = /(^|\/)package\.json$/;
+const PYPROJECT = /(^|\/)pyproject\.toml$/;
+const SETUP_CFG = /(^|\/)setup\.cfg$/;
 
 /** Whether a path (relative, `/` separators) is a package manifest. */
 export function isManifest(file: string): boolean {
-  return MANIFEST.test(file);
+  return PACKAGE_JSON.test(file) || PYPROJECT.test(file) || SETUP_CFG.test(file);
 }
 
 type Json = Record<string, unknown>;
@@ -31,12 +37,7 @@ function parseObject(text: string | undefined): Json | undefined {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-/**
- * What a change to a manifest changes of how tests run, as `scripts.pretest added`-style items
- * (empty when nothing). `before`/`after` are the texts (undefined: no such file). A manifest
- * that is not a JSON object counts as changing everything it could.
- */
-export function runnerFieldChanges(before: string | undefined, after: string | undefined): string[] {
+function packageJsonChanges(before: string | undefined, after: string | undefined): string[] {
   const a = parseObject(before);
   const b = parseObject(after);
   if (!a || !b) return same(before, after) ? [] : ['its runner keys (not a JSON object)'];
@@ -60,12 +61,7 @@ function isPlain(v: unknown): v is Json {
   return !!v && typeof v === 'object' && !Array.isArray(v);
 }
 
-/**
- * The candidate's manifest with base's runner keys (base's value, or none where base had none),
- * for the gate's overlay; undefined when either is not a JSON object (the caller then uses
- * base's manifest whole).
- */
-export function withBaseRunnerFields(before: string | undefined, after: string): string | undefined {
+function packageJsonWithBase(before: string | undefined, after: string): string | undefined {
   const a = parseObject(before);
   const b = parseObject(after);
   if (!a || !b) return undefined;
@@ -75,6 +71,58 @@ export function withBaseRunnerFields(before: string | undefined, after: string):
     else delete merged[key];
   }
   return `${JSON.stringify(merged, null, 2)}\n`;
+}
+
+/**
+ * What a change to the manifest `file` changes of how tests run, as `scripts.pretest
+ * added`-style items (empty when nothing). `before`/`after` are its texts (undefined: no such
+ * file). A package.json that is not a JSON object counts as changing everything it could.
+ */
+export function runnerFieldChanges(file: string, before: string | undefined, after: string | undefined): string[] {
+  if (PACKAGE_JSON.test(file)) return packageJsonChanges(before, after);
+  const a = pytestPart(file, before);
+  const b = pytestPart(file, after);
+  if (a === b) return [];
+  return [`its pytest configuration ${a === '' ? 'added' : b === '' ? 'removed' : 'changed'}`];
+}
+
+/**
+ * The change's manifest with base's runner parts, for the gate's overlay: package.json with
+ * base's runner keys (base's value, or none where base had none); a pyproject.toml or setup.cfg
+ * whose pytest part changed is base's whole (undefined: the caller uses base's file, or none).
+ */
+export function withBaseRunnerFields(file: string, before: string | undefined, after: string): string | undefined {
+  return PACKAGE_JSON.test(file) ? packageJsonWithBase(before, after) : undefined;
+}
+
+const HEADER = /^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(?:#.*)?$/;
+
+/**
+ * The lines of a pyproject.toml or setup.cfg that configure pytest: pytest's sections, and in
+ * a TOML file any line outside them that names pytest (a dotted `tool.pytest...` key, an inline
+ * table under `[tool]`). Comments and blank lines do not count.
+ */
+function pytestPart(file: string, text: string | undefined): string {
+  if (text === undefined) return '';
+  const toml = PYPROJECT.test(file);
+  const kept: string[] = [];
+  let section = '';
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const header = HEADER.exec(line);
+    if (header) {
+      section = (header[1] ?? '').replace(/["'\s]/g, '');
+      if (isPytestSection(section, toml)) kept.push(`[${section}]`);
+      continue;
+    }
+    if (isPytestSection(section, toml) || (toml && /pytest/i.test(line))) kept.push(line);
+  }
+  return kept.join('\n');
+}
+
+function isPytestSection(section: string, toml: boolean): boolean {
+  return toml ? section === 'tool.pytest' || section.startsWith('tool.pytest.') : section === 'tool:pytest';
 }
 
 /** A blob's text (capped by git's output limit), for reading manifests. */
