@@ -69,6 +69,7 @@ export function loadTrust(paths: () => TrustPaths, input: LoadTrustInput): Trust
   return {
     allowedSigners,
     signedDecisions,
+    reviewsGateEffects: input.autonomy === 'L3' && input.commits,
     autonomy: grantFor(input, definition?.ungrantedAutonomy ?? 'L2', allowedSigners?.text ?? null, p.grantsDir),
   };
 }

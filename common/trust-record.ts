@@ -14,6 +14,12 @@ export interface Trust {
    */
   signedDecisions: 'effects' | 'all' | 'none';
   autonomy: AutonomyGrant;
+  /**
+   * True when a person's review is the last human gate before effects (L3 with git_commit
+   * effects: they apply at once after the checks pass), so approving a review is an approval of
+   * effects and is signed as one. Absent in runs pinned before it (they keep the old rule).
+   */
+  reviewsGateEffects?: boolean;
 }
 
 /** What the record shows of the trust a run pinned (the allowed signers by path and hash). */

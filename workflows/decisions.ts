@@ -92,15 +92,18 @@ export class DecisionGate {
         decision,
       );
     }
+    // A refusal of a signed decision keeps its key: such a refusal is never dropped from the
+    // record, so the same signed decision (its id) cannot be sent again once it is forgotten.
+    const signed = fingerprint ? { ...decision, fingerprint } : decision;
     const approvers = ctx.approvers(decision);
     if (approvers.length && !approvers.includes(decision.by)) {
       return refuse(
         `${decision.by}${verified ? '' : ' (unverified)'} may not make this decision: it is for ${approvers.join(', ')}`,
-        decision,
+        signed,
       );
     }
     const why = ctx.refusal(decision);
-    if (why) return refuse(why, decision);
+    if (why) return refuse(why, signed);
     const { signature: _signature, ...kept } = decision;
     return {
       ok: true,
@@ -182,7 +185,9 @@ export function recordJudged(decisions: DecisionRecord[], judged: Judged): Appli
     return judged.entry;
   }
   if (judged.duplicate) return undefined;
-  const refused = decisions.filter((d) => d.status === 'refused');
+  // Refusals of verified signatures are kept: only their signers can make them, and forgetting one
+  // would let its signed decision be sent again (see DecisionGate.judge).
+  const refused = decisions.filter((d) => d.status === 'refused' && !d.fingerprint);
   const [oldest] = refused;
   if (oldest && refused.length >= MAX_REFUSED) decisions.splice(decisions.indexOf(oldest), 1);
   decisions.push(judged.summary);
@@ -217,7 +222,23 @@ function summarize(d: Partial<Record<string, unknown>>, reason: string, at: stri
     reason: clip(reason, 1000),
     at,
     bytes,
+    ...(typeof d.fingerprint === 'string' ? { fingerprint: d.fingerprint } : {}),
   };
+}
+
+/**
+ * Whether taking `decision` now lets the run apply effects: approving the L2 wait for approval of
+ * its effects, or, where a review is the last human gate before them (`trust.reviewsGateEffects`:
+ * L3 with git_commit effects), approving a review. Such a decision must be signed (by default).
+ */
+export function letsEffectsHappen(
+  record: Pick<RunRecord, 'state' | 'escalation'>,
+  trust: Pick<Trust, 'reviewsGateEffects'> | null | undefined,
+  decision: Pick<Decision, 'kind'>,
+): boolean {
+  if (decision.kind !== 'approve' || record.state !== 'awaiting_human') return false;
+  const kind = record.escalation?.kind;
+  return kind === 'approval' || (kind === 'review' && trust?.reviewsGateEffects === true);
 }
 
 /**

@@ -16,7 +16,7 @@ import type { RunRecord } from '../../common/run-record';
 import { LoopAudit } from '../../common/search-attributes';
 import { ZERO_USAGE } from '../../common/usage';
 import { acts, TOOL_CALL } from '../activity-proxies';
-import { handleDecisions, refusalReason } from '../decisions';
+import { handleDecisions, letsEffectsHappen, refusalReason } from '../decisions';
 import { stateQuery } from '../messages';
 import { forDisplay, redact } from '../../common/redact';
 import { auditWaitSummary } from '../../common/activity-summary';
@@ -125,8 +125,7 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
           ? input.spec.escalation.approvers
           : (record.escalation?.approvers ?? input.spec.escalation.approvers),
       // An approval that lets effects happen: signed by default where the worker has allowed signers.
-      effects: (d) =>
-        d.kind === 'approve' && record.state === 'awaiting_human' && record.escalation?.kind === 'approval',
+      effects: (d) => letsEffectsHappen(record, run.trust, d),
     },
     (entry) => run.receive(entry),
   );
