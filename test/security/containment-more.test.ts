@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { workspaceGitDirs } from '../../activities/sandbox/git-dirs';
@@ -191,5 +193,96 @@ describe('secret files the worker environment names are masked wherever the sand
         '/srv/aws/config',
       ].sort(),
     );
+  });
+});
+
+describe('the sandbox holds against the rest of the list, through run_command and the file tools', () => {
+  test('no /proc path, abstract or on-disk socket, UDP port or /dev/shm reaches the worker', async () => {
+    const canary = `canary-${process.pid}-${Date.now()}`;
+    const abstract = `\0lw-abstract-${canary}`;
+    const onDisk = path.join(tmpdir(), `lw-sock-${canary}`);
+    const shm = `/dev/shm/lw-${canary}`;
+    const accepted: string[] = [];
+    const servers = [abstract, onDisk].map((where) =>
+      createServer((s) => {
+        accepted.push(where);
+        s.destroy();
+      }).listen(where),
+    );
+    const udp = createSocket('udp4');
+    const datagrams: string[] = [];
+    udp.on('message', (m) => datagrams.push(m.toString()));
+    await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
+    writeFileSync(shm, canary);
+    try {
+      const c = ctx(sandboxOf({ ANTHROPIC_API_KEY: canary }), ws);
+      const script = [
+        `const fs = require("fs"), net = require("net"), dgram = require("dgram");`,
+        `const out = [];`,
+        `for (const p of ["/proc/self/../1/environ", "/proc/thread-self/environ", "/proc/1/cmdline", "/proc/1/root/proc/1/environ"]) { try { out.push(fs.readFileSync(p, "utf8")); } catch (e) { out.push(p + " " + e.code); } }`,
+        `for (const pid of fs.readdirSync("/proc").filter((p) => /^\\d+$/.test(p))) { for (const l of ["cwd", "root"]) { try { out.push(pid + " " + l + " " + fs.readlinkSync("/proc/" + pid + "/" + l)); } catch {} } }`,
+        `try { out.push(fs.readFileSync(${JSON.stringify(shm)}, "utf8")); } catch (e) { out.push("shm " + e.code); }`,
+        `fs.writeFileSync("/dev/shm/inside-${canary}", "x");`,
+        `const s = dgram.createSocket("udp4"); s.send("${canary}", ${(udp.address() as { port: number }).port}, "127.0.0.1", () => s.close());`,
+        `let left = 2; const done = () => { if (--left === 0) console.log(out.join("\\n")); };`,
+        `for (const where of [${JSON.stringify(abstract)}, ${JSON.stringify(onDisk)}]) { const k = net.connect(where); k.on("connect", () => { out.push("CONNECTED " + where); k.destroy(); done(); }); k.on("error", (e) => { out.push("socket " + e.code); done(); }); }`,
+      ].join('\n');
+      writeFileSync(path.join(ws, 'probe.js'), script);
+      const run = await tool({ ...c, allowedCommands: ['node'] }, 'run_command', { command: 'node probe.js' });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(run.content).toContain('[exit code 0]');
+      expect(run.content).not.toContain(canary);
+      expect(run.content).not.toContain('CONNECTED');
+      // Every process inside sees only the sandbox's own root and the workspace.
+      for (const line of run.content.split('\n').filter((l) => / (cwd|root) /.test(l)))
+        expect(line).toMatch(new RegExp(` (cwd ${ws}|root /)$`));
+      expect(accepted).toEqual([]);
+      expect(datagrams).toEqual([]);
+      expect(existsSync(`/dev/shm/inside-${canary}`)).toBe(false);
+    } finally {
+      for (const s of servers) s.close();
+      udp.close();
+      rmSync(shm, { force: true });
+      rmSync(onDisk, { force: true });
+    }
+  });
+
+  test('links a command makes lead the file tools nowhere outside the workspace or into .git', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    const outsideFile = path.join(dir, 'outside.txt');
+    writeFileSync(outsideFile, 'outside\n');
+    const c = ctx(sandboxOf());
+    // Made inside the sandbox, where the outside does not exist: the links dangle there, not on the host.
+    await sh(
+      c,
+      [
+        `ln -s ${dir} up`,
+        `ln -s ${outsideFile} file-link`,
+        'ln -s .git g',
+        'mkdir -p d && ln -s ../.git/hooks d/hooks',
+        `ln -s /proc/self/root${dir} proc-root`,
+        `ln ${outsideFile} hard 2>&1 || true`,
+      ].join('; '),
+    );
+    for (const [p, content] of [
+      ['up/outside.txt', 'pwned'],
+      ['up/new.txt', 'pwned'],
+      ['file-link', 'pwned'],
+      ['g/config', '[core]\n\tfsmonitor = touch /tmp/pwned\n'],
+      ['g/hooks/post-commit', '#!/bin/sh\n'],
+      ['d/hooks/pre-commit', '#!/bin/sh\n'],
+      ['proc-root/outside.txt', 'pwned'],
+    ]) {
+      const outcome = await tool(c, 'write_file', { path: p, content });
+      expect(outcome).toMatchObject({ isError: true });
+      expect((await tool(c, 'edit_file', { path: p, old_text: 'outside', new_text: 'pwned' })).isError).toBe(true);
+    }
+    expect((await tool(c, 'read_file', { path: 'up/outside.txt' })).isError).toBe(true);
+    expect(readFileSync(outsideFile, 'utf8')).toBe('outside\n');
+    expect(existsSync(path.join(dir, 'new.txt'))).toBe(false);
+    expect(existsSync(path.join(ws, 'hard'))).toBe(false);
+    expect(existsSync(path.join(ws, '.git', 'hooks', 'post-commit'))).toBe(false);
+    expect(existsSync(path.join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
+    expect(readFileSync(path.join(ws, '.git', 'config'), 'utf8')).not.toContain('fsmonitor');
   });
 });
