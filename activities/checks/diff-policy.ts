@@ -6,6 +6,7 @@ import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { blobText, isManifest, runnerFieldChanges } from './tests/manifest';
+import { addedLines, isProbedCode, testProbes, type TestProbe } from './diff-policy/test-detection';
 
 export { DEFAULT_TEST_PATTERN } from './diff-policy/paths';
 
@@ -45,7 +46,7 @@ const EXPECTED_LEFTOVERS =
   /^(?:node_modules|\.venv|venv|__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache|\.tox|\.nox|coverage|\.nyc_output|dist|build|target|\.gradle|\.cache|\.turbo|\.next|\.parcel-cache|\.eslintcache|\.DS_Store)(?:\/|$)|(?:^|\/)(?:__pycache__|node_modules)\/|\.py[co]$/;
 
 interface Failure {
-  rule: 'allowed paths' | 'tests append-only' | 'no stray files';
+  rule: 'allowed paths' | 'tests append-only' | 'no test detection' | 'no stray files';
   reason: string;
   correction: string;
 }
@@ -61,6 +62,9 @@ interface Failure {
  *   line changed or removed, or a runner configuration file is added, or a `package.json`'s
  *   scripts or runner keys change (tests/manifest.ts; adding new tests, to a new file or to an
  *   existing one, is fine);
+ * - `no test detection`: a line the change adds to code (not test infrastructure) reads what only
+ *   tells a test run from real use: a runner's variables, the command line, who loaded the
+ *   module, its own call stack, the test framework (diff-policy/test-detection.ts);
  * - `no stray files` (`isolated` workspaces only: the run's own worktree, which started clean):
  *   the attempt left ignored files beside its commit other than dependency folders and caches.
  * Whether the tests really test anything is the `tests` check's business: by identity, on
@@ -120,12 +124,25 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
         );
     }
   }
+  const probes: TestProbe[] = [];
+  for (const c of changes)
+    if (c.newOid && c.status !== 'D' && !isInfra(c.path) && isProbedCode(c.path))
+      probes.push(...testProbes(c.path, await addedLines(root, c.oldOid, c.newOid).catch(() => [])));
   const toHuman = weakened.length > 0 && check.testChanges === 'human';
   if (weakened.length > 0 && !toHuman) {
     failures.push({
       rule: 'tests append-only',
       reason: `the change alters existing test infrastructure: ${names(weakened)}`,
       correction: `restore ${names(weakened.map((w) => w.split(/[: ]/)[0] ?? w))} as base has ${weakened.length === 1 ? 'it' : 'them'}: existing tests, helpers, fixtures and runner config may only be added to, so fix the code instead`,
+    });
+  }
+
+  if (probes.length > 0) {
+    const shown = probes.slice(0, MAX_NAMES).map((p) => `${p.file}:${p.line} \`${p.text.slice(0, 80)}\` (${p.what})`);
+    failures.push({
+      rule: 'no test detection',
+      reason: `the change's code checks whether it runs under a test: ${shown.join(', ')}${probes.length > shown.length ? ` and ${probes.length - shown.length} more` : ''}`,
+      correction: `remove from ${names([...new Set(probes.map((p) => p.file))])} every check of the test runner, its variables, the command line or the call stack: the code must do under test what it does in use, so fix the bug itself`,
     });
   }
 
