@@ -46,7 +46,14 @@ import { createFileLedger, type ToolLedger } from './tools/ledger';
 import type { Tool } from './tools/types';
 import { createFileBlobStore, type BlobStore } from './transcript/store';
 import { createSandbox, sandboxConfigFromEnv, SandboxUnavailableError, type Sandbox } from './sandbox/sandbox';
-import { loadTrust, trustPathsFromEnv, type LoadTrustInput, type TrustPaths } from './trust';
+import {
+  checkSigner,
+  loadTrust,
+  trustPathsFromEnv,
+  type CheckSignerInput,
+  type LoadTrustInput,
+  type TrustPaths,
+} from './trust';
 
 export interface ActivityDeps {
   /** The model provider's adapter behind the model port (`createModelClient(env)`, activities/providers). */
@@ -237,6 +244,11 @@ export function createActivities(deps: ActivityDeps) {
     /** What a run trusts, read from the worker's files as it starts: allowed signers, signed decisions, its autonomy grant. */
     async loadTrust(input: LoadTrustInput): Promise<Trust> {
       return loadTrust(deps.trust ?? (() => trustPathsFromEnv(deps.env ?? process.env)), input);
+    },
+
+    /** Whether a verified decision's key is still in the worker's allowed signers (see activities/trust.ts checkSigner). */
+    async checkSigner(input: CheckSignerInput): Promise<{ ok: true } | { ok: false; reason: string }> {
+      return checkSigner(deps.trust ?? (() => trustPathsFromEnv(deps.env ?? process.env)), input);
     },
 
     /**

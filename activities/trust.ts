@@ -4,7 +4,13 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Autonomy } from '../common/loop-spec';
 import { zodIssues } from '../common/format';
-import { GRANT_NAMESPACE, parseAllowedSigners, verifySignature } from '../common/sshsig';
+import {
+  DECISION_NAMESPACE,
+  GRANT_NAMESPACE,
+  parseAllowedSigners,
+  stillAllows,
+  verifySignature,
+} from '../common/sshsig';
 import {
   atLeast,
   grantMessage,
@@ -70,6 +76,7 @@ export function loadTrust(paths: () => TrustPaths, input: LoadTrustInput): Trust
     allowedSigners,
     signedDecisions,
     reviewsGateEffects: input.autonomy === 'L3' && input.commits,
+    recheckSigners: true,
     autonomy: grantFor(input, definition?.ungrantedAutonomy ?? 'L2', allowedSigners?.text ?? null, p.grantsDir),
   };
 }
@@ -167,6 +174,41 @@ function grantFor(
     level: input.autonomy,
     reason: `loop ${input.loop} is not granted ${needed} on this worker (no valid grant in ${grantsDir})${seen}: ${how}`,
   };
+}
+
+/** A verified decision's signer, to check against the worker's allowed signers as they are now. */
+export interface CheckSignerInput {
+  principal: string;
+  fingerprint: string;
+}
+
+/**
+ * Whether the worker's allowed signers, read now, still let `fingerprint` sign decisions as
+ * `principal` (a revocation after the run pinned its list); the reason, one line, when not.
+ */
+export function checkSigner(
+  paths: () => TrustPaths,
+  input: CheckSignerInput,
+): { ok: true } | { ok: false; reason: string } {
+  let current: Trust['allowedSigners'];
+  try {
+    current = readAllowedSigners(paths());
+  } catch (err) {
+    return { ok: false, reason: `the worker's allowed signers cannot be read now: ${(err as Error).message}` };
+  }
+  if (!current)
+    return {
+      ok: false,
+      reason: `key ${input.fingerprint} is no longer allowed: the worker has no allowed signers now`,
+    };
+  if (
+    !stillAllows(parseAllowedSigners(current.text), input.fingerprint, input.principal, DECISION_NAMESPACE, Date.now())
+  )
+    return {
+      ok: false,
+      reason: `key ${input.fingerprint} may no longer sign as "${input.principal}": the worker's allowed signers (${current.path}) no longer list it (revoked after this run started)`,
+    };
+  return { ok: true };
 }
 
 /** What a worker says at start about whose decisions it can verify. */

@@ -276,6 +276,21 @@ function admits(entry: AllowedSigner, principal: string, namespace: string, now:
   return true;
 }
 
+/**
+ * Whether `allowed` (read again now) still lets the key `fingerprint` sign as `principal` for
+ * `namespace` at `now`: a key removed from the list, or whose principals or validity changed,
+ * no longer does.
+ */
+export function stillAllows(
+  allowed: AllowedSigners,
+  fingerprint: string,
+  principal: string,
+  namespace: string,
+  now: number,
+): boolean {
+  return allowed.entries.some((e) => e.fingerprint === fingerprint && admits(e, principal, namespace, now));
+}
+
 // --- SSHSIG ----------------------------------------------------------------------------------
 
 const MAGIC = utf8('SSHSIG');

@@ -20,6 +20,13 @@ export interface Trust {
    * effects and is signed as one. Absent in runs pinned before it (they keep the old rule).
    */
   reviewsGateEffects?: boolean;
+  /**
+   * True when a verified decision's key is checked again against the worker's allowed signers as
+   * they are when it arrives (a local activity): a key the operator removed after the run started
+   * no longer decides for it; a key added since is still not trusted (the pinned list decides
+   * first). Absent in runs pinned before it.
+   */
+  recheckSigners?: boolean;
 }
 
 /** What the record shows of the trust a run pinned (the allowed signers by path and hash). */

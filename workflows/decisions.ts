@@ -18,6 +18,7 @@ import {
   type Verified,
 } from '../common/sshsig';
 import type { Trust } from '../common/trust';
+import { localActs, LOCAL_READ } from './activity-proxies';
 import { decisionSignal, decisionUpdate } from './messages';
 
 /** Refused decisions a record keeps (the newest); older refusals are dropped, so no sender can grow it without bound. */
@@ -52,6 +53,16 @@ export class DecisionGate {
     private readonly workflowId: string,
     private readonly trust: () => Trust | null | undefined,
   ) {}
+
+  /** `raw` refused for `reason` (its bounded summary), as `judge` refuses. */
+  refusal(raw: unknown, reason: string, now: number): Judged {
+    return {
+      ok: false,
+      reason,
+      duplicate: false,
+      summary: summarize(asObject(raw), reason, new Date(now).toISOString(), sizeOf(raw)),
+    };
+  }
 
   judge(decisions: DecisionRecord[], raw: unknown, ctx: DecisionContext, now: number): Judged {
     const at = new Date(now).toISOString();
@@ -156,18 +167,46 @@ export function handleDecisions(
 ): void {
   const gate = new DecisionGate(workflowId, trust);
   const judge = (raw: unknown) => gate.judge(decisions(), raw, ctx, Date.now());
-  setHandler(decisionSignal, (raw) => {
-    const entry = recordJudged(decisions(), judge(raw));
+  /**
+   * A judged decision after its key was checked against the worker's allowed signers as they are
+   * now (runs whose trust asks for it: a key revoked since the run started no longer decides),
+   * judged again, since the run may have moved on while the check ran; null: nothing to check.
+   */
+  const rechecked = (raw: unknown, judged: Judged): Promise<Judged> | null => {
+    if (!judged.ok || !judged.entry.fingerprint || trust()?.recheckSigners !== true) return null;
+    const { by, fingerprint } = judged.entry;
+    return localActs.checkSigner
+      .executeWithOptions({ ...LOCAL_READ, summary: 'check the signer is still allowed' }, [
+        { principal: by, fingerprint },
+      ])
+      .then((now) => (now.ok ? judge(raw) : gate.refusal(raw, `bad signature: ${now.reason}`, Date.now())));
+  };
+  const record = (judged: Judged) => {
+    const entry = recordJudged(decisions(), judged);
     if (entry) take(entry);
+  };
+  setHandler(decisionSignal, (raw) => {
+    const judged = judge(raw);
+    const checking = rechecked(raw, judged);
+    if (!checking) return record(judged);
+    return checking.then(record);
   });
+  const apply = (judged: Judged): AppliedDecision => {
+    if (!judged.ok) {
+      recordJudged(decisions(), judged);
+      throw ApplicationFailure.nonRetryable(judged.reason, 'DecisionRefused');
+    }
+    recordJudged(decisions(), judged);
+    take(judged.entry);
+    return judged.entry;
+  };
   setHandler(
     decisionUpdate,
     (raw) => {
       const judged = judge(raw);
       if (!judged.ok) throw ApplicationFailure.nonRetryable(judged.reason, 'DecisionRefused');
-      recordJudged(decisions(), judged);
-      take(judged.entry);
-      return judged.entry;
+      const checking = rechecked(raw, judged);
+      return checking ? checking.then(apply) : apply(judged);
     },
     {
       validator: (raw) => {
