@@ -181,8 +181,8 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
   // tools, the diff policy, the judge) and the next sandbox would take a .git folder or file it
   // wrote for the workspace's repository, with that config's core.worktree, commondir, alternates
   // or gitdir pointing anywhere on the machine. An empty read-only folder takes its place (the
-  // mount point stays behind, empty); git passes over it as it passes over any folder that is
-  // not a repository, and the file tools refuse to write under .git.
+  // caller removes the mount point bubblewrap leaves, see sandbox.ts); git passes over it as it
+  // passes over any folder that is not a repository, and the file tools refuse to write under .git.
   const dotGit = path.join(ws, '.git');
   if (kindOf(dotGit) === null) args.push('--tmpfs', dotGit, '--remount-ro', dotGit);
   for (const p of layout.masked) {

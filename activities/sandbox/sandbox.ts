@@ -1,3 +1,4 @@
+import { closeSync, lstatSync, openSync, rmdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { commandEnv } from './env';
 import { workspaceGitDirs } from './git-dirs';
 import { bwrapArgs } from './profile';
 import { realOrSelf } from './real-path';
+import { seccompFile } from './seccomp';
 import { secretPathsOf } from './secret-paths';
 
 /** How a worker runs agent commands: in bubblewrap (the default), or, opted out, without a sandbox. */
@@ -219,6 +221,7 @@ function runBwrap(
   opts: SandboxRunOptions,
 ): Promise<SandboxedRun> {
   const workspace = realOrSelf(opts.workspace);
+  const placeholder = holdDotGit(workspace);
   const env = commandEnv(config.env, opts.env);
   const files: Array<[string, string]> = [];
   if (opts.file) {
@@ -237,16 +240,59 @@ function runBwrap(
     },
     { disableUserns: supportsDisableUserns(version) },
   );
-  // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
-  // /proc/1/environ must hold nothing the command may not see.
-  return spawnCapture([bwrap, ...args, ...argv], {
-    cwd: workspace,
-    env,
-    timeoutMs: opts.timeoutMs,
-    capChars: opts.capChars,
-    signal: opts.signal,
-    heartbeat: opts.heartbeat,
-  }).then((run) => ({ ...run, sandbox: 'bwrap' as const }));
+  // The seccomp filter (no setuid or setgid bit, see seccomp.ts), read by bwrap from fd 3: a
+  // descriptor of its own for each command, since bwrap reads it to its end.
+  const filter = seccompFile();
+  const fd = filter ? openSync(filter, 'r') : undefined;
+  if (fd !== undefined) args.splice(args.length - 1, 0, '--seccomp', '3');
+  try {
+    // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
+    // /proc/1/environ must hold nothing the command may not see.
+    return spawnCapture([bwrap, ...args, ...argv], {
+      cwd: workspace,
+      env,
+      timeoutMs: opts.timeoutMs,
+      capChars: opts.capChars,
+      signal: opts.signal,
+      heartbeat: opts.heartbeat,
+      ...(fd !== undefined ? { extraFds: [fd] } : {}),
+    })
+      .then((run) => ({ ...run, sandbox: 'bwrap' as const }))
+      .finally(() => {
+        if (placeholder) releaseDotGit(workspace);
+      });
+  } finally {
+    // The child has its copy once spawn returned (spawnCapture spawns synchronously).
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Commands running now in each workspace that had no .git of its own: the sandbox masks it (profile.ts). */
+const dotGitHolders = new Map<string, number>();
+
+/**
+ * True when `workspace` has no .git (or only the empty one a command running now got): the
+ * sandbox then puts an empty read-only folder there, whose mount point bubblewrap leaves on the
+ * host. The last command of this process to end there removes it (an empty folder only), so
+ * the workspace is as it was. Counted, not removed by each: removing a mount point that another
+ * sandbox still uses would take the mask away from that sandbox.
+ */
+function holdDotGit(workspace: string): boolean {
+  const held = dotGitHolders.get(workspace);
+  if (held === undefined && lstatSync(path.join(workspace, '.git'), { throwIfNoEntry: false })) return false;
+  dotGitHolders.set(workspace, (held ?? 0) + 1);
+  return true;
+}
+
+function releaseDotGit(workspace: string): void {
+  const held = (dotGitHolders.get(workspace) ?? 1) - 1;
+  if (held > 0) return void dotGitHolders.set(workspace, held);
+  dotGitHolders.delete(workspace);
+  try {
+    rmdirSync(path.join(workspace, '.git'));
+  } catch {
+    // not there, or not the empty folder the sandbox left: not ours to remove
+  }
 }
 
 /** LOOPWRIGHT_SANDBOX=off: the same environment allow-list, a private HOME, and nothing else between the command and the worker. */

@@ -20,6 +20,8 @@ export interface SpawnOptions {
   capChars: number;
   signal?: AbortSignal;
   heartbeat?: () => void;
+  /** Open descriptors the child gets as fd 3, 4, ... (a seccomp filter for bubblewrap); the caller closes them after the call. */
+  extraFds?: number[];
 }
 
 // After the group is killed, how long to wait for the pipes to close (a process that left
@@ -41,10 +43,10 @@ export function spawnCapture(argv: string[], opts: SpawnOptions): Promise<Captur
       env: opts.env,
       detached: true,
       shell: false,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', ...(opts.extraFds ?? [])],
     });
     const buffer = new HeadTailBuffer(opts.capChars);
-    for (const stream of [child.stdout, child.stderr]) {
+    for (const stream of [child.stdout!, child.stderr!]) {
       const decoder = new StringDecoder('utf8');
       stream.on('data', (chunk: Buffer) => buffer.push(decoder.write(chunk)));
       stream.on('end', () => buffer.push(decoder.end()));
@@ -73,8 +75,8 @@ export function spawnCapture(argv: string[], opts: SpawnOptions): Promise<Captur
     const killAndFinish = () => {
       killGroup();
       grace ??= setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
+        child.stdout!.destroy();
+        child.stderr!.destroy();
         finish(opts.signal?.aborted ? opts.signal.reason : undefined);
       }, CLOSE_GRACE_MS);
     };

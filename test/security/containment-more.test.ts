@@ -1,6 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -97,9 +106,20 @@ describe('git metadata the agent writes steers neither the worker nor the sandbo
     const next = await sh(c, `cat ${other}/secret.txt; git --git-dir=${other}/.git show HEAD:secret.txt; ls ${dir}`);
     expect(next).not.toContain(SECRET);
     expect(next).not.toMatch(/^other$/m);
-    // What is left on the host is an empty folder that git passes over.
-    expect(existsSync(path.join(ws, '.git', 'config'))).toBe(false);
+    // Nothing is left on the host: the empty folder that stood in for .git is gone with the command.
+    expect(existsSync(path.join(ws, '.git'))).toBe(false);
     expect(workspaceGitDirs(ws)).toEqual([]);
+  });
+
+  test('two commands at once in a workspace without .git: the one that ends first does not unmask the other', async () => {
+    const sandbox = sandboxOf();
+    const run = (script: string) =>
+      sandbox.run(['sh', '-c', script], { workspace: ws, timeoutMs: 20_000, capChars: 10_000 });
+    const slow = run('sleep 1; mkdir .git/hooks; echo x > .git/config; echo "[done]"');
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await run('true')).code).toBe(0);
+    expect((await slow).output).toContain('[done]');
+    expect(existsSync(path.join(ws, '.git'))).toBe(false);
   });
 
   test('a .git file already in the workspace that names another repository is not mounted; a real worktree still is', async () => {
@@ -129,7 +149,7 @@ describe('git metadata the agent writes steers neither the worker nor the sandbo
     const c = ctx(sandboxOf(), pkg);
     expect(await sh(c, 'git init -q . ; echo "[rc $?]"')).not.toContain('[rc 0]');
     expect(await sh(c, `printf "gitdir: /nowhere\\n" > .git; echo "[rc $?]"`)).not.toContain('[rc 0]');
-    // The worker's git still finds the repository above, through the empty .git that is left.
+    // The worker's git still finds the repository above.
     expect(git(pkg, 'rev-parse', '--show-toplevel').trim()).toBe(other);
     const status = await tool(c, 'git_status');
     expect(status).toMatchObject({ isError: false, content: expect.stringMatching(/\?\? (pkg\/|index\.js)/) });
@@ -284,5 +304,29 @@ describe('the sandbox holds against the rest of the list, through run_command an
     expect(existsSync(path.join(ws, '.git', 'hooks', 'post-commit'))).toBe(false);
     expect(existsSync(path.join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
     expect(readFileSync(path.join(ws, '.git', 'config'), 'utf8')).not.toContain('fsmonitor');
+  });
+});
+
+describe('nothing the agent writes runs as the worker outside the sandbox', () => {
+  test('a command cannot leave a setuid or setgid program in the workspace, by chmod, open or mknod', async () => {
+    const c = ctx(sandboxOf());
+    const run = await sh(
+      c,
+      [
+        'cp /bin/sh suid && chmod 4755 suid',
+        'chmod g+s suid',
+        'python3 -c "import os; os.open(\\"created\\", os.O_CREAT | os.O_WRONLY, 0o4755)"',
+        'python3 -c "import os; os.mknod(\\"node\\", 0o106755)"',
+        `node -e 'require("fs").chmodSync("suid", 0o6755)'`,
+        'chmod 700 suid && echo plain chmod works',
+      ]
+        .map((cmd) => `${cmd} 2>/dev/null; echo "[rc $?]"`)
+        .join('; '),
+    );
+    expect(run).toContain('plain chmod works');
+    for (const file of ['suid', 'created', 'node']) {
+      const mode = existsSync(path.join(ws, file)) ? statSync(path.join(ws, file)).mode : 0;
+      expect({ file, setid: (mode & 0o6000).toString(8) }).toEqual({ file, setid: '0' });
+    }
   });
 });

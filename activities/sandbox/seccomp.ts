@@ -1,0 +1,126 @@
+import { chmodSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/**
+ * A seccomp filter for sandboxed commands, as classic BPF that bubblewrap installs (`--seccomp
+ * <fd>`) before it runs the command. It refuses one thing the namespaces cannot: setting the
+ * setuid or setgid bit. Inside the sandbox the command is its own user's root, so it owns every
+ * file it writes and may `chmod u+s` one; on the host that file is a setuid program of the
+ * worker's user (of root, for a root worker) in the workspace, which any local user who can reach
+ * the folder would run as the worker. So `chmod`, `fchmod`, `fchmodat(2)`, and `open`, `openat`,
+ * `creat`, `mknod(at)` with a mode that holds S_ISUID or S_ISGID fail with EPERM; `openat2` (its
+ * mode is in a struct the filter cannot read) and io_uring (which opens files on the kernel's
+ * side) fail with ENOSYS, so callers fall back to `openat`. Syscalls of another ABI (x32, i386 on
+ * x86-64) fail with ENOSYS. Everything else is allowed.
+ */
+
+const LD_W_ABS = 0x20;
+const JEQ_K = 0x15;
+const JGE_K = 0x35;
+const JSET_K = 0x45;
+const RET_K = 0x06;
+const ALLOW = 0x7fff0000;
+const ERRNO = 0x00050000;
+const EPERM = 1;
+const ENOSYS = 38;
+const S_ISUID_ISGID = 0o6000;
+const X32_BIT = 0x40000000;
+
+interface Abi {
+  audit: number;
+  /** Syscall number → index of the argument that holds the mode. */
+  mode: Array<[number, number]>;
+  /** Syscalls refused with ENOSYS. */
+  nosys: number[];
+  /** Whether syscall numbers with the x32 bit must be refused. */
+  x32?: boolean;
+}
+
+const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
+  x64: {
+    audit: 0xc000003e,
+    // chmod, fchmod, fchmodat, fchmodat2, open, openat, creat, mknod, mknodat
+    mode: [
+      [90, 1],
+      [91, 1],
+      [268, 2],
+      [452, 2],
+      [2, 2],
+      [257, 3],
+      [85, 1],
+      [133, 1],
+      [259, 2],
+    ],
+    // openat2, io_uring_setup
+    nosys: [437, 425],
+    x32: true,
+  },
+  arm64: {
+    audit: 0xc00000b7,
+    // fchmod, fchmodat, fchmodat2, openat, mknodat
+    mode: [
+      [52, 1],
+      [53, 2],
+      [452, 2],
+      [56, 3],
+      [33, 2],
+    ],
+    nosys: [437, 425],
+  },
+};
+
+type Insn = [code: number, jt: number, jf: number, k: number];
+
+/** The filter's instructions for `arch`, or null when there is none for it. */
+export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer | null {
+  const abi = ABIS[arch];
+  if (!abi) return null;
+  const prog: Insn[] = [];
+  const nosys: Insn = [RET_K, 0, 0, ERRNO | ENOSYS];
+  prog.push([LD_W_ABS, 0, 0, 4]); // arch
+  prog.push([JEQ_K, 1, 0, abi.audit]);
+  prog.push(nosys);
+  prog.push([LD_W_ABS, 0, 0, 0]); // syscall number
+  if (abi.x32) {
+    prog.push([JGE_K, 0, 1, X32_BIT]);
+    prog.push(nosys);
+  }
+  for (const nr of abi.nosys) {
+    prog.push([JEQ_K, 0, 1, nr]);
+    prog.push(nosys);
+  }
+  // Each mode syscall: if it is this one, load its mode argument (low 32 bits: little-endian) and test it.
+  for (const [nr, arg] of abi.mode) {
+    prog.push([JEQ_K, 0, 4, nr]);
+    prog.push([LD_W_ABS, 0, 0, 16 + 8 * arg]);
+    prog.push([JSET_K, 0, 1, S_ISUID_ISGID]);
+    prog.push([RET_K, 0, 0, ERRNO | EPERM]);
+    prog.push([RET_K, 0, 0, ALLOW]);
+  }
+  prog.push([RET_K, 0, 0, ALLOW]);
+  const buf = Buffer.alloc(prog.length * 8);
+  prog.forEach(([code, jt, jf, k], i) => {
+    buf.writeUInt16LE(code, i * 8);
+    buf.writeUInt8(jt, i * 8 + 2);
+    buf.writeUInt8(jf, i * 8 + 3);
+    buf.writeUInt32LE(k >>> 0, i * 8 + 4);
+  });
+  return buf;
+}
+
+let written: string | undefined;
+
+/**
+ * The filter as a read-only file of this process's own (bubblewrap reads it from a descriptor
+ * opened for each command), or null on an architecture without one.
+ */
+export function seccompFile(): string | null {
+  if (written && statSync(written, { throwIfNoEntry: false })) return written;
+  const prog = seccompProgram();
+  if (!prog) return null;
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'loopwright-seccomp-')), 'filter.bpf');
+  writeFileSync(file, prog);
+  chmodSync(file, 0o444);
+  return (written = file);
+}
