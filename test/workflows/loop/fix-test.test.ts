@@ -178,8 +178,9 @@ test('candidates that skip the failing test or edit outside the allowed paths ar
   expect(verdict(0, 'change policy').reason).toMatch(/test\/math\.test\.js:9/);
   // The second attempt fixes the bug but rewrites package.json's test script: the gate runs the loop's own command.
   expect(verdict(1, 'tests').passed).toBe(true);
-  expect(verdict(1, 'change policy').failedItems).toEqual(['allowed paths']);
+  expect(verdict(1, 'change policy').failedItems).toEqual(['allowed paths', 'tests append-only']);
   expect(verdict(1, 'change policy').reason).toContain('package.json');
+  expect(verdict(1, 'change policy').reason).toContain('package.json: scripts.test changed (runner configuration)');
   expect(effectCommits(repo)).toEqual([]);
   expect(git(repo, 'log', '--oneline', 'main').trim().split('\n')).toHaveLength(1);
   await s.client.temporal.workflow.getHandle(record.workflowId).terminate('test done');
