@@ -19,7 +19,19 @@ const CALLER_VARIABLES = /^GIT_(INDEX_FILE|(AUTHOR|COMMITTER)_(NAME|EMAIL|DATE))
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 /**
- * The environment for one git command: the worker's PATH (to find git), and settings that keep
+ * The absolute entries of a PATH. git is looked up with the workspace as the working directory,
+ * where a relative entry (`node_modules/.bin`, `.`, or an empty one, which means `.`) would find
+ * a `git` that code in the workspace wrote, and the worker would run it outside the sandbox.
+ */
+export function absoluteEntries(pathList: string): string {
+  return pathList
+    .split(':')
+    .filter((dir) => dir.startsWith('/'))
+    .join(':');
+}
+
+/**
+ * The environment for one git command: the worker's PATH (its absolute entries, to find git), and settings that keep
  * every configuration and attribute file outside the repository out (`GIT_CONFIG_NOSYSTEM`,
  * `GIT_CONFIG_GLOBAL=/dev/null`, `GIT_ATTR_NOSYSTEM`, a HOME and XDG_CONFIG_HOME that hold no
  * files), no prompt, pager, editor, askpass or proxy program, no transport, no lazy fetch, no
@@ -32,7 +44,7 @@ export function workerGitEnv(
   config: Record<string, string> = {},
 ): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: process.env.PATH || DEFAULT_PATH,
+    PATH: absoluteEntries(process.env.PATH ?? '') || DEFAULT_PATH,
     LC_ALL: 'C',
     // Not a folder: ~/.gitconfig, ~/.config/git/{config,attributes,ignore} cannot exist.
     HOME: '/dev/null',

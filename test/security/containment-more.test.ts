@@ -329,4 +329,22 @@ describe('nothing the agent writes runs as the worker outside the sandbox', () =
       expect({ file, setid: (mode & 0o6000).toString(8) }).toEqual({ file, setid: '0' });
     }
   });
+  test('a git the agent writes is not the one the worker runs, even when the worker PATH has relative or empty entries', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    const marker = path.join(dir, 'fake-git-ran');
+    const fake = `#!/bin/sh\necho ran > ${marker}\nexit 0\n`;
+    const c = ctx(sandboxOf());
+    for (const p of ['node_modules/.bin/git', 'git'])
+      expect(await tool(c, 'write_file', { path: p, content: fake })).toMatchObject({ isError: false });
+    await sh(c, 'chmod +x git node_modules/.bin/git');
+    const saved = process.env.PATH;
+    // A relative entry first (a developer's shell), and an empty one (a trailing colon), which means ".".
+    process.env.PATH = `node_modules/.bin::${saved ?? ''}:`;
+    try {
+      for (const name of ['git_status', 'git_diff']) expect(await tool(c, name)).toMatchObject({ isError: false });
+    } finally {
+      process.env.PATH = saved;
+    }
+    expect(existsSync(marker)).toBe(false);
+  });
 });
