@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Autonomy } from '../common/loop-spec';
+import type { Autonomy, LoopSpec } from '../common/loop-spec';
 import { zodIssues } from '../common/format';
 import {
+  canonicalJson,
   DECISION_NAMESPACE,
   GRANT_NAMESPACE,
   parseAllowedSigners,
@@ -59,6 +60,12 @@ export interface LoadTrustInput {
   autonomy: Autonomy;
   /** True when the run's delivery has git_commit effects. */
   commits: boolean;
+  /**
+   * The run's spec and the user's input it was planned from (sent by runs that ask for L3): a
+   * grant is for a loop as its definition plans it, so the worker plans the input again and the
+   * spec must match it where it decides what lands (checks, effects, tools, commands, sandbox).
+   */
+  planned?: { spec: LoopSpec; input: unknown };
 }
 
 /** Reads the worker's trust for a run as it starts (see common/trust.ts). A configured file that cannot be read fails the run's set-up. */
@@ -117,6 +124,13 @@ function grantFor(
 ): AutonomyGrant {
   const needed = levelNeedingGrant(input.autonomy, input.commits, ungranted);
   if (!needed) return { granted: true, level: input.autonomy, via: 'loop' };
+  const unlike = input.planned ? specUnlikePlan(input.loop, input.planned) : null;
+  if (unlike)
+    return {
+      granted: false,
+      level: input.autonomy,
+      reason: `loop ${input.loop} is not granted ${needed} for this run: its spec is not what the loop's definition makes of its input (${unlike}); start it with the client (loopwright run)`,
+    };
   const how = `an operator grants it with \`loopwright grant ${input.loop} --level ${needed} --by NAME\` once \`loopwright autonomy ${input.loop}\` shows its promotion rule met`;
   if (!allowedText)
     return {
@@ -209,6 +223,39 @@ export function checkSigner(
       reason: `key ${input.fingerprint} may no longer sign as "${input.principal}": the worker's allowed signers (${current.path}) no longer list it (revoked after this run started)`,
     };
   return { ok: true };
+}
+
+/**
+ * Where a run's spec differs from what its loop's definition (on this worker) makes of the run's
+ * input, in what decides what lands; null when it does not. The prompt and tool descriptions
+ * (the harness version), models and budgets may differ.
+ */
+export function specUnlikePlan(loop: string, planned: { spec: LoopSpec; input: unknown }): string | null {
+  const definition = BUILT_IN_LOOPS.get(loop);
+  if (!definition) return `no loop ${loop} on this worker`;
+  const parsed = definition.inputSchema.safeParse(planned.input);
+  if (!parsed.success) return `its input does not parse: ${zodIssues(parsed.error).join('; ')}`;
+  let plan: LoopSpec;
+  try {
+    plan = definition.plan(parsed.data, { models: planned.spec.models, harness: definition.harness }).spec;
+  } catch (err) {
+    return `its input cannot be planned: ${(err as Error).message}`;
+  }
+  const gate = (s: LoopSpec) => ({
+    checks: s.checks,
+    effects: s.delivery?.effects ?? [],
+    tools: s.agent.tools,
+    commands: s.agent.commandAllowList ?? null,
+    sandbox: s.sandbox ?? null,
+    autonomy: s.autonomy,
+    auditSample: s.auditSample ?? null,
+  });
+  const want = gate(plan);
+  const got = gate(planned.spec);
+  const differ = (Object.keys(want) as Array<keyof typeof want>).filter(
+    (k) => canonicalJson(want[k]) !== canonicalJson(got[k]),
+  );
+  return differ.length ? `${differ.join(', ')} differ` : null;
 }
 
 /** What a worker says at start about whose decisions it can verify. */

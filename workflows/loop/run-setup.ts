@@ -37,6 +37,8 @@ export async function pinTrust(run: LoopRun, as: 'local' | 'activity'): Promise<
       loop: input.loop,
       autonomy: input.spec.autonomy,
       commits: (input.spec.delivery?.effects ?? []).some((e) => e.kind === 'git_commit'),
+      // A grant is for the loop as its definition plans it: the worker checks the spec against it.
+      ...(input.spec.autonomy === 'L3' ? { planned: { spec: input.spec, input: input.input } } : {}),
     },
   ];
   const summary = `trust (${input.spec.autonomy})`;
