@@ -247,8 +247,11 @@ function runBwrap(
   if (fd !== undefined) args.splice(args.length - 1, 0, '--seccomp', '3');
   try {
     // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
-    // /proc/1/environ must hold nothing the command may not see.
-    return spawnCapture([bwrap, ...args, ...argv], {
+    // /proc/1/environ must hold nothing the command may not see. A shell first makes everything
+    // in the sandbox the out-of-memory killer's first choice (inherited, and it cannot be lowered
+    // without privileges), so a command that eats the machine's memory is killed before the
+    // worker or the Temporal server is.
+    return spawnCapture([...OOM_FIRST, bwrap, ...args, ...argv], {
       cwd: workspace,
       env,
       timeoutMs: opts.timeoutMs,
@@ -266,6 +269,9 @@ function runBwrap(
     if (fd !== undefined) closeSync(fd);
   }
 }
+
+/** `sh -c '…' sh <command…>`: raises the OOM score of the shell, then execs the command. */
+const OOM_FIRST = ['/bin/sh', '-c', 'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec "$@"', 'sh'];
 
 /** Commands running now in each workspace that had no .git of its own: the sandbox masks it (profile.ts). */
 const dotGitHolders = new Map<string, number>();

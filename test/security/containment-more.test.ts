@@ -347,4 +347,12 @@ describe('nothing the agent writes runs as the worker outside the sandbox', () =
     }
     expect(existsSync(marker)).toBe(false);
   });
+  test("everything in the sandbox is the out-of-memory killer's first choice, and cannot make itself less so", async () => {
+    const run = await sh(
+      ctx(sandboxOf()),
+      'cat /proc/self/oom_score_adj; echo -1000 > /proc/self/oom_score_adj; cat /proc/self/oom_score_adj',
+    );
+    expect(run).not.toMatch(/^-1000$/m);
+    expect(run.match(/^1000$/gm)).toHaveLength(2);
+  });
 });
