@@ -6,6 +6,8 @@ import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { blobText, isManifest, runnerFieldChanges } from './tests/manifest';
+import { shadowingFiles } from './tests/shadows';
+import { listTree } from './tests/trees';
 import { addedLines, isProbedCode, testProbes, type TestProbe } from './diff-policy/test-detection';
 
 export { DEFAULT_TEST_PATTERN } from './diff-policy/paths';
@@ -60,8 +62,9 @@ interface Failure {
  * - `tests append-only`: test infrastructure that base had (test files, helpers, fixtures,
  *   mocks, runner configuration: activities/checks/tests/infra.ts) is deleted, renamed, or has a
  *   line changed or removed, or a runner configuration file is added, or a `package.json`'s
- *   scripts or runner keys change (tests/manifest.ts; adding new tests, to a new file or to an
- *   existing one, is fine);
+ *   scripts or runner keys change (tests/manifest.ts), or an added file would be loaded in place
+ *   of one of base's (tests/shadows.ts; adding new tests, to a new file or to an existing one,
+ *   is fine);
  * - `no test detection`: a line the change adds to code (not test infrastructure) reads what only
  *   tells a test run from real use: a runner's variables, the command line, who loaded the
  *   module, its own call stack, the test framework (diff-policy/test-detection.ts);
@@ -128,6 +131,9 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
   for (const c of changes)
     if (c.newOid && c.status !== 'D' && !isInfra(c.path) && isProbedCode(c.path))
       probes.push(...testProbes(c.path, await addedLines(root, c.oldOid, c.newOid).catch(() => [])));
+  const added = changes.filter((c) => c.status === 'A' || c.status === 'R').map((c) => c.path);
+  for (const s of shadowingFiles(added, await infraFilesOf(root, baseTree, isInfra)))
+    weakened.push(`${s.file} added beside ${s.shadows} (loaded in its place)`);
   const toHuman = weakened.length > 0 && check.testChanges === 'human';
   if (weakened.length > 0 && !toHuman) {
     failures.push({
@@ -177,6 +183,11 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
       : {}),
     usage: { ...ZERO_USAGE },
   };
+}
+
+/** The files of `tree` that are test infrastructure. */
+async function infraFilesOf(root: string, tree: string, isInfra: (f: string) => boolean): Promise<string[]> {
+  return [...(await listTree(root, tree)).keys()].filter(isInfra);
 }
 
 /** Test infrastructure, with the loop's own test-file pattern when it gives one (RE2). */

@@ -20,6 +20,7 @@ import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evalua
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 import { canaryFor } from './tests/canary';
+import { shadowingFiles } from './tests/shadows';
 import { blobText, isManifest, runnerFieldChanges, withBaseRunnerFields, writeBlob } from './tests/manifest';
 
 /** Input of `runTestsCheck`. */
@@ -88,6 +89,13 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     const merged = withBaseRunnerFields(file, before, after);
     restore.set(file, merged === undefined ? (was ?? null) : { mode: entry.mode, oid: await writeBlob(root, merged) });
   }
+  // An added file a module loader would take in place of base's helper (test/helpers beside test/helpers.js) is not in the overlay.
+  const baseInfra = [...baseFiles.keys()].filter(isInfra);
+  for (const { file } of shadowingFiles(
+    [...candFiles.keys()].filter((f) => !baseFiles.has(f)),
+    baseInfra,
+  ))
+    restore.set(file, null);
   const changedCode = [...candFiles]
     .filter(([file, entry]) => !isInfra(file) && differs(entry, baseFiles.get(file)))
     .map(([file]) => file);
