@@ -67,7 +67,7 @@ export function summarize(record: RunRecord, redaction: Redaction = {}): string[
     ]
       .filter(Boolean)
       .join(', ');
-    say(`  extended   ${what} by ${e.by}`);
+    say(`  extended   ${what} by ${e.by}${e.verified === false ? ' (unverified)' : ''}`);
   }
   for (const a of r.attempts) {
     say(`    #${a.n} ${a.passed ? 'passed' : 'failed'}${a.reasons.length ? `: ${a.reasons.join(' | ')}` : ''}`);

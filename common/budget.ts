@@ -126,6 +126,8 @@ export type RunBudget = { maxAttempts: number } & { [R in Optional<Row> as R['li
     costUsd?: number;
     wallTime?: string;
     guidance?: string;
+    /** False when the decision was unsigned (`by` is only what its sender claimed); absent when verified or from before. */
+    verified?: false;
   }>;
 };
 

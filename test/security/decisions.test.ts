@@ -222,7 +222,12 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
       until(s, a, (r) => r.state === 'completed'),
       until(s, b, (r) => r.state === 'completed'),
     ]);
-    expect(ra.attempts[0]?.verdicts.find((v) => v.kind === 'human')).toMatchObject({ passed: true, by: 'alice' });
+    expect(ra.attempts[0]?.verdicts.find((v) => v.kind === 'human')).toMatchObject({
+      passed: true,
+      by: 'alice',
+      reason: 'approved by alice (unverified)',
+    });
+    expect(rb.attempts[0]?.verdicts.find((v) => v.kind === 'human')).toMatchObject({ reason: 'approved by alice' });
     expect(ra.decisions).toEqual([expect.objectContaining({ verified: false, by: 'alice' })]);
     // The Web UI's current details say so too.
     await s.client.temporal.workflow.getHandle(a).result();

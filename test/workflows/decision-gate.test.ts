@@ -7,6 +7,10 @@ import { DECISION_NAMESPACE } from '../../common/sshsig';
 import type { Trust } from '../../common/trust';
 import type { RunRecord } from '../../common/run-record';
 import { loadTrust } from '../../activities/trust';
+import { summarize } from '../../client/output';
+import { ZERO_USAGE } from '../../common/usage';
+import { LoopRun, type RunHost, type RunMetrics } from '../../workflows/loop/loop-run';
+import { unitLoopInput } from '../helpers/loop-input';
 import { generateSigningKey, signMessage } from '../../client/signing';
 import {
   DecisionGate,
@@ -141,4 +145,37 @@ describe('approving a review is an approval of effects where nothing else stands
       entry: { verified: true, fingerprint: alice.fingerprint },
     });
   });
+});
+
+test('an extension granted by an unsigned decision is shown unverified in status; a verified one is not', async () => {
+  const host: RunHost = {
+    now: () => 0,
+    show: () => undefined,
+    wait: async (ready) => ready(),
+    continueAsNewSuggested: () => false,
+    has: () => true,
+  };
+  const metrics: RunMetrics = {
+    charged: () => undefined,
+    verdicts: () => undefined,
+    waited: () => undefined,
+    ended: () => undefined,
+  };
+  const lines: Array<string | undefined> = [];
+  for (const verified of [false, true]) {
+    const run = new LoopRun(unitLoopInput({ budget: { maxAttempts: 1 } }), 'wf/x', host, metrics);
+    run.recordAttempt({ n: 1, candidate: 'a', usage: { ...ZERO_USAGE }, verdicts: [] });
+    run.receive({
+      kind: 'extend',
+      id: `e-${verified}`,
+      by: 'alice',
+      attempts: 2,
+      status: 'applied',
+      at: 'x',
+      verified,
+    });
+    run.decide(await run.escalate('budget', 'attempts', 'spent'), 'budget', 'attempts');
+    lines.push(summarize(run.record).find((l) => l.startsWith('  extended')));
+  }
+  expect(lines).toEqual(['  extended   +2 attempts by alice (unverified)', '  extended   +2 attempts by alice']);
 });

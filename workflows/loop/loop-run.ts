@@ -242,6 +242,8 @@ export class LoopRun {
     if (!decision)
       return kind === 'budget' ? this.finish('budget_exhausted', stopReason) : this.finish('blocked', stopReason);
     const at = new Date(this.host.now()).toISOString();
+    // An unsigned decision's name is only what its sender claimed: the extension says so.
+    const unverified = (decision as { verified?: boolean }).verified === false ? { verified: false as const } : {};
     switch (decision.kind) {
       case 'approve': {
         record.override = true;
@@ -261,6 +263,7 @@ export class LoopRun {
           at,
           attempts: decision.attempts,
           guidance: decision.guidance,
+          ...unverified,
         });
         break;
       case 'extend':
@@ -272,6 +275,7 @@ export class LoopRun {
           tokens: decision.tokens,
           costUsd: decision.costUsd,
           wallTime: decision.wallTime,
+          ...unverified,
         });
         break;
     }

@@ -33,12 +33,14 @@ export async function reviews(run: LoopRun, progress: AttemptProgress, n: number
       return run.finish('blocked', 'review_timeout');
     }
     const approved = decision.kind === 'approve';
+    // Who decided, as the gate established it: an unsigned name is only what the sender claimed.
+    const by = `${decision.by}${(decision as { verified?: boolean }).verified === false ? ' (unverified)' : ''}`;
     const why = decision.kind === 'reject' ? decision.reason : decision.kind === 'approve' ? decision.note : undefined;
     const verdict: Verdict = {
       check: check.name,
       kind: 'human',
       passed: approved,
-      reason: approved ? `approved by ${decision.by}` : `rejected by ${decision.by}${why ? `: ${why}` : ''}`,
+      reason: approved ? `approved by ${by}` : `rejected by ${by}${why ? `: ${why}` : ''}`,
       failedItems: approved ? [] : [check.name],
       requiredCorrection: approved ? '' : (why ?? 'the reviewer rejected it'),
       evidence: why,
