@@ -5,8 +5,13 @@ import { canonicalJson } from './sshsig';
 // and the workflow's own check (common/decision-check.ts, no zod in the workflow bundle). This
 // module holds what both sides share, and stays free of zod so that workflows may import it.
 
-/** Control characters, line and paragraph separators and bidi controls: never in a name or an id. */
-export const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/;
+/**
+ * Control characters, line and paragraph separators, bidi controls and characters that show as
+ * nothing (soft hyphen, joiners, fillers, variation selectors): never in a name or an id, so
+ * `al\u00adice` cannot pass for `alice` on a screen.
+ */
+export const UNPRINTABLE =
+  /[\u0000-\u001f\u007f-\u00a0\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb]/;
 /** The most a decision (as JSON) may weigh; a larger one is refused before it is recorded. */
 export const MAX_DECISION_BYTES = 16_384;
 /** The longest note, reason or guidance a decision may carry. */

@@ -179,3 +179,24 @@ test('an extension granted by an unsigned decision is shown unverified in status
   }
   expect(lines).toEqual(['  extended   +2 attempts by alice (unverified)', '  extended   +2 attempts by alice']);
 });
+
+test.each([
+  ['a soft hyphen', 'al\u00adice'],
+  ['a combining grapheme joiner', 'ali\u034fce'],
+  ['a Hangul filler', 'alice\u3164'],
+  ['a variation selector', 'alic\ufe0fe'],
+  ['a no-break space', 'alice\u00a0smith'],
+  ['a word joiner', 'al\u2060ice'],
+])('a name with %s (shows as another name) is refused by the run and by the schema', (_what, by) => {
+  const gate = new DecisionGate(WF, () => trust());
+  const judged = gate.judge(
+    [],
+    { kind: 'approve', id: 'n-1', by },
+    ctx(() => null),
+    1_000,
+  );
+  expect(judged).toMatchObject({ ok: false, reason: /by: a name may not contain control characters/ });
+  expect(DecisionSchema.safeParse({ kind: 'approve', id: 'n-1', by }).success).toBe(false);
+  // The summary it leaves shows the character as '?', not as a look-alike.
+  expect(!judged.ok && judged.summary.by).not.toBe(by);
+});
