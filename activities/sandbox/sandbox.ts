@@ -1,19 +1,18 @@
 import { closeSync, lstatSync, openSync, rmdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, LoopwrightError } from '../../common/errors';
 import type { SandboxName } from '../../common/run-record';
 import { isExecutableFile, whichAll } from '../../server/binary-locator';
 import { runCommand } from '../../server/run-command';
-import { loopwrightHome } from '../../server/paths';
 import { spawnCapture, type Captured } from '../tools/spawn-capture';
 import { commandEnv } from './env';
 import { workspaceGitDirs } from './git-dirs';
 import { bwrapArgs } from './profile';
 import { realOrSelf } from './real-path';
 import { seccompFile } from './seccomp';
-import { secretPathsOf } from './secret-paths';
+import { protectedPaths } from './protected';
 
 /** How a worker runs agent commands: in bubblewrap (the default), or, opted out, without a sandbox. */
 export type SandboxMode = 'bwrap' | 'off';
@@ -106,24 +105,6 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
     throw new ConfigError(
       `LOOPWRIGHT_SANDBOX=${env.LOOPWRIGHT_SANDBOX} is not a sandbox mode: use bwrap (the default) or off`,
     );
-  const home = loopwrightHome(env);
-  const masked = [
-    home,
-    env.LOOPWRIGHT_TRANSCRIPTS,
-    env.LOOPWRIGHT_WORKTREES,
-    env.HOME,
-    homedir(),
-    '/root',
-    '/home',
-    // What the worker trusts (allowed signers, grants) and a signing key: never visible to agent commands.
-    env.LOOPWRIGHT_ALLOWED_SIGNERS,
-    env.LOOPWRIGHT_GRANTS,
-    env.LOOPWRIGHT_SIGNING_KEY,
-    path.join(tmpdir(), 'loopwright'),
-    // Whatever else the worker's environment names as a secret file: the key ring
-    // (LOOPWRIGHT_KEYS), Temporal's TLS key and certificates, cloud credentials, ...
-    ...secretPathsOf(env),
-  ].filter((p): p is string => !!p && p.trim() !== '');
   const node = path.dirname(path.dirname(realOrSelf(process.execPath)));
   const extra = (env.LOOPWRIGHT_SANDBOX_READ ?? '').split(':').filter((p) => p.trim() !== '');
   for (const p of extra)
@@ -135,7 +116,7 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
     mode,
     bwrap: env.LOOPWRIGHT_BWRAP?.trim() || undefined,
     env,
-    masked: [...new Set(masked.map(realOrSelf))],
+    masked: protectedPaths(env),
     readOnly: [node, ...extra].map(realOrSelf),
   };
 }

@@ -1,17 +1,29 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { workerProtectedPaths } from '../sandbox/protected';
 import { ToolError } from './types';
 
 /** Options of {@link resolveInside}. */
 export interface ResolveOptions {
   /** The path will be written: refuse anything inside `.git/`. */
   forWrite?: boolean;
+  /**
+   * The worker's own paths, refused when the path leads into one that does not hold the root
+   * (LOOPWRIGHT_HOME inside the workspace, say): default {@link workerProtectedPaths}, the
+   * paths the sandbox masks, so the file tools reach no more than the agent's commands do.
+   */
+  protectedPaths?: string[];
 }
 
 function isInside(root: string, target: string): boolean {
   const rel = path.relative(root, target);
   return rel === '' || (!rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel));
+}
+
+/** True when `target` lies in one of `paths` that does not hold `root` (see ResolveOptions.protectedPaths). */
+export function isProtected(root: string, target: string, paths: string[]): boolean {
+  return paths.some((p) => !isInside(p, root) && isInside(p, target));
 }
 
 function touchesGit(root: string, target: string): boolean {
@@ -81,6 +93,9 @@ function* resolveSteps(
   if (!isInside(realRoot, real)) throw new ToolError(`path ${shown} points outside the workspace`);
   if (opts.forWrite && touchesGit(realRoot, real)) {
     throw new ToolError(`path ${shown} leads into .git/: writing there is refused`);
+  }
+  if (isProtected(realRoot, real, opts.protectedPaths ?? workerProtectedPaths())) {
+    throw new ToolError(`path ${shown} is inside the worker's own files (its home, keys or transcripts): refused`);
   }
   return real;
 }

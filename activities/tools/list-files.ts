@@ -30,6 +30,7 @@ async function entryLine(root: string, dir: string, name: string, isSymlink: boo
   } catch (err) {
     // Say nothing about what a link outside the workspace points at.
     if (isSymlink) return `${name} (symlink leading outside the workspace or nowhere)`;
+    if (err instanceof ToolError) return `${name} (the worker's own: not listed)`;
     throw err;
   }
   let stats: Stats;

@@ -2,7 +2,8 @@ import { opendir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { RE2JS } from 're2js';
 import { z } from 'zod';
-import { resolveInsideAsync } from './confine';
+import { workerProtectedPaths } from '../sandbox/protected';
+import { isProtected, resolveInsideAsync } from './confine';
 import { capHead } from './output';
 import { LineMatcher, MAX_MATCH_LINE_CHARS } from './search-matcher';
 import { formatBytes, looksBinary, MAX_READ_BYTES, readRegularFile, Slicer, statPath } from './text-files';
@@ -71,10 +72,12 @@ type Entry = { name: string; isDir: boolean; isFile: boolean };
 
 /**
  * Regular files under `abs` in a stable order (sorted by name, depth first), not following
- * symlinks, skipping .git and node_modules. Async and iterative (no recursion, so a deep tree
+ * symlinks, skipping .git, node_modules and the worker's own files (LOOPWRIGHT_HOME and the
+ * like, when they lie inside the workspace `root`). Async and iterative (no recursion, so a deep tree
  * cannot overflow the stack); stops reading directories once the entry budget is spent.
  */
-async function* walk(abs: string, budget: Budget, slicer: Slicer): AsyncGenerator<string> {
+async function* walk(abs: string, root: string, budget: Budget, slicer: Slicer): AsyncGenerator<string> {
+  const guarded = workerProtectedPaths();
   const stack: Array<{ dir: string; entries: Entry[] }> = [];
   const push = async (dir: string): Promise<void> => {
     const entries: Entry[] = [];
@@ -102,7 +105,9 @@ async function* walk(abs: string, budget: Budget, slicer: Slicer): AsyncGenerato
     const entry = top.entries.pop();
     if (!entry) stack.pop();
     else if (entry.isDir && !SKIPPED_DIRS.has(entry.name)) {
-      if (!budget.stopped) await push(path.join(top.dir, entry.name));
+      // No symlink is followed, so the joined path is the real one: the worker's own files are skipped.
+      const dir = path.join(top.dir, entry.name);
+      if (!budget.stopped && !isProtected(root, dir, guarded)) await push(dir);
     } else if (entry.isFile) yield path.join(top.dir, entry.name);
   }
 }
@@ -156,7 +161,7 @@ export const searchTool: Tool<SearchInput> = {
     let matches = 0;
     const matcher = new LineMatcher(input.pattern, ctx.signal);
     try {
-      for await (const file of isDir ? walk(start, budget, slicer) : [start]) {
+      for await (const file of isDir ? walk(start, realRoot, budget, slicer) : [start]) {
         if (slicer.due()) await slicer.pause();
         ctx.signal?.throwIfAborted();
         if (budget.files >= MAX_SEARCH_FILES) {

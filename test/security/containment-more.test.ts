@@ -355,4 +355,41 @@ describe('nothing the agent writes runs as the worker outside the sandbox', () =
     expect(run).not.toMatch(/^-1000$/m);
     expect(run.match(/^1000$/gm)).toHaveLength(2);
   });
+  test('the file tools reach no more than commands do: LOOPWRIGHT_HOME inside the workspace is neither readable nor writable', async () => {
+    const home = path.join(ws, '.loopwright');
+    const cache = path.join(home, 'cache', 'test-results');
+    mkdirSync(cache, { recursive: true });
+    writeFileSync(path.join(home, 'keys'), `k1=${KEY}\n`);
+    writeFileSync(path.join(cache, 'base.json'), `{"results":[],"note":"${KEY}"}`);
+    writeFileSync(path.join(ws, 'app.js'), 'module.exports = 1;\n');
+    const saved = process.env.LOOPWRIGHT_HOME;
+    process.env.LOOPWRIGHT_HOME = home;
+    try {
+      const c = ctx(sandboxOf({ LOOPWRIGHT_HOME: home }));
+      await sh(c, 'ln -s .loopwright/keys k; ln -s .loopwright/cache c');
+      const outcomes = [
+        await tool(c, 'read_file', { path: '.loopwright/keys' }),
+        await tool(c, 'read_file', { path: 'k' }),
+        await tool(c, 'write_file', { path: '.loopwright/cache/test-results/base.json', content: '{"results":[]}' }),
+        await tool(c, 'write_file', { path: 'c/test-results/forged.json', content: '{"results":[]}' }),
+        await tool(c, 'edit_file', { path: '.loopwright/keys', old_text: 'k1', new_text: 'k2' }),
+        await tool(c, 'list_files', { path: '.loopwright' }),
+        await tool(c, 'search', { pattern: 'k1=|results', path: '.loopwright' }),
+      ];
+      for (const o of outcomes) expect(o).toMatchObject({ isError: true, content: expect.not.stringContaining(KEY) });
+      // A search of the whole workspace passes over it; the listing shows it is there, nothing more.
+      const all = await tool(c, 'search', { pattern: 'k1=|results|module' });
+      expect(all).toMatchObject({ isError: false, content: expect.stringContaining('app.js:1') });
+      expect(all.content).not.toContain(KEY);
+      expect((await tool(c, 'list_files', { path: '.' })).content).toContain(
+        ".loopwright (the worker's own: not listed)",
+      );
+      expect(await sh(c, 'cat .loopwright/keys k; ls .loopwright')).not.toContain(KEY);
+      expect(readFileSync(path.join(cache, 'base.json'), 'utf8')).toContain(KEY);
+      expect(existsSync(path.join(cache, 'forged.json'))).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.LOOPWRIGHT_HOME;
+      else process.env.LOOPWRIGHT_HOME = saved;
+    }
+  });
 });
