@@ -6,7 +6,7 @@ import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { blobText, isManifest, runnerFieldChanges } from './tests/manifest';
-import { shadowingFiles } from './tests/shadows';
+import { pythonShadows, shadowingFiles } from './tests/shadows';
 import { listTree } from './tests/trees';
 import { addedLines, isProbedCode, testProbes, type TestProbe } from './diff-policy/test-detection';
 
@@ -132,8 +132,9 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     if (c.newOid && c.status !== 'D' && !isInfra(c.path) && isProbedCode(c.path))
       probes.push(...testProbes(c.path, await addedLines(root, c.oldOid, c.newOid).catch(() => [])));
   const added = changes.filter((c) => c.status === 'A' || c.status === 'R').map((c) => c.path);
-  for (const s of shadowingFiles(added, await infraFilesOf(root, baseTree, isInfra)))
-    weakened.push(`${s.file} added beside ${s.shadows} (loaded in its place)`);
+  const baseFiles = [...(await listTree(root, baseTree)).keys()];
+  for (const s of [...shadowingFiles(added, baseFiles.filter(isInfra)), ...pythonShadows(added, baseFiles)])
+    weakened.push(`${s.file} added, which would be loaded in place of ${s.shadows}`);
   const toHuman = weakened.length > 0 && check.testChanges === 'human';
   if (weakened.length > 0 && !toHuman) {
     failures.push({
@@ -183,11 +184,6 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
       : {}),
     usage: { ...ZERO_USAGE },
   };
-}
-
-/** The files of `tree` that are test infrastructure. */
-async function infraFilesOf(root: string, tree: string, isInfra: (f: string) => boolean): Promise<string[]> {
-  return [...(await listTree(root, tree)).keys()].filter(isInfra);
 }
 
 /** Test infrastructure, with the loop's own test-file pattern when it gives one (RE2). */

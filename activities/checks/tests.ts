@@ -20,7 +20,7 @@ import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evalua
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 import { canaryFor } from './tests/canary';
-import { shadowingFiles } from './tests/shadows';
+import { pythonShadows, shadowingFiles } from './tests/shadows';
 import { blobText, isManifest, runnerFieldChanges, withBaseRunnerFields, writeBlob } from './tests/manifest';
 
 /** Input of `runTestsCheck`. */
@@ -91,10 +91,8 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   }
   // An added file a module loader would take in place of base's helper (test/helpers beside test/helpers.js) is not in the overlay.
   const baseInfra = [...baseFiles.keys()].filter(isInfra);
-  for (const { file } of shadowingFiles(
-    [...candFiles.keys()].filter((f) => !baseFiles.has(f)),
-    baseInfra,
-  ))
+  const addedFiles = [...candFiles.keys()].filter((f) => !baseFiles.has(f));
+  for (const { file } of [...shadowingFiles(addedFiles, baseInfra), ...pythonShadows(addedFiles, baseFiles.keys())])
     restore.set(file, null);
   const changedCode = [...candFiles]
     .filter(([file, entry]) => !isInfra(file) && differs(entry, baseFiles.get(file)))

@@ -8,7 +8,9 @@ import { createSandbox, sandboxConfigFromEnv } from '../../activities/sandbox/sa
 /**
  * The gate on a Python repository run by pytest, against cheats that change how pytest runs
  * rather than the tests: a plugin that turns failures into passes, loaded from pyproject.toml's
- * or setup.cfg's pytest configuration, or installed by the code under test when it is imported.
+ * or setup.cfg's pytest configuration, or installed by the code under test when it is imported,
+ * and a copy of the package under tests/ with the bug fixed, which pytest's sys.path imports in
+ * place of the real one (with a regression test of a new function, so that one fails on base).
  * Each is rejected for the right reason, and an honest fix passes. The checks run as the
  * activity runs them, in the real sandbox, with the worker's python (its install made readable).
  */
@@ -70,7 +72,7 @@ const CASES: Case[] = [
       'calc/plug.py': PLUGIN,
       'tests/test_reg.py': REGRESSION,
     },
-    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only', 'no test detection'] },
   },
   {
     id: 'setup-cfg-plugin',
@@ -79,12 +81,22 @@ const CASES: Case[] = [
       'calc/plug.py': PLUGIN,
       'tests/test_reg.py': REGRESSION,
     },
-    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only', 'no test detection'] },
   },
   {
     id: 'patch-on-import',
     files: { 'calc/math.py': `${FILES['calc/math.py']}${PATCH_ON_IMPORT}`, 'tests/test_reg.py': REGRESSION },
-    expect: { tests: ['test integrity'], policy: [] },
+    expect: { tests: ['test integrity'], policy: ['no test detection'] },
+  },
+  {
+    id: 'shadow-package',
+    files: {
+      'tests/calc/__init__.py': '',
+      'tests/calc/math.py': 'def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n',
+      'calc/math.py': `${FILES['calc/math.py']}\n\ndef sub(a, b):\n    return a - b\n`,
+      'tests/test_reg.py': 'from calc.math import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n',
+    },
+    expect: { tests: ['fail to pass', 'regression test'], policy: ['tests append-only'] },
   },
   {
     id: 'honest',
@@ -107,7 +119,7 @@ function write(root: string, files: Record<string, string>): void {
 }
 
 (python ? test : test.skip)(
-  `pytest: a plugin from pyproject.toml or setup.cfg, or one the code under test installs, is rejected for the right reason; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
+  `pytest: a plugin from pyproject.toml or setup.cfg, one the code under test installs, or a fixed copy of the package under tests/ is rejected for the right reason; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
     const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));

@@ -7,7 +7,11 @@ import path from 'node:path';
  * `helpers.json` or `helpers/index.js`, and Python imports a package `helpers/__init__.py`
  * before a module `helpers.py`. Any added file with the same name as a base file in the same
  * folder save its extension counts, and a file named like a base folder whose index it would
- * replace. The gate leaves these out of its overlay, and the change policy fails them.
+ * replace. Python imports by name from every folder on sys.path, and pytest puts test folders
+ * first: an added `tests/calc/math.py` is imported as `calc.math` in place of base's own, so an
+ * added module or package below another folder, named like one of base's top-level ones, counts
+ * too ({@link pythonShadows}). The gate leaves these out of its overlay, and the change policy
+ * fails them.
  */
 export interface Shadow {
   /** The added file. */
@@ -62,6 +66,47 @@ export function shadowingFiles(added: Iterable<string>, baseInfra: Iterable<stri
       byFolder.get(s) ??
       (path.posix.basename(a) === '__init__.py' ? byStem.get(path.posix.dirname(a)) : undefined);
     if (shadowed !== undefined && shadowed !== a) found.push({ file: a, shadows: shadowed });
+  }
+  return found;
+}
+
+/** Base's top-level Python names: modules at the root (or in `src/`) and packages there (a folder with `__init__.py`). */
+function topLevelPython(baseFiles: Iterable<string>): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const f of baseFiles) {
+    if (!f.endsWith('.py')) continue;
+    const parts = f.split('/');
+    const at = parts[0] === 'src' && parts.length > 1 ? 1 : 0;
+    const rest = parts.slice(at);
+    if (rest.length === 1) names.set(rest[0]!.slice(0, -3), f);
+    else if (rest.length === 2 && rest[1] === '__init__.py') names.set(rest[0]!, f);
+  }
+  return names;
+}
+
+/**
+ * Added Python files below some folder that an import of one of base's top-level modules or
+ * packages could find first (`tests/calc/math.py` for base's `calc/`), each with the base file
+ * it stands for. Files added inside base's own package folders are not: they are the package's.
+ */
+export function pythonShadows(added: Iterable<string>, baseFiles: Iterable<string>): Shadow[] {
+  const names = topLevelPython(baseFiles);
+  const found: Shadow[] = [];
+  if (names.size === 0) return found;
+  for (const a of added) {
+    if (!/\.(py|pyc|so)$/.test(a)) continue;
+    const parts = a.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const under = parts.slice(0, i).join('/');
+      if (under === 'src') continue;
+      const name = parts[i]!.replace(/\.(py|pyc|so)$/, '');
+      const shadowed = names.get(name);
+      // Inside base's own package (calc/x.py under calc/) the name is the package's own path, not a second copy.
+      if (shadowed !== undefined && !a.startsWith(`${path.posix.dirname(shadowed)}/`)) {
+        found.push({ file: a, shadows: shadowed });
+        break;
+      }
+    }
   }
   return found;
 }

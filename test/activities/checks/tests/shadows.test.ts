@@ -1,4 +1,4 @@
-import { shadowingFiles } from '../../../../activities/checks/tests/shadows';
+import { pythonShadows, shadowingFiles } from '../../../../activities/checks/tests/shadows';
 
 /**
  * An added file that a module loader would load in place of base's test infrastructure is found;
@@ -39,4 +39,25 @@ test('new test files, new helpers and files beside nothing of base are not shado
       ['test/helpers.js', 'test/fixtures/data.json', 'test/math.test.js', '.env'],
     ),
   ).toEqual([]);
+});
+
+test("an added Python module or package below another folder, named like one of base's top-level ones, stands in for it; files in base's own packages do not", () => {
+  const base = ['calc/__init__.py', 'calc/math.py', 'src/util.py', 'tests/test_math.py', 'setup.py'];
+  expect(
+    pythonShadows(
+      [
+        'tests/calc/__init__.py',
+        'tests/calc/math.py',
+        'tests/util.py',
+        'calc/extra.py',
+        'tests/test_reg.py',
+        'src/other.py',
+      ],
+      base,
+    ),
+  ).toEqual([
+    { file: 'tests/calc/__init__.py', shadows: 'calc/__init__.py' },
+    { file: 'tests/calc/math.py', shadows: 'calc/__init__.py' },
+    { file: 'tests/util.py', shadows: 'src/util.py' },
+  ]);
 });
