@@ -298,6 +298,20 @@ describe('replayed deliveries (X-GitHub-Delivery)', () => {
   });
 });
 
+describe('what the receiver logs', () => {
+  test('a signed delivery whose loop name decodes to an escape sequence and a line break is refused (400) and logged as one inert line', async () => {
+    const lines: string[] = [];
+    hooks = await startWebhookServer({ client: counting, port: 0, secret: SECRET, log: (l) => lines.push(l) });
+    const res = await deliver(`${hooks.url}/events/%1b%5b31mred%0aPOST%20%2Fevents%2Ffix-test%20-%3E%20201`, {
+      body: { key: freshKey(), input: INPUT },
+    });
+    expect(res.status).toBe(400);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toMatch(/[\u0000-\u001f\u007f]/);
+    expect(lines[0]).toContain('-> 400');
+  });
+});
+
 describe('limits on size, time and connections', () => {
   const head = (extra: string) =>
     `POST ${PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Delivery: ${randomUUID()}\r\nX-Hub-Signature-256: ${sign('x')}\r\n${extra}\r\n`;
