@@ -228,6 +228,15 @@ describe('runDiffPolicyCheck', () => {
     expect(verdict.reason).toContain('src/package.json: type added (runner configuration)');
   });
 
+  test('a package added under a node_modules folder the repository does not ignore fails "tests append-only": it would be required in place of the real one', async () => {
+    fixBug();
+    addSubTest();
+    write('test/node_modules/chai/index.js', 'exports.expect = () => ({ to: { equal() {} } });\n');
+    const verdict = await check();
+    expect(verdict.failedItems).toEqual(['tests append-only']);
+    expect(verdict.reason).toContain('test/node_modules/chai/index.js added (runner configuration)');
+  });
+
   test('several failures are all reported, each with its correction', async () => {
     write('package.json', '{}\n');
     write('test/math.test.js', MATH_TEST.replace(/test\('adds two numbers'[\s\S]*?\n\}\);\n/, ''));
