@@ -11,8 +11,10 @@ import path from 'node:path';
  * the folder would run as the worker. So `chmod`, `fchmod`, `fchmodat(2)`, and `open`, `openat`,
  * `creat`, `mknod(at)` with a mode that holds S_ISUID or S_ISGID fail with EPERM; `openat2` (its
  * mode is in a struct the filter cannot read) and io_uring (which opens files on the kernel's
- * side) fail with ENOSYS, so callers fall back to `openat`. Syscalls of another ABI (x32, i386 on
- * x86-64) fail with ENOSYS. Everything else is allowed.
+ * side) fail with ENOSYS, so callers fall back to `openat`. So do the kernel's keyrings (not
+ * namespaced: `/proc/keys` inside lists the host's), bpf, perf_event_open and userfaultfd, which
+ * Docker's default profile refuses too: kernel surface no command needs. Syscalls of another ABI
+ * (x32, i386 on x86-64) fail with ENOSYS. Everything else is allowed.
  */
 
 const LD_W_ABS = 0x20;
@@ -52,8 +54,8 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
       [133, 1],
       [259, 2],
     ],
-    // openat2, io_uring_setup
-    nosys: [437, 425],
+    // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
+    nosys: [437, 425, 248, 249, 250, 321, 298, 323],
     x32: true,
   },
   arm64: {
@@ -66,7 +68,8 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
       [56, 3],
       [33, 2],
     ],
-    nosys: [437, 425],
+    // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
+    nosys: [437, 425, 217, 218, 219, 280, 241, 282],
   },
 };
 

@@ -392,4 +392,15 @@ describe('nothing the agent writes runs as the worker outside the sandbox', () =
       else process.env.LOOPWRIGHT_HOME = saved;
     }
   });
+  test('the kernel keyrings, bpf and userfaultfd are not there for sandboxed code (ENOSYS)', async () => {
+    const numbers: Partial<Record<NodeJS.Architecture, number[]>> = {
+      x64: [250, 248, 321, 323],
+      arm64: [219, 217, 280, 282],
+    };
+    const nrs = numbers[process.arch] ?? [];
+    expect(nrs.length).toBeGreaterThan(0);
+    const script = `import ctypes; libc = ctypes.CDLL(None, use_errno=True); print([(libc.syscall(n, 0, 0, 0, 0), ctypes.get_errno()) for n in ${JSON.stringify(nrs)}])`;
+    const run = await sh(ctx(sandboxOf()), `python3 -c "${script}"`);
+    expect(run).toContain(`[${nrs.map(() => '(-1, 38)').join(', ')}]`);
+  });
 });
