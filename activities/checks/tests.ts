@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { cp, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -100,6 +100,11 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const theirs = new Map<string, TreeEntry | null>();
   for (const [file, entry] of candFiles)
     if (isInfra(file) && differs(entry, baseFiles.get(file))) theirs.set(file, entry);
+  // Where the held-out tests go is the gate's: nothing of the change's is there (a file, a folder or a symlink in their way).
+  const into = check.heldOut?.into?.replace(/\/+$/, '');
+  if (into)
+    for (const file of candFiles.keys())
+      if (!baseFiles.has(file) && (file === into || file.startsWith(`${into}/`))) restore.set(file, null);
   const trees = {
     overlay: await editTree(root, candTree, restore),
     regression: await editTree(root, baseTree, theirs),
@@ -141,7 +146,12 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     changedCode,
   );
   const overlayRun = await inCheckout(trees.overlay, 'overlay', async (c) => {
-    if (canary) await writeFile(path.join(c.dir, canary.file), canary.source);
+    if (canary) {
+      // The change may have put something at the canary's path (a symlink out of the checkout): the worker writes no file but its own.
+      const file = path.join(c.dir, canary.file);
+      await rm(file, { force: true, recursive: true });
+      await writeFile(file, canary.source, { flag: 'wx' });
+    }
     if (!check.heldOut) return run(c.dir);
     await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), {
       recursive: true,
