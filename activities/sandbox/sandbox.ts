@@ -8,6 +8,7 @@ import { isExecutableFile, whichAll } from '../../server/binary-locator';
 import { runCommand } from '../../server/run-command';
 import { spawnCapture, type Captured } from '../tools/spawn-capture';
 import { commandEnv } from './env';
+import { sanitizedConfigMounts } from './git-config';
 import { workspaceGitDirs } from './git-dirs';
 import { bwrapArgs } from './profile';
 import { realOrSelf } from './real-path';
@@ -204,7 +205,11 @@ function runBwrap(
   const workspace = realOrSelf(opts.workspace);
   const placeholder = holdDotGit(workspace);
   const env = commandEnv(config.env, opts.env);
-  const files: Array<[string, string]> = [];
+  const gitDirs = workspaceGitDirs(workspace);
+  // The repositories' config as git needs it, without remotes, tokens or credentials.
+  const files: Array<[string, string]> = sanitizedConfigMounts(
+    [...gitDirs, path.join(workspace, '.git')].filter((d, i, all) => all.indexOf(d) === i),
+  );
   if (opts.file) {
     files.push([realOrSelf(opts.file.host), SANDBOX_FILE]);
     env[opts.file.variable] = SANDBOX_FILE;
@@ -212,7 +217,7 @@ function runBwrap(
   const args = bwrapArgs(
     {
       workspace,
-      gitDirs: workspaceGitDirs(workspace),
+      gitDirs,
       readOnly: config.readOnly,
       masked: config.masked,
       files,

@@ -403,4 +403,27 @@ describe('nothing the agent writes runs as the worker outside the sandbox', () =
     const run = await sh(ctx(sandboxOf()), `python3 -c "${script}"`);
     expect(run).toContain(`[${nrs.map(() => '(-1, 38)').join(', ')}]`);
   });
+  test("a token in the repository's config (a remote URL, actions/checkout's auth header) reaches neither commands nor read_file", async () => {
+    const token = `ghs_${KEY}`;
+    git(ws, 'init', '-q', '-b', 'main');
+    git(ws, 'remote', 'add', 'origin', `https://x-access-token:${token}@github.com/acme/app.git`);
+    git(ws, 'config', 'http.https://github.com/.extraheader', `AUTHORIZATION: basic ${token}`);
+    writeFileSync(path.join(ws, 'a.txt'), 'a\n');
+    git(ws, 'add', '.');
+    git(ws, 'commit', '-q', '-m', 'base');
+    const wt = path.join(dir, 'worktree');
+    git(ws, 'worktree', 'add', '-q', '-b', 'loopwright/run', wt);
+    for (const root of [ws, wt]) {
+      const c = ctx(sandboxOf(), root);
+      const run = await sh(c, `cat ${ws}/.git/config; git config --list; git remote -v; git log --oneline`);
+      expect(run).not.toContain(KEY);
+      expect(run).toContain('base');
+      expect(run).toContain('[core]');
+    }
+    const read = await tool(ctx(sandboxOf()), 'read_file', { path: '.git/config' });
+    expect(read).toMatchObject({ isError: false, content: expect.stringContaining('[core]') });
+    expect(read.content).not.toContain(KEY);
+    // The worker's own git still sees the whole config.
+    expect(git(ws, 'remote', 'get-url', 'origin')).toContain(token);
+  });
 });
