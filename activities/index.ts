@@ -34,6 +34,7 @@ import {
   type ProposeResult,
 } from './improve';
 import { defaultWorkspace } from './checks/workspace';
+import { publishRefusal, type PublishClaim } from './publish-check';
 import { createModelCaller } from './model';
 import type { ModelClient } from './model-port';
 import { heartbeatAlive } from './model-heartbeat';
@@ -178,6 +179,11 @@ export function createActivities(deps: ActivityDeps) {
       return planEvaluationRun(deps.env ?? process.env, input);
     },
     publishApproved,
+
+    /** Why a harness store refuses a `publish` (not an approved improvement's candidate), or null (see publish-check.ts). */
+    async publishRefusal(claim: PublishClaim): Promise<string | null> {
+      return publishRefusal(claim);
+    },
 
     /** Writes the run's trace as a Markdown report as the run ends (see trace-report.ts); sealed like reports. */
     async writeTraceReport(input: TraceReportInput): Promise<{ path: string }> {

@@ -1,5 +1,7 @@
 import {
+  ApplicationFailure,
   allHandlersFinished,
+  patched,
   condition,
   continueAsNew,
   defineQuery,
@@ -10,6 +12,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Harness, HarnessVersion, RegressionTask } from '../../common/improve/types';
+import { acts, TOOL_CALL } from '../activity-proxies';
 
 /**
  * A loop's harness store: every version of its improvable surface (v1 is the loop's built-in
@@ -79,7 +82,16 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
   setHandler(harnessStateQuery, () => state);
   setHandler(
     publishHarnessUpdate,
-    ({ harness, by, reason, proposedBy }) => {
+    async ({ harness, by, reason, proposedBy }) => {
+      // Since 'verified-publish', only an approved improvement's candidate is published (checked
+      // against the improvement itself); publishes recorded before replay as they were.
+      if (patched('verified-publish')) {
+        const refused = await acts.publishRefusal.executeWithOptions(
+          { ...TOOL_CALL, summary: `check the publish of ${state.loop}'s harness` },
+          [{ loop: state.loop, harness, by, ...(proposedBy ? { proposedBy } : {}) }],
+        );
+        if (refused) throw ApplicationFailure.nonRetryable(refused, 'PublishRefused');
+      }
       const version = state.versions.length + 1;
       state.versions.push({ version, harness, createdAt: now(), by, reason, ...(proposedBy ? { proposedBy } : {}) });
       move(version, by, reason);
