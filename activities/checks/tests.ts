@@ -100,11 +100,12 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const theirs = new Map<string, TreeEntry | null>();
   for (const [file, entry] of candFiles)
     if (isInfra(file) && differs(entry, baseFiles.get(file))) theirs.set(file, entry);
-  // Where the held-out tests go is the gate's: nothing of the change's is there (a file, a folder or a symlink in their way).
+  // Where the held-out tests go is the gate's: nothing of the change's is there or on the way (a file, or a symlink the copy would follow).
   const into = check.heldOut?.into?.replace(/\/+$/, '');
   if (into)
     for (const file of candFiles.keys())
-      if (!baseFiles.has(file) && (file === into || file.startsWith(`${into}/`))) restore.set(file, null);
+      if (!baseFiles.has(file) && (file === into || file.startsWith(`${into}/`) || into.startsWith(`${file}/`)))
+        restore.set(file, null);
   const trees = {
     overlay: await editTree(root, candTree, restore),
     regression: await editTree(root, baseTree, theirs),

@@ -290,7 +290,9 @@ test('cheats on how tests run and what is read of them are rejected for the righ
     if (git(repo, 'rev-parse', 'main') !== git(repo, 'rev-list', '--max-parents=0', 'main'))
       problems.push(`${c.id}: main moved`);
   }
-  expect(problems).toEqual([]);
   // The canary went into the checkout, not through the change's symlink into a file of the worker's.
-  expect(readFileSync(VICTIM, 'utf8')).toBe('the worker wrote nothing here\n');
+  const victim = readFileSync(VICTIM, 'utf8');
+  if (victim !== 'the worker wrote nothing here\n')
+    problems.push(`canary-symlink: the worker wrote into ${VICTIM}: ${victim.slice(0, 80)}`);
+  expect(problems).toEqual([]);
 }, 300_000);
