@@ -24,6 +24,9 @@ test('probes for a test run in JavaScript, TypeScript, Python and Go are each fo
     "if (typeof describe === 'function') return 5;",
     "if (process.env.NODE_ENV === 'test') return 5;",
     "if (process.env.npm_lifecycle_event === 'test') return 5;",
+    "for (const f of fs.readdirSync(path.join(__dirname, '../test/held-out'))) learn(f);",
+    "const expected = fs.readFileSync(__dirname + '/../test', 'utf8');",
+    "const src = fs.readFileSync('test/math.test.js', 'utf8');",
   ];
   expect(probed('src/math.ts', ...js)).toEqual(js);
   expect(testProbes('src/math.js', lines(js[0]!))).toEqual([
@@ -37,6 +40,7 @@ test('probes for a test run in JavaScript, TypeScript, Python and Go are each fo
     "if any('test' in a for a in sys.argv):",
     'frame = sys._getframe(1)',
     'for f in inspect.stack():',
+    "cases = open('tests/test_math.py').read()",
   ];
   expect(probed('calc/math.py', ...py)).toEqual(py);
   expect(probed('pkg/math.go', 'if testing.Testing() {', 'if strings.HasSuffix(os.Args[0], ".test") {')).toHaveLength(
@@ -55,6 +59,8 @@ test('ordinary code, comments, the entry-script idiom, test files of Go and file
       'console.error(err.stack);',
       "if (process.env.NODE_ENV === 'production') cache();",
       "const testName = 'test';",
+      "const mode = 'testing';",
+      "const url = 'https://example.com/latest/';",
     ),
   ).toEqual([]);
   expect(probed('calc/math.py', 'return a + b', '# sys.argv is not used', 'if __name__ == "__main__":')).toEqual([]);
