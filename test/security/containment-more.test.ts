@@ -413,9 +413,18 @@ describe('nothing the agent writes runs as the worker outside the sandbox', () =
     git(ws, 'commit', '-q', '-m', 'base');
     const wt = path.join(dir, 'worktree');
     git(ws, 'worktree', 'add', '-q', '-b', 'loopwright/run', wt);
+    // A submodule's own config, kept in the common dir, has a remote of its own.
+    mkdirSync(path.join(ws, '.git', 'modules', 'lib'), { recursive: true });
+    writeFileSync(
+      path.join(ws, '.git', 'modules', 'lib', 'config'),
+      `[remote "origin"]\n\turl = https://${token}@github.com/acme/lib\n`,
+    );
     for (const root of [ws, wt]) {
       const c = ctx(sandboxOf(), root);
-      const run = await sh(c, `cat ${ws}/.git/config; git config --list; git remote -v; git log --oneline`);
+      const run = await sh(
+        c,
+        `cat ${ws}/.git/config ${ws}/.git/modules/lib/config; git config --list; git remote -v; git log --oneline`,
+      );
       expect(run).not.toContain(KEY);
       expect(run).toContain('base');
       expect(run).toContain('[core]');
@@ -423,6 +432,7 @@ describe('nothing the agent writes runs as the worker outside the sandbox', () =
     const read = await tool(ctx(sandboxOf()), 'read_file', { path: '.git/config' });
     expect(read).toMatchObject({ isError: false, content: expect.stringContaining('[core]') });
     expect(read.content).not.toContain(KEY);
+    expect((await tool(ctx(sandboxOf()), 'read_file', { path: '.git/modules/lib/config' })).content).not.toContain(KEY);
     // The worker's own git still sees the whole config.
     expect(git(ws, 'remote', 'get-url', 'origin')).toContain(token);
   });
