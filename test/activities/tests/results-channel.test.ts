@@ -82,7 +82,7 @@ const forger = (killRunner: boolean) =>
     "const fs = require('node:fs');",
     "const net = require('node:net');",
     'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
-    "const socket = JSON.parse(/createConnection\\((\".*?\")\\)/.exec(fs.readFileSync(reporter, 'utf8'))[1]);",
+    'const socket = JSON.parse(/createConnection\\((".*?")\\)/.exec(fs.readFileSync(reporter, \'utf8\'))[1]);',
     "const file = require('node:path').join(__dirname, 'math.test.js');",
     "const forged = JSON.stringify({ type: 'test:pass', name: 'add adds two numbers', nesting: 0, file }) + '\\n{\"type\":\"loopwright:end\"}\\n';",
     killRunner ? "try { process.kill(process.ppid, 'SIGKILL'); } catch {}" : '',
