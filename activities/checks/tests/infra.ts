@@ -7,14 +7,15 @@ import { DEFAULT_TEST_PATTERN } from '../diff-policy/paths';
  * folders elsewhere, and the runners' configuration files. The gate runs base's versions of
  * all of it, and the change policy lets a change only add to it.
  *
- * A file in a `node_modules` folder counts as runner configuration: one the change adds would be
- * loaded in place of the package base's tests require.
+ * A file in a `node_modules` or `site-packages` folder, and a `.pth` file, count as runner
+ * configuration: one the change adds would be loaded in place of the package base's tests
+ * require, or run when Python starts.
  *
  * `package.json` is not in it (a fix may need a dependency); a loop that wants it guarded keeps
  * it out of `allowedPaths`.
  */
 const INFRA_DIRS = String.raw`(^|/)(spec|specs|__mocks__|__fixtures__|__snapshots__|fixtures|testdata|test_data)/`;
-const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|\.?pytest\.ini|\.?pytest\.toml|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]sx?|setupTests\.[cm]?[jt]sx?|bunfig\.toml|\.swcrc|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?|node_modules/.+)$`;
+const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|\.?pytest\.ini|\.?pytest\.toml|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]sx?|setupTests\.[cm]?[jt]sx?|bunfig\.toml|\.swcrc|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?|node_modules/.+|site-packages/.+|[^/]+\.pth)$`;
 
 /** True for a runner configuration file: the runner loads it by itself, so a new one changes how existing tests run. */
 export function runnerConfigMatcher(): (file: string) => boolean {

@@ -228,13 +228,15 @@ describe('runDiffPolicyCheck', () => {
     expect(verdict.reason).toContain('src/package.json: type added (runner configuration)');
   });
 
-  test('a package added under a node_modules folder the repository does not ignore fails "tests append-only": it would be required in place of the real one', async () => {
+  test('a package added under a node_modules folder the repository does not ignore, or a .pth file, fails "tests append-only": it would be loaded in place of the real one, or when Python starts', async () => {
     fixBug();
     addSubTest();
     write('test/node_modules/chai/index.js', 'exports.expect = () => ({ to: { equal() {} } });\n');
+    write('src/zz.pth', 'import patch\n');
     const verdict = await check();
     expect(verdict.failedItems).toEqual(['tests append-only']);
     expect(verdict.reason).toContain('test/node_modules/chai/index.js added (runner configuration)');
+    expect(verdict.reason).toContain('src/zz.pth added (runner configuration)');
   });
 
   test('several failures are all reported, each with its correction', async () => {
