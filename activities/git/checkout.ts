@@ -50,7 +50,8 @@ export async function checkoutOf(top: string, ref: string): Promise<string | und
 /**
  * Throws CheckoutBlockedError when the checkout at `dir` has uncommitted changes to tracked
  * files, or when updating it from `parent` to `tree` would fail (an untracked file in the way):
- * checked before anything is written, so a refusal leaves everything as it was.
+ * checked before anything is written, so a refusal leaves everything as it was. A held index
+ * lock throws the GitError, which an activity retries.
  */
 export async function requireUpdatable(dir: string, parent: string, tree: string): Promise<void> {
   const dirty = await workerGit(dir, ['status', '--porcelain', '--untracked-files=no', '--ignore-submodules=dirty']);
@@ -59,6 +60,9 @@ export async function requireUpdatable(dir: string, parent: string, tree: string
       `the working tree of ${dir} has uncommitted changes (${(dirty.trim().split('\n')[0] ?? '').trim()} …)`,
     );
   await workerGit(dir, ['read-tree', '-n', '-m', '-u', parent, tree]).catch((err: unknown) => {
+    // A held index lock is git running there now (another effect's update or status, say), not
+    // someone's work in the way: thrown as it is, for the activity's retry.
+    if (err instanceof GitError && /index\.lock/.test(err.stderr)) throw err;
     throw new CheckoutBlockedError(
       `its checkout at ${dir} cannot be updated: ${err instanceof GitError ? err.reason : String(err)}`,
     );

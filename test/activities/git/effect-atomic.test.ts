@@ -178,6 +178,37 @@ test('a checkout caught mid-update by another effect that moved the target is re
   }
 });
 
+test("a checkout whose index another git holds locked as the effect checks it fails for a retry, not as someone's work, and lands once the lock is gone", async () => {
+  const b = await run({ 'NOTES.md': 'notes\n' });
+  const lock = path.join(repo, '.git', 'index.lock');
+  const real = checkout.requireUpdatable;
+  // Another effect's `git status` or update holding the checkout's index as this one looks.
+  const spy = jest.spyOn(checkout, 'requireUpdatable').mockImplementationOnce(async (...args) => {
+    writeFileSync(lock, '');
+    try {
+      return await real(...args);
+    } finally {
+      rmSync(lock);
+    }
+  });
+  try {
+    const first = await effect(b).then(
+      () => 'landed',
+      (err: unknown) => err,
+    );
+    expect(first).toBeInstanceOf(Error);
+    expect(first).not.toBeInstanceOf(ApplicationFailure);
+    expect((first as Error).message).toMatch(/index\.lock/);
+    expect(withKey('main', b.key)).toEqual([]);
+    const result = await retried(() => effect(b));
+    expect(withKey('main', b.key)).toEqual([result.commit]);
+    expect(read(repo, 'NOTES.md')).toBe('notes\n');
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+  } finally {
+    spy.mockRestore();
+  }
+});
+
 test.each([1, 2, 3])(
   'two tries of the same effect at once land one commit and report it both times (round %i)',
   async () => {
