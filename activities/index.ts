@@ -15,6 +15,8 @@ import { keyRingFromEnv, type KeyRing } from '../crypto/keyring';
 import { allOf, clause, oneOf } from '../common/visibility-query';
 import { LOOP_RUN_TYPES } from '../workflows/loop/loop-workflow';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
+import type { Harness } from '../common/improve/types';
+import { getLoop } from '../loops';
 import { runCommandCheck } from './checks/command';
 import { judgeCandidate, type JudgeInput } from './checks/judge';
 import { runSchemaCheck } from './checks/schema';
@@ -179,6 +181,11 @@ export function createActivities(deps: ActivityDeps) {
       return planEvaluationRun(deps.env ?? process.env, input);
     },
     publishApproved,
+
+    /** A loop's built-in harness as this worker's definition has it (v1 of a new harness store). */
+    async builtInHarness(input: { loop: string }): Promise<Harness> {
+      return getLoop(input.loop).harness;
+    },
 
     /** Why a harness store refuses a `publish` (not an approved improvement's candidate), or null (see publish-check.ts). */
     async publishRefusal(claim: PublishClaim): Promise<string | null> {

@@ -31,6 +31,9 @@ export async function currentHarness(
   try {
     const description = await temporal.workflow.getHandle(harnessStoreId(taskQueue, loop)).describe();
     if (description.status.name !== 'RUNNING') return undefined;
+    // Anyone can start a workflow with this id and a memo of their own: only the store, on this
+    // deployment's queue, where this deployment's workers run it, is read.
+    if (description.type !== harnessWorkflow.name || description.taskQueue !== taskQueue) return undefined;
     return description.memo?.[HARNESS_MEMO] as CurrentHarness | undefined;
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return undefined;

@@ -56,7 +56,12 @@ export const addRegressionUpdate = defineUpdate<
 
 export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void> {
   const now = () => new Date().toISOString();
-  const state: HarnessState = input.state ?? {
+  // Since 'verified-store', versions are carried over only by the store itself (continued as new),
+  // never taken from a caller's start, and v1 is the loop's built-in harness as the worker has it
+  // (read below, once the handlers are set: updates may come with the start).
+  const verified = patched('verified-store');
+  const carried = verified && !workflowInfo().continuedFromExecutionRunId ? undefined : input.state;
+  const state: HarnessState = carried ?? {
     loop: input.loop,
     versions: [
       { version: 1, harness: input.builtIn, createdAt: now(), by: 'built-in', reason: "the loop's built-in harness" },
@@ -134,6 +139,13 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
       },
     },
   );
+  if (verified && !carried) {
+    const builtIn = await acts.builtInHarness.executeWithOptions(
+      { ...TOOL_CALL, summary: `${input.loop} built-in harness` },
+      [{ loop: input.loop }],
+    );
+    state.versions[0] = { ...state.versions[0]!, harness: builtIn };
+  }
   show();
   // The store lives until it is terminated; it hands over to a fresh history when Temporal suggests it.
   await condition(() => workflowInfo().continueAsNewSuggested);
