@@ -4,7 +4,7 @@ import type { KeyRing } from '../crypto/keyring';
 import { redact } from '../common/redact';
 import { processRedaction } from '../crypto/ring-redaction';
 import { escapeBlock, escapeLine } from '../common/terminal';
-import { testKey } from '../common/test-key';
+import { fileKey } from '../common/file-key';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
 import { isWithin, reportFile, reportRing, SEALED_SUFFIX, tryReadReportFile, writeReportFile } from './report-file';
 
@@ -113,7 +113,7 @@ function renderIndex(dir: string, ring: KeyRing | undefined): string {
 }
 
 /**
- * Writes the report `<dir>/<item slug>.md` and rewrites `<dir>/index.md`. Idempotent: the
+ * Writes the report `<dir>/<fileKey(item)>.md` (common/file-key.ts: two items never share a file) and rewrites `<dir>/index.md`. Idempotent: the
  * report's content depends only on its input (no timestamps), so a retry or a repeated run
  * writes the same text and reports `alreadyApplied` when it was already there. With a key ring
  * and a folder outside the workspace, both are sealed (`.md.enc`, see report-file.ts).
@@ -121,7 +121,7 @@ function renderIndex(dir: string, ring: KeyRing | undefined): string {
 export function writeReport(input: WriteReportInput, keys?: KeyRing): WriteReportResult {
   reportDir(input.dir, input.workspace);
   const ring = reportRing(keys, input.dir, input.workspace);
-  const name = `${testKey(input.item)}.md`;
+  const name = `${fileKey(input.item)}.md`;
   const r = processRedaction(process.env, input.redact, keys);
   const text = render({ ...input, title: redact(input.title, r), markdown: redact(input.markdown, r) });
   const file = reportFile(input.dir, name, ring);

@@ -4,7 +4,7 @@ import { buildTrace } from '../trace/build-trace';
 import { fetchHistories } from '../trace/fetch-histories';
 import { renderTraceMarkdown } from '../trace/render-markdown';
 import type { RunRecord } from '../common/run-record';
-import { testKey } from '../common/test-key';
+import { fileKey } from '../common/file-key';
 import { loopwrightHome } from '../server/paths';
 import type { KeyRing } from '../crypto/keyring';
 import { processRedaction } from '../crypto/ring-redaction';
@@ -23,11 +23,11 @@ export interface TraceReportInput {
 }
 
 /**
- * Writes `<dir>/<workflow id slug>.md`: the run's trace (`loopwright trace`) as Markdown, rebuilt
+ * Writes `<dir>/<fileKey(workflow id)>.md` (common/file-key.ts): the run's trace (`loopwright trace`) as Markdown, rebuilt
  * from its Temporal history (every run of its continue-as-new chain) and the record it ends
  * with. Secrets are redacted. Idempotent: a retry rewrites the same story. With a key ring and
  * a folder outside the workspace (the default `<LOOPWRIGHT_HOME>/traces` among them) the file
- * is sealed, `<slug>.md.enc` (see report-file.ts): `loopwright report <file>` prints it.
+ * is sealed, `<name>.md.enc` (see report-file.ts): `loopwright report <file>` prints it.
  */
 export async function writeTraceReport(
   client: Client,
@@ -41,7 +41,7 @@ export async function writeTraceReport(
   const dir = reportDir(input.dir ?? path.join(loopwrightHome(), 'traces'), input.workspace);
   const file = writeReportFile(
     dir,
-    `${testKey(input.workflowId)}.md`,
+    `${fileKey(input.workflowId)}.md`,
     renderTraceMarkdown(trace),
     reportRing(keys, dir, input.workspace),
   );

@@ -9,7 +9,7 @@ export function fnv1a(text: string): string {
 }
 
 /** Longest slug kept whole; longer ones are cut and get a hash of the full name. */
-const MAX_SLUG = 60;
+export const MAX_SLUG = 60;
 
 /**
  * The stable key of a test name (a work item): lower-case letters, digits and dashes, e.g.

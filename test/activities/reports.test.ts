@@ -74,3 +74,16 @@ test('a FIFO named like a report does not block the index', () => {
   expect(readFileSync(path.join(reports, 'index.md'), 'utf8')).not.toContain('a-fifo');
   expect(written.alreadyApplied).toBe(false);
 });
+
+test('two items whose keys slug alike get two reports, both in the index; a discovered key keeps its own name', () => {
+  const one = writeReport(report({ item: 'gh:issue/1', title: 'Issue one', markdown: 'first' }));
+  const two = writeReport(report({ item: 'gh-issue-1', title: 'Issue one again', markdown: 'second' }));
+  expect(one.path).not.toBe(two.path);
+  expect(path.basename(two.path)).toBe('gh-issue-1.md');
+  expect(path.basename(one.path)).toMatch(/^gh-issue-1_[0-9a-f]{16}\.md$/);
+  expect(readFileSync(one.path, 'utf8')).toContain('first');
+  expect(readFileSync(two.path, 'utf8')).toContain('second');
+  const index = readFileSync(path.join(ws, '.loopwright', 'reports', 'index.md'), 'utf8');
+  expect(index).toContain('[Issue one]');
+  expect(index).toContain('[Issue one again]');
+});

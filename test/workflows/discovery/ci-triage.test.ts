@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { discoveryResult, startDiscovery } from '../../../client/discovery';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../../loops/fixtures/sample-repo';
-import { testKey } from '../../../common/test-key';
+import { fileKey } from '../../../common/file-key';
 import type { RunRecord } from '../../../common/run-record';
 import { turnAnswers, turnCalls } from '../../helpers/agent-scripts';
 import { judgeSays, script } from '../../helpers/scripts';
@@ -87,7 +87,7 @@ test('discovery starts one triage run per failing test; its verified diagnosis b
     `[ci-triage: ${SAMPLE_FAILING_TEST}](${KEY}.md)`,
   );
   // delivery.trace: the story of the run, written as it ended.
-  const traceFile = path.join(repo, '.loopwright', 'traces', `${testKey(childId)}.md`);
+  const traceFile = path.join(repo, '.loopwright', 'traces', `${fileKey(childId)}.md`);
   expect(record.traceReport).toEqual({ path: traceFile, error: null });
   const story = readFileSync(traceFile, 'utf8');
   expect(story).toMatch(/^# ci-triage: /);
