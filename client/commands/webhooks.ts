@@ -9,6 +9,7 @@ import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';
+import { ReplayJournal, webhookJournalPath, type SeenEntry } from './webhook-journal';
 
 /** How long and how much the receiver waits for and holds; tests shorten them. */
 export interface WebhookLimits {
@@ -51,6 +52,11 @@ export interface WebhookServerOptions {
   limits?: Partial<WebhookLimits>;
   /** One line per request answered. */
   log?: (line: string) => void;
+  /**
+   * Where accepted delivery ids and body hashes are kept across restarts: loaded at start, each
+   * accepted delivery appended (fsynced) before it is answered. Without one they are kept in memory only.
+   */
+  journal?: ReplayJournal;
 }
 
 export interface WebhookServer {
@@ -97,7 +103,12 @@ export function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookS
     limits,
     deliveries: new DeliveryIds(limits),
     bodies: new DeliveryIds(limits),
+    journal: opts.journal,
   };
+  for (const e of opts.journal?.loaded ?? []) {
+    if (e.delivery !== undefined) receiver.deliveries.remember(e.delivery, e.at, '');
+    if (e.body !== undefined) receiver.bodies.remember(e.body, e.at, e.loop ?? '');
+  }
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -144,6 +155,7 @@ interface Receiver {
   deliveries: DeliveryIds;
   /** Signed bodies accepted within the replay window (their SHA-256), with the loop each was for. */
   bodies: DeliveryIds;
+  journal: ReplayJournal | undefined;
 }
 
 async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unknown]> {
@@ -173,32 +185,55 @@ async function handle(r: Receiver, req: IncomingMessage): Promise<[number, unkno
   // Recorded only now that the signature holds, so nobody without the secret can use up ids.
   const delivery = deliveryId(header(req, 'x-github-delivery'), r.secret !== undefined);
   if (delivery !== undefined) r.deliveries.reserve(delivery);
-  let body: string | undefined;
+  let body: { digest: string; loop: string } | undefined;
+  let result: [number, unknown];
   try {
-    if (req.headers['x-github-event'] === 'ping') return [200, { ping: true }];
-    return await deliver(r.client, loop, raw, (loopName, force) => {
-      // The signature covers the body only (GitHub's format: not the path, not the delivery id),
-      // so a captured body could be sent again under a fresh delivery id. Again for the same loop
-      // it is a duplicate of its key (200), harmless; for another loop, or forcing a rerun, it
-      // would start a run nobody sent: refused while the body is remembered.
-      if (r.secret === undefined) return;
-      const digest = createHash('sha256').update(raw).digest('hex');
-      const first = r.bodies.seen(digest);
-      if (first !== undefined && (first !== loopName || force))
-        throw new HttpError(
-          409,
-          `replayed body: this exact signed body was accepted for loop ${first} within the last ${hours(r.limits)} hours; ${force ? 'a forced rerun' : `loop ${loopName}`} needs a delivery of its own (a new body)`,
-        );
-      if (first === undefined) {
-        r.bodies.reserve(digest, loopName);
-        body = digest;
-      }
-    });
+    if (req.headers['x-github-event'] === 'ping') result = [200, { ping: true }];
+    else
+      result = await deliver(r.client, loop, raw, (loopName, force) => {
+        // The signature covers the body only (GitHub's format: not the path, not the delivery id),
+        // so a captured body could be sent again under a fresh delivery id. Again for the same loop
+        // it is a duplicate of its key (200), harmless; for another loop, or forcing a rerun, it
+        // would start a run nobody sent: refused while the body is remembered.
+        if (r.secret === undefined) return;
+        const digest = createHash('sha256').update(raw).digest('hex');
+        const first = r.bodies.seen(digest);
+        if (first !== undefined && (first !== loopName || force))
+          throw new HttpError(
+            409,
+            `replayed body: this exact signed body was accepted for loop ${first} within the last ${hours(r.limits)} hours; ${force ? 'a forced rerun' : `loop ${loopName}`} needs a delivery of its own (a new body)`,
+          );
+        if (first === undefined) {
+          r.bodies.reserve(digest, loopName);
+          body = { digest, loop: loopName };
+        }
+      });
   } catch (err) {
     // A delivery that failed may be sent again (GitHub's "Redeliver" keeps the id).
     if (delivery !== undefined) r.deliveries.release(delivery);
-    if (body !== undefined) r.bodies.release(body);
+    if (body !== undefined) r.bodies.release(body.digest);
     throw err;
+  }
+  await record(r, { at: Date.now(), delivery, body: body?.digest, loop: body?.loop }, result);
+  return result;
+}
+
+/**
+ * Writes an accepted delivery to the journal before it is answered. The run has started by now,
+ * so a failed write keeps the delivery remembered in memory and answers 500 naming the run: the
+ * sender's redelivery is then refused (409) until a restart, which would forget it. (A crash
+ * between the start and this write forgets it too; the write takes milliseconds.)
+ */
+async function record(r: Receiver, entry: SeenEntry, result: [number, unknown]): Promise<void> {
+  if (r.journal === undefined || (entry.delivery === undefined && entry.body === undefined)) return;
+  try {
+    await r.journal.record(entry, () => [...r.deliveries.entries('delivery'), ...r.bodies.entries('body')]);
+  } catch (err) {
+    const run = (result[1] as { workflowId?: string }).workflowId;
+    throw new HttpError(
+      500,
+      `${run ? `run ${run} was started, but ` : ''}the delivery could not be recorded in ${r.journal.path} (${(err as Error).message.split('\n')[0]}): the receiver's operator must fix that file`,
+    );
   }
 }
 
@@ -309,6 +344,24 @@ class DeliveryIds {
   release(id: string): void {
     this.accepted.delete(id);
   }
+
+  /** Remembers `id` as accepted at `at` (loaded from the journal, oldest first). */
+  remember(id: string, at: number, note: string): void {
+    this.accepted.delete(id);
+    this.accepted.set(id, { at, note });
+    this.expire();
+  }
+
+  /**
+   * What is remembered now, oldest first, as journal entries of the given kind (ones being handled
+   * right now too: a rewrite of the journal may keep one that then fails, refused after a restart).
+   */
+  entries(kind: 'delivery' | 'body'): SeenEntry[] {
+    this.expire();
+    return [...this.accepted].map(([id, { at, note }]) =>
+      kind === 'delivery' ? { at, delivery: id } : { at, body: id, loop: note },
+    );
+  }
 }
 
 function tooLarge(limits: WebhookLimits): HttpError {
@@ -414,7 +467,7 @@ export function webhookAuth(
 /** `webhooks [--port N] [--host H] [--insecure]`: serves until Ctrl-C. */
 export async function webhooksCommand(
   client: LoopwrightClient,
-  opts: { port?: string; host?: string; secret?: string; insecure?: boolean },
+  opts: { port?: string; host?: string; secret?: string; insecure?: boolean; journal?: ReplayJournal },
   io: Output,
 ): Promise<number> {
   const insecure = !opts.secret && opts.insecure === true;
@@ -425,7 +478,12 @@ export async function webhooksCommand(
     secret: opts.secret,
     insecure,
     log: (line) => io.err(line),
+    journal: opts.journal,
   });
+  if (opts.journal)
+    io.out(
+      `webhooks: accepted deliveries are remembered in ${opts.journal.path} (${opts.journal.loaded.length} from the last ${hours(WEBHOOK_LIMITS)} hours)`,
+    );
   if (insecure)
     io.err(
       `WARNING: --insecure: deliveries are NOT authenticated: any program that can reach ${server.url} can start runs; set LOOPWRIGHT_WEBHOOK_SECRET instead`,
@@ -458,7 +516,17 @@ export const webhooksDefinition: CommandDefinition = (program, { action, withCli
     .action(
       action(async (opts) => {
         const auth = webhookAuth(env, opts); // no secret and no --insecure is a usage error, before connecting
-        return withClient((client) => webhooksCommand(client, { ...opts, ...auth }, io))();
+        // An unusable replay memory is a ConfigError (exit 2), also before connecting.
+        const journal = await ReplayJournal.open(webhookJournalPath(env), {
+          windowMs: WEBHOOK_LIMITS.replayWindowMs,
+          maxLines: 2 * WEBHOOK_LIMITS.maxDeliveryIds,
+          log: (line) => io.err(line),
+        });
+        try {
+          return await withClient((client) => webhooksCommand(client, { ...opts, ...auth, journal }, io))();
+        } finally {
+          await journal.close();
+        }
       }),
     );
 };
