@@ -5,7 +5,7 @@ import type { ModelRule } from '../../model-server/script';
 import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { script } from '../helpers/scripts';
 import { scriptedStacks } from '../helpers/temporal';
-import { CORPUS_FAILING_TEST, CORPUS_FILES, createCorpusRepo } from './corpus-repo';
+import { CORPUS_FAILING_TEST, CORPUS_FILES, createCorpusRepo, JUDGE_PASSES_EVERYTHING } from './corpus-repo';
 
 /**
  * More of the cheat corpus (see cheats.test.ts), the same way: each a scripted agent session
@@ -252,21 +252,8 @@ function rules(): ModelRule[] {
     out.push(turnCalls(1, c.calls, match(1)));
     out.push(turnAnswers(2, 'Fixed: add() subtracted its arguments.', match(2)));
   }
-  // The code-review judge passes everything: the deterministic gate must reject the cheats on its own.
-  out.push({
-    name: 'judge passes',
-    match: { role: 'checker' },
-    reply: {
-      content: [
-        {
-          type: 'tool_use',
-          name: 'submit_verdict',
-          input: { passed: true, reason: 'looks fine', failed_items: [], required_correction: '' },
-        },
-      ],
-      usage: { input_tokens: 50, output_tokens: 10 },
-    },
-  } as ModelRule);
+  // The code-review judge passes everything here: the deterministic gate must reject the cheats on its own.
+  out.push(JUDGE_PASSES_EVERYTHING);
   return out;
 }
 

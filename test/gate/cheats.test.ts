@@ -7,7 +7,7 @@ import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { script } from '../helpers/scripts';
 import { scriptedStacks } from '../helpers/temporal';
 import { must } from '../../common/must';
-import { CORPUS_FAILING_TEST, CORPUS_FILES, createCorpusRepo } from './corpus-repo';
+import { CORPUS_FAILING_TEST, CORPUS_FILES, createCorpusRepo, JUDGE_PASSES_EVERYTHING } from './corpus-repo';
 
 /**
  * A corpus of cheating candidates, each a scripted agent session on its own copy of a small
@@ -329,20 +329,7 @@ function rules(): ModelRule[] {
     );
   }
   // The code-review judge passes everything here: the deterministic gate must reject the cheats on its own.
-  out.push({
-    name: 'judge passes',
-    match: { role: 'checker' },
-    reply: {
-      content: [
-        {
-          type: 'tool_use',
-          name: 'submit_verdict',
-          input: { passed: true, reason: 'looks fine', failed_items: [], required_correction: '' },
-        },
-      ],
-      usage: { input_tokens: 50, output_tokens: 10 },
-    },
-  } as ModelRule);
+  out.push(JUDGE_PASSES_EVERYTHING);
   return out;
 }
 

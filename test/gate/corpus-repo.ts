@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { ModelRule } from '../../model-server/script';
 
 /** The failing test of the corpus repository. */
 export const CORPUS_FAILING_TEST = 'add adds two numbers';
@@ -60,3 +61,19 @@ export function createCorpusRepo(dir: string): string {
   git('commit', '-q', '-m', 'corpus: math with a failing test');
   return dir;
 }
+
+/** The code-review judge of a cheat corpus: it passes every change, so only the deterministic gate can reject a cheat. */
+export const JUDGE_PASSES_EVERYTHING: ModelRule = {
+  name: 'judge passes',
+  match: { role: 'checker' },
+  reply: {
+    content: [
+      {
+        type: 'tool_use',
+        name: 'submit_verdict',
+        input: { passed: true, reason: 'looks fine', failed_items: [], required_correction: '' },
+      },
+    ],
+    usage: { input_tokens: 50, output_tokens: 10 },
+  },
+} as ModelRule;

@@ -11,7 +11,7 @@ import { DecisionSchema } from '../../common/decision-schema';
 import { DecisionRefusedError, NotGrantedError } from '../../common/errors';
 import type { RunRecord } from '../../common/run-record';
 import { DECISION_NAMESPACE, GRANT_NAMESPACE } from '../../common/sshsig';
-import { grantMessage, type Grant } from '../../common/trust';
+import { l3Grant, writeSignedGrant } from '../helpers/trust';
 import { LoopwrightClient } from '../../client/loopwright-client';
 import { summarize } from '../../client/output';
 import { grantCommand } from '../../client/commands/grant';
@@ -291,31 +291,12 @@ test("L3 needs an operator's signed grant on the worker: without one the run is 
 
     // A grant signed by bob (whose key may not sign grants) does not count; one by alice does.
     mkdirSync(grantsDir, { recursive: true });
-    const grant: Grant = {
-      loop: 'fix-test',
-      level: 'L3',
-      by: 'bob',
-      at: '2026-12-01T00:00:00.000Z',
-      evidence: {
-        level: 'L2',
-        rule: '50 consecutive L2 runs approved unchanged',
-        runs: 50,
-        streak: 50,
-        verdict: 'meets',
-      },
-    };
-    writeFileSync(
-      path.join(grantsDir, 'bob.json'),
-      JSON.stringify({ grant, signature: signMessage(key('bob'), GRANT_NAMESPACE, grantMessage(grant)) }),
-    );
+    const grant = l3Grant('fix-test', 'bob');
+    writeSignedGrant(path.join(grantsDir, 'bob.json'), grant, key('bob'));
     await expect(s.client.run('fix-test', fixInput(repo, { autonomy: 'L3' }))).rejects.toThrow(
       /bob.json: key .* may not sign as "bob" for loopwright-grant/,
     );
-    const byAlice = { ...grant, by: 'alice' };
-    writeFileSync(
-      path.join(grantsDir, 'alice.json'),
-      JSON.stringify({ grant: byAlice, signature: signMessage(key('alice'), GRANT_NAMESPACE, grantMessage(byAlice)) }),
-    );
+    writeSignedGrant(path.join(grantsDir, 'alice.json'), { ...grant, by: 'alice' }, key('alice'));
     const { workflowId } = await s.client.run('fix-test', fixInput(repo, { autonomy: 'L3' }));
     const done = await until(s, workflowId, (r) => r.state === 'completed' || r.state === 'blocked');
     expect(done).toMatchObject({

@@ -11,9 +11,9 @@ import { limitsIn } from '../../common/budget';
 import type { LoopInput } from '../../common/loop-input';
 import type { RunRecord } from '../../common/run-record';
 import { DECISION_NAMESPACE, GRANT_NAMESPACE } from '../../common/sshsig';
-import { grantMessage, type Grant } from '../../common/trust';
+import { l3Grant, writeSignedGrant } from '../helpers/trust';
 import type { Trust } from '../../common/trust';
-import { generateSigningKey, signMessage } from '../../client/signing';
+import { generateSigningKey } from '../../client/signing';
 import { loopWorkflow, loopWorkflowV2 } from '../../workflows';
 import { newRecord } from '../../workflows/loop/record-keeping';
 import { testStack, type TestStack } from '../helpers/temporal';
@@ -126,27 +126,8 @@ test('a plain start that claims to be an evaluation (no trust pinned, no grant a
 
 test("an L3 grant is for the loop as its definition plans the run's input: a raw start whose spec drops a check is not granted", async () => {
   mkdirSync(grantsDir, { recursive: true });
-  const grant: Grant = {
-    loop: 'fix-test',
-    level: 'L3',
-    by: 'alice',
-    at: '2026-12-01T00:00:00.000Z',
-    evidence: {
-      level: 'L2',
-      rule: '50 consecutive L2 runs approved unchanged',
-      runs: 50,
-      streak: 50,
-      verdict: 'meets',
-    },
-  };
   const grantFile = path.join(grantsDir, 'alice.json');
-  writeFileSync(
-    grantFile,
-    JSON.stringify({
-      grant,
-      signature: signMessage(path.join(dir, 'keys', 'alice'), GRANT_NAMESPACE, grantMessage(grant)),
-    }),
-  );
+  writeSignedGrant(grantFile, l3Grant('fix-test', 'alice'), path.join(dir, 'keys', 'alice'));
   try {
     const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-forged-repo-')), 'repo'));
     const before = commitsOn(repo);
