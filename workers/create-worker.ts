@@ -4,6 +4,7 @@ import { trustPathsFromEnv } from '../activities/trust';
 import { createModelClient } from '../activities/providers';
 import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
+import { formatSize } from '../activities/sandbox/limits';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
 import { workerDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
@@ -84,11 +85,24 @@ export async function createLoopwrightWorker(
  */
 export function sandboxNotice(status: SandboxStatus): { line: string; warning: boolean } {
   switch (status.kind) {
-    case 'bwrap':
+    case 'bwrap': {
+      const { limits, cgroup, tmpSize } = status.limits;
+      const bound = [
+        ...(cgroup.kind === 'cgroup'
+          ? [`${limits.pids} processes`, `${formatSize(limits.memoryBytes)} memory (cgroup ${cgroup.version})`]
+          : []),
+        ...(tmpSize ? [`${formatSize(limits.tmpBytes)} /tmp`] : []),
+        `${formatSize(limits.fileBytes)} per file`,
+      ];
+      const missing =
+        cgroup.kind === 'cgroup'
+          ? ''
+          : `; WARNING: no process or memory limit for commands (${cgroup.reason}): run the worker as root or give it a cgroup it may manage`;
       return {
-        line: `sandbox: bubblewrap ${status.version} (${status.path}) runs agent commands and checks`,
-        warning: false,
+        line: `sandbox: bubblewrap ${status.version} (${status.path}) runs agent commands and checks; each command's limits: ${bound.join(', ')}${missing}`,
+        warning: cgroup.kind !== 'cgroup',
       };
+    }
     case 'none':
       return {
         line: "WARNING: LOOPWRIGHT_SANDBOX=off: agent commands and checks run UNSANDBOXED, with this worker's access to files and network (recorded as sandbox: none)",

@@ -136,7 +136,10 @@ function mask(p: string, empty: string): string[] {
  * (read-only again, even inside the workspace) or, where it has none, an empty read-only `.git`,
  * the masks inside the workspace, and the files.
  */
-export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean; emptyFile?: string } = {}): string[] {
+export function bwrapArgs(
+  layout: SandboxLayout,
+  opts: { disableUserns?: boolean; emptyFile?: string; tmpBytes?: number } = {},
+): string[] {
   const empty = opts.emptyFile ?? emptyFile();
   // No nested user namespaces (bubblewrap 0.8+): agent code gets no further kernel surface.
   const args = [...ISOLATION, ...(opts.disableUserns ? ['--disable-userns'] : [])];
@@ -149,7 +152,12 @@ export function bwrapArgs(layout: SandboxLayout, opts: { disableUserns?: boolean
       mounted.push(p);
     }
   }
-  args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', '/tmp/home');
+  // The private /tmp and /dev/shm are tmpfs, in memory: sized where bubblewrap can (--size), so a
+  // command cannot fill the machine's memory through them. The rest of /dev is read-only: its
+  // device nodes (null, zero, urandom, ptmx) still work, but no file can be written there.
+  const sized = opts.tmpBytes === undefined ? [] : ['--size', String(opts.tmpBytes)];
+  args.push('--dev', '/dev', ...sized, '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
+  args.push('--proc', '/proc', ...sized, '--tmpfs', '/tmp', '--dir', '/tmp/home');
   // A path inside a folder masked already is hidden with it. Masking it again would need a mount
   // point in that empty, read-only folder, which bubblewrap cannot make: every command (and the
   // worker's probe) would fail. A key file and its folder are often both named.

@@ -8,6 +8,13 @@ import { isExecutableFile, whichAll } from '../../server/binary-locator';
 import { runCommand } from '../../server/run-command';
 import { spawnCapture, type Captured } from '../tools/spawn-capture';
 import { commandEnv } from './env';
+import {
+  createCommandCgroup,
+  findCgroupHome,
+  sandboxLimitsFromEnv,
+  type CgroupHome,
+  type SandboxLimits,
+} from './limits';
 import { sanitizedConfigMounts } from './git-config';
 import { workspaceGitDirs } from './git-dirs';
 import { bwrapArgs } from './profile';
@@ -22,11 +29,20 @@ export type { SandboxName };
 
 /** Whether this worker can sandbox commands. */
 export type SandboxStatus =
-  | { kind: 'bwrap'; path: string; version: string }
+  | { kind: 'bwrap'; path: string; version: string; limits: LimitsStatus }
   /** `LOOPWRIGHT_SANDBOX=off`: commands run without a sandbox, recorded as `sandbox: none`. */
   | { kind: 'none' }
   /** bubblewrap is missing or does not work here: loops that run commands are refused. */
   | { kind: 'unavailable'; reason: string };
+
+/** Which of the {@link SandboxLimits} bind this worker's commands. */
+export interface LimitsStatus {
+  limits: SandboxLimits;
+  /** Where the process and memory limits live, or why there are none. */
+  cgroup: CgroupHome;
+  /** Whether this bubblewrap sizes the private `/tmp` and `/dev/shm` (`--size`, bubblewrap 0.8+). */
+  tmpSize: boolean;
+}
 
 /**
  * The sandbox does not work on this worker and nobody opted out: a run of a loop that runs
@@ -53,6 +69,8 @@ export interface SandboxConfig {
   masked: string[];
   /** More read-only paths (the Node.js install, `LOOPWRIGHT_SANDBOX_READ`). */
   readOnly: string[];
+  /** What each command may use (`LOOPWRIGHT_SANDBOX_PIDS`, `_MEMORY`, `_TMP`, `_FILE_SIZE`). */
+  limits: SandboxLimits;
 }
 
 /** One command to run in a workspace. */
@@ -119,6 +137,7 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
     env,
     masked: protectedPaths(env),
     readOnly: [node, ...extra].map(realOrSelf),
+    limits: sandboxLimitsFromEnv(env),
   };
 }
 
@@ -151,7 +170,7 @@ export function createSandbox(config: SandboxConfig): Sandbox {
       const st = await status();
       if (st.kind === 'unavailable') throw new SandboxUnavailableError(st.reason);
       return st.kind === 'bwrap'
-        ? runBwrap(config, st.path, st.version, argv, opts)
+        ? runBwrap(config, st.path, st.version, st.limits, argv, opts)
         : runUnsandboxed(config, argv, opts);
     },
   };
@@ -166,13 +185,26 @@ async function probe(config: SandboxConfig): Promise<SandboxStatus> {
     timeoutMs: 10_000,
   });
   const version = /(\d+\.\d+(?:\.\d+)?)/.exec(printed.stdout)?.[1] ?? '0.0.0';
+  const help = await runCommand(bin.path, ['--help'], { env: { PATH: config.env.PATH ?? '' }, timeoutMs: 10_000 });
+  const limits: LimitsStatus = {
+    limits: config.limits,
+    cgroup: findCgroupHome(),
+    tmpSize: /--size\b/.test(help.stdout + help.stderr),
+  };
   const dir = await mkdtemp(path.join(tmpdir(), 'loopwright-sandbox-probe-'));
   try {
-    const run = await runBwrap(config, bin.path, version, ['/bin/sh', '-c', 'echo probe > written && cat written'], {
-      workspace: dir,
-      timeoutMs: 15_000,
-      capChars: 4000,
-    });
+    const run = await runBwrap(
+      config,
+      bin.path,
+      version,
+      limits,
+      ['/bin/sh', '-c', 'echo probe > written && cat written'],
+      {
+        workspace: dir,
+        timeoutMs: 15_000,
+        capChars: 4000,
+      },
+    );
     if (run.code !== 0 || !run.output.includes('probe')) {
       const why =
         run.output
@@ -186,7 +218,7 @@ async function probe(config: SandboxConfig): Promise<SandboxStatus> {
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  return { kind: 'bwrap', path: bin.path, version };
+  return { kind: 'bwrap', path: bin.path, version, limits };
 }
 
 /** `--disable-userns` (no nested user namespaces inside the sandbox) came with bubblewrap 0.8.0. */
@@ -195,10 +227,30 @@ function supportsDisableUserns(version: string): boolean {
   return major > 0 || minor >= 8;
 }
 
-function runBwrap(
+async function runBwrap(
   config: SandboxConfig,
   bwrap: string,
   version: string,
+  limits: LimitsStatus,
+  argv: string[],
+  opts: SandboxRunOptions,
+): Promise<SandboxedRun> {
+  const cgroup = limits.cgroup.kind === 'cgroup' ? createCommandCgroup(limits.cgroup, limits.limits) : undefined;
+  try {
+    const run = await runBwrapIn(config, bwrap, version, limits, cgroup?.procs ?? [], argv, opts);
+    const hits = cgroup?.hits() ?? [];
+    return hits.length > 0 ? { ...run, output: [run.output.trimEnd(), ...hits].join('\n') } : run;
+  } finally {
+    await cgroup?.remove();
+  }
+}
+
+function runBwrapIn(
+  config: SandboxConfig,
+  bwrap: string,
+  version: string,
+  limits: LimitsStatus,
+  cgroupProcs: string[],
   argv: string[],
   opts: SandboxRunOptions,
 ): Promise<SandboxedRun> {
@@ -224,7 +276,7 @@ function runBwrap(
       readable: opts.readable?.map(realOrSelf),
       writable: opts.writable?.map(realOrSelf),
     },
-    { disableUserns: supportsDisableUserns(version) },
+    { disableUserns: supportsDisableUserns(version), ...(limits.tmpSize ? { tmpBytes: limits.limits.tmpBytes } : {}) },
   );
   // The seccomp filter (no setuid or setgid bit, see seccomp.ts), read by bwrap from fd 3: a
   // descriptor of its own for each command, since bwrap reads it to its end.
@@ -233,11 +285,9 @@ function runBwrap(
   if (fd !== undefined) args.splice(args.length - 1, 0, '--seccomp', '3');
   try {
     // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
-    // /proc/1/environ must hold nothing the command may not see. A shell first makes everything
-    // in the sandbox the out-of-memory killer's first choice (inherited, and it cannot be lowered
-    // without privileges), so a command that eats the machine's memory is killed before the
-    // worker or the Temporal server is.
-    return spawnCapture([...OOM_FIRST, bwrap, ...args, ...argv], {
+    // /proc/1/environ must hold nothing the command may not see. A shell first sets the limits
+    // everything in the sandbox inherits (see limitShell), then execs bwrap.
+    return spawnCapture([...limitShell(cgroupProcs, limits.limits.fileBytes), bwrap, ...args, ...argv], {
       cwd: workspace,
       env,
       timeoutMs: opts.timeoutMs,
@@ -256,8 +306,28 @@ function runBwrap(
   }
 }
 
-/** `sh -c '…' sh <command…>`: raises the OOM score of the shell, then execs the command. */
-const OOM_FIRST = ['/bin/sh', '-c', 'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec "$@"', 'sh'];
+/**
+ * `sh -c '…' sh <n> <cgroup.procs…> <blocks> <command…>`: a shell that sets what everything in
+ * the sandbox inherits and cannot undo without privileges, then execs the command:
+ * - the out-of-memory killer's first choice (`oom_score_adj` 1000), so a command that eats the
+ *   machine's memory is killed before the worker or the Temporal server is;
+ * - the command's cgroups (processes and memory, limits.ts), joined before anything else starts;
+ * - the largest file it may write (`ulimit -f`, in POSIX's 512-byte blocks), which binds root too.
+ * Exit 125 when a limit cannot be set: the command never runs without them.
+ */
+function limitShell(cgroupProcs: string[], fileBytes: number): string[] {
+  return [
+    '/bin/sh',
+    '-c',
+    'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; n=$1; shift; ' +
+      'while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; ' +
+      'ulimit -f "$1" || exit 125; shift; exec "$@"',
+    'sh',
+    String(cgroupProcs.length),
+    ...cgroupProcs,
+    String(Math.max(1, Math.floor(fileBytes / 512))),
+  ];
+}
 
 /** Commands running now in each workspace that had no .git of its own: the sandbox masks it (profile.ts). */
 const dotGitHolders = new Map<string, number>();

@@ -272,6 +272,8 @@ const cases: Case[] = [
   ['LOOPWRIGHT_SEAL_FORMAT unknown (list)', ['list'], { LOOPWRIGHT_SEAL_FORMAT: '3' }],
   ['LOOPWRIGHT_SEAL_FORMAT unknown (worker)', ['worker'], { LOOPWRIGHT_SEAL_FORMAT: 'old' }],
   ['LOOPWRIGHT_METRICS not host:port', ['worker'], { LOOPWRIGHT_METRICS: 'everywhere' }],
+  ['LOOPWRIGHT_SANDBOX_MEMORY not a size (worker)', ['worker'], { LOOPWRIGHT_SANDBOX_MEMORY: 'lots' }],
+  ['LOOPWRIGHT_SANDBOX_PIDS too few (worker)', ['worker'], { LOOPWRIGHT_SANDBOX_PIDS: '2' }],
   // Connection security (server/temporal-connection.ts): checked before anything connects.
   [
     'TEMPORAL_TLS_CLIENT_CERT_PATH missing file',

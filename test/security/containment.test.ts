@@ -14,6 +14,7 @@ import { testAddress, workerProcessEnv } from '../helpers/temporal';
 import { freePort } from '../../server/dev-server';
 import { processesNamed } from '../activities/tools/workspace';
 import { must, mustTake } from '../../common/must';
+import { findCgroupHome } from '../../activities/sandbox/limits';
 import { attackSource, type AttackTargets } from './attack';
 
 /**
@@ -136,6 +137,9 @@ beforeAll(async () => {
     LOOPWRIGHT_HOME: lwHome,
     LOOPWRIGHT_TRANSCRIPTS: path.join(lwHome, 'transcripts'),
     LOOPWRIGHT_WORKTREES: path.join(lwHome, 'worktrees'),
+    // Small enough for the resource attack below to hit quickly, large enough for the gate's test runs.
+    LOOPWRIGHT_SANDBOX_PIDS: '128',
+    LOOPWRIGHT_SANDBOX_MEMORY: '512m',
   };
   worker = await startWorkerProcess(env);
   client = await LoopwrightClient.connect({ env });
@@ -161,8 +165,11 @@ async function serve(rules: Parameters<typeof script>): Promise<void> {
   model = await startModelServer({ script: script(...rules), port: modelPort });
 }
 
-test('the worker says at start that bubblewrap runs agent commands', () => {
-  expect(worker.output()).toMatch(/sandbox: bubblewrap \S+ \(.*bwrap\) runs agent commands and checks/);
+test('the worker says at start that bubblewrap runs agent commands, and with which limits', () => {
+  expect(worker.output()).toMatch(
+    /sandbox: bubblewrap \S+ \(.*bwrap\) runs agent commands and checks; each command's limits: /,
+  );
+  if (findCgroupHome().kind === 'cgroup') expect(worker.output()).toMatch(/limits: 128 processes, 512 MiB memory/);
 });
 
 test("fix-test: an attack in a test file the agent writes fails from run_command and from the gate's test runs, and the run carries on to its approval", async () => {
@@ -242,3 +249,53 @@ test('evaluate-optimize: the same attack run by a command check fails, and the r
   expectAllBlocked(must(found[0], 'one report'));
   await expectHostUntouched(ws);
 }, 120_000);
+
+const cgroupHome = findCgroupHome();
+(cgroupHome.kind === 'cgroup' ? test : test.skip)(
+  `evaluate-optimize: a fork bomb and a memory hog in a command check stop at the worker's limits, and the run ends${
+    cgroupHome.kind === 'cgroup' ? '' : ` (skipped: no cgroup here: ${cgroupHome.reason})`
+  }`,
+  async () => {
+    const ws = path.join(outside, 'ws-resources');
+    mkdirSync(ws);
+    await serve([workerSays(1, 'an answer')]);
+    const started = Date.now();
+    const { workflowId } = await client.run('evaluate-optimize', {
+      task: 'Answer.',
+      workspace: ws,
+      maxAttempts: 1,
+      checks: [
+        {
+          kind: 'command',
+          name: 'fork bomb',
+          command: 'b() { b | b & }; b; i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done; kill -9 -1',
+        },
+        {
+          kind: 'command',
+          name: 'memory hog',
+          command: 'node -e "const a = []; for (;;) a.push(Buffer.alloc(8 << 20, 1))"',
+        },
+      ],
+    });
+    const done: RunRecord = await client.wait(workflowId);
+    // Out of attempts, the loop hands the failed check to a human.
+    expect(done).toMatchObject({ state: 'awaiting_human', sandbox: 'bwrap' });
+    const [bomb, hog] = done.attempts[0]?.verdicts ?? [];
+    expect(bomb).toMatchObject({ check: 'fork bomb', passed: false });
+    expect(bomb?.evidence).toContain('[sandbox: the command reached its limit of 128 processes and threads');
+    expect(hog).toMatchObject({ check: 'memory hog', passed: false });
+    expect(hog?.evidence).toContain('[sandbox: the command went over its memory limit of 512 MiB');
+    expect(Date.now() - started).toBeLessThan(60_000);
+    // The worker lived through it and still works.
+    expect(worker.child.exitCode).toBeNull();
+    await model?.close();
+    await serve([workerSays(1, 'another answer')]);
+    const next = await client.run('evaluate-optimize', {
+      task: 'Answer again.',
+      workspace: ws,
+      checks: [{ kind: 'command', name: 'ok', command: 'true' }],
+    });
+    expect(await client.wait(next.workflowId)).toMatchObject({ state: 'completed' });
+  },
+  120_000,
+);
