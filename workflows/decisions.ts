@@ -67,11 +67,16 @@ export class DecisionGate {
   judge(decisions: DecisionRecord[], raw: unknown, ctx: DecisionContext, now: number): Judged {
     const at = new Date(now).toISOString();
     const bytes = sizeOf(raw);
-    const refuse = (reason: string, d?: Partial<Record<string, unknown>>, duplicate = false): Judged => ({
+    const refuse = (
+      reason: string,
+      d?: Partial<Record<string, unknown>>,
+      duplicate = false,
+      fingerprint?: string,
+    ): Judged => ({
       ok: false,
       reason,
       duplicate,
-      summary: summarize(d ?? asObject(raw), reason, at, bytes),
+      summary: summarize(d ?? asObject(raw), reason, at, bytes, fingerprint),
     });
     if (bytes > MAX_DECISION_BYTES)
       return refuse(`the decision is ${bytes} bytes: at most ${MAX_DECISION_BYTES} are taken (keep notes short)`);
@@ -105,16 +110,17 @@ export class DecisionGate {
     }
     // A refusal of a signed decision keeps its key: such a refusal is never dropped from the
     // record, so the same signed decision (its id) cannot be sent again once it is forgotten.
-    const signed = fingerprint ? { ...decision, fingerprint } : decision;
     const approvers = ctx.approvers(decision);
     if (approvers.length && !approvers.includes(decision.by)) {
       return refuse(
         `${decision.by}${verified ? '' : ' (unverified)'} may not make this decision: it is for ${approvers.join(', ')}`,
-        signed,
+        decision,
+        false,
+        fingerprint,
       );
     }
     const why = ctx.refusal(decision);
-    if (why) return refuse(why, signed);
+    if (why) return refuse(why, decision, false, fingerprint);
     const { signature: _signature, ...kept } = decision;
     return {
       ok: true,
@@ -155,7 +161,8 @@ export class DecisionGate {
 
 /**
  * Takes decisions through the gate, as the `decide` update (refused in its validator, so a
- * refused decision never reaches history, and answered with the applied entry) and as the
+ * refused decision never reaches history, unless it was signed by an allowed key; answered with
+ * the applied entry, or failed with the refusal) and as the
  * `decision` signal (recorded, applied or as a bounded refusal). `take` applies an accepted one.
  */
 export function handleDecisions(
@@ -204,14 +211,20 @@ export function handleDecisions(
     decisionUpdate,
     (raw) => {
       const judged = judge(raw);
-      if (!judged.ok) throw ApplicationFailure.nonRetryable(judged.reason, 'DecisionRefused');
+      // Only a refused decision whose signature verified gets here (the validator lets it in):
+      // its refusal is recorded, which spends its id.
+      if (!judged.ok) return apply(judged);
       const checking = rechecked(raw, judged);
       return checking ? checking.then(apply) : apply(judged);
     },
     {
       validator: (raw) => {
         const judged = judge(raw);
-        if (!judged.ok) throw new Error(judged.reason);
+        // A refused decision never reaches history, except one signed by an allowed key: refused
+        // in the validator, it would leave no trace, and its signed bytes (sent too early, to the
+        // wrong wait, by the wrong approver) could decide a later wait of this run. Recorded, its
+        // id is spent for good (recordJudged keeps signed refusals).
+        if (!judged.ok && !judged.summary.fingerprint) throw new Error(judged.reason);
       },
     },
   );
@@ -252,7 +265,17 @@ function clip(value: unknown, max: number): string {
   return printable.length > max ? `${printable.slice(0, max)}…` : printable;
 }
 
-function summarize(d: Partial<Record<string, unknown>>, reason: string, at: string, bytes: number): RefusedDecision {
+/**
+ * `fingerprint`: the key of a signature that verified, never a field of what was sent (a refusal
+ * with one is kept for good, see recordJudged: a sender must not be able to claim that).
+ */
+function summarize(
+  d: Partial<Record<string, unknown>>,
+  reason: string,
+  at: string,
+  bytes: number,
+  fingerprint?: string,
+): RefusedDecision {
   return {
     kind: clip(d.kind, 20),
     id: clip(d.id, 100),
@@ -261,7 +284,7 @@ function summarize(d: Partial<Record<string, unknown>>, reason: string, at: stri
     reason: clip(reason, 1000),
     at,
     bytes,
-    ...(typeof d.fingerprint === 'string' ? { fingerprint: d.fingerprint } : {}),
+    ...(fingerprint ? { fingerprint } : {}),
   };
 }
 

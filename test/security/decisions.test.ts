@@ -228,7 +228,11 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
       reason: 'approved by alice (unverified)',
     });
     expect(rb.attempts[0]?.verdicts.find((v) => v.kind === 'human')).toMatchObject({ reason: 'approved by alice' });
-    expect(ra.decisions).toEqual([expect.objectContaining({ verified: false, by: 'alice' })]);
+    // Bob's signed refusal stays in the record (its id is spent); alice's claim is the one applied.
+    expect(ra.decisions).toEqual([
+      expect.objectContaining({ status: 'refused', by: 'bob', fingerprint: bob.fingerprint }),
+      expect.objectContaining({ status: 'applied', verified: false, by: 'alice' }),
+    ]);
     // The Web UI's current details say so too.
     await s.client.temporal.workflow.getHandle(a).result();
     const meta = await s.client.temporal.workflow
@@ -236,6 +240,39 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
       .query<{ currentDetails: string }>('__temporal_workflow_metadata');
     expect(meta.currentDetails).toContain('decision: approve by alice (unverified)');
     expect(rb.decisions).toEqual([expect.objectContaining({ verified: true, fingerprint: alice.fingerprint })]);
+  });
+});
+
+test('a signed approval sent before the run waits is recorded as refused: its bytes, sent again at the wait, approve nothing', async () => {
+  // The worker's first answer takes a while: the run is still running when alice's approval arrives.
+  model = await startModelServer({ script: script(workerSays(1, 'draft', { delayMs: 2000 })), port: 0 });
+  stack = await testStack('early-approval', model.url, trustEnv);
+  const s = stack;
+  await s.run(async () => {
+    const { workflowId } = await s.client.run('evaluate-optimize', reviewInput(['alice']));
+    const handle = s.client.temporal.workflow.getHandle(workflowId);
+    const early = signedFor(workflowId, { kind: 'approve', id: 'early-1', by: 'alice', note: 'looks fine' }, 'alice');
+    expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [early as never] }))).toMatch(
+      /the run is running, not waiting for a decision/,
+    );
+    const waiting = await s.client.wait(workflowId);
+    expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'review' } });
+    expect(waiting.decisions).toEqual([
+      expect.objectContaining({ status: 'refused', id: 'early-1', by: 'alice', fingerprint: alice.fingerprint }),
+    ]);
+    // Whoever saw those bytes (alice's terminal, a proxy) sends them again now that a candidate
+    // alice never saw waits for her review: as an update and as a signal.
+    expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [early as never] }))).toMatch(
+      /decision early-1 was already received/,
+    );
+    await handle.signal(decisionSignal, early as never);
+    const still = await s.client.status(workflowId);
+    expect(still).toMatchObject({ state: 'awaiting_human' });
+    expect(still.decisions.filter((d) => d.status === 'applied')).toEqual([]);
+    // Alice's own decision, made now, is taken.
+    const alices = await clientAs(s, key('alice'));
+    expect(await alices.decide(workflowId, { kind: 'approve', by: 'alice' })).toMatchObject({ verified: true });
+    expect(await until(s, workflowId, (r) => r.state === 'completed')).toMatchObject({ state: 'completed' });
   });
 });
 

@@ -79,6 +79,20 @@ test('a signed decision refused once (out of turn) is never taken later, even af
   });
 });
 
+test('a refusal is kept for good only for a key that verified: a fingerprint field in what was sent counts for nothing', () => {
+  const gate = new DecisionGate(WF, () => trust());
+  const decisions: DecisionRecord[] = [];
+  const turn = ctx(() => 'the run is running, not waiting for a decision');
+  for (let i = 0; i < MAX_REFUSED + 20; i++) {
+    const claimed = { kind: 'approve', id: `claim-${i}`, by: 'alice', fingerprint: alice.fingerprint };
+    // Well-formed (the field is dropped) and malformed (refused before it is read).
+    recordJudged(decisions, gate.judge(decisions, claimed, turn, 1_000));
+    recordJudged(decisions, gate.judge(decisions, { ...claimed, kind: 'nope', id: `bad-${i}` }, turn, 1_000));
+  }
+  expect(decisions.length).toBeLessThanOrEqual(MAX_REFUSED);
+  expect(decisions.filter((d) => 'fingerprint' in d)).toEqual([]);
+});
+
 test('a refusal of an unverified decision is still dropped past the cap (the record stays bounded)', () => {
   const gate = new DecisionGate(WF, () => trust());
   const decisions: DecisionRecord[] = [];
