@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { ConfigError } from '../../common/errors';
 import { isPidAlive } from '../../server/dev-server-lock';
 import { loopwrightHome } from '../../server/paths';
+import { hours, HttpError, type WebhookLimits } from './webhook-http';
 
 /**
  * One accepted delivery, or one remembered entry: its delivery id, and the SHA-256 (hex) of its
@@ -203,5 +204,61 @@ function takeLock(lock: string, path: string, fail: (doing: string, err: unknown
         `another loopwright webhooks (pid ${pid}) keeps its replay memory in ${path}: stop it, or give this receiver its own LOOPWRIGHT_HOME`,
       );
     rmSync(lock, { force: true });
+  }
+}
+
+/**
+ * Delivery ids (or signed bodies) accepted within the replay window, and ones being handled
+ * now, oldest first, each with a note (the loop a body was for).
+ */
+export class DeliveryIds {
+  private readonly accepted = new Map<string, { at: number; note: string }>();
+  constructor(private readonly limits: WebhookLimits) {}
+
+  /** Forgets what the window or the cap lets go of. */
+  private expire(): void {
+    const now = Date.now();
+    for (const [old, { at }] of this.accepted) {
+      if (now - at < this.limits.replayWindowMs && this.accepted.size < this.limits.maxDeliveryIds) break;
+      this.accepted.delete(old);
+    }
+  }
+
+  /** The note of `id` when it was accepted within the window, else undefined. */
+  seen(id: string): string | undefined {
+    this.expire();
+    return this.accepted.get(id)?.note;
+  }
+
+  /** Throws 409 when the id was accepted within the window or is being handled right now. */
+  reserve(id: string, note = ''): void {
+    if (this.seen(id) !== undefined)
+      throw new HttpError(
+        409,
+        `replayed delivery ${id}: a delivery with this id was accepted within the last ${hours(this.limits)} hours`,
+      );
+    this.accepted.set(id, { at: Date.now(), note });
+  }
+
+  release(id: string): void {
+    this.accepted.delete(id);
+  }
+
+  /** Remembers `id` as accepted at `at` (loaded from the journal, oldest first). */
+  remember(id: string, at: number, note: string): void {
+    this.accepted.delete(id);
+    this.accepted.set(id, { at, note });
+    this.expire();
+  }
+
+  /**
+   * What is remembered now, oldest first, as journal entries of the given kind (ones being handled
+   * right now too: a rewrite of the journal may keep one that then fails, refused after a restart).
+   */
+  entries(kind: 'delivery' | 'body'): SeenEntry[] {
+    this.expire();
+    return [...this.accepted].map(([id, { at, note }]) =>
+      kind === 'delivery' ? { at, delivery: id } : { at, body: id, loop: note },
+    );
   }
 }

@@ -1,43 +1,32 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { jsonTooDeep, LIMITS } from '../prechecks';
-import { RunStillRunningError, ServerUnavailableError, UsageError } from '../../common/errors';
+import { UsageError } from '../../common/errors';
 import { deliverEvent, type EventClient } from '../events';
 import type { LoopwrightClient } from '../loopwright-client';
 import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { portOpt as numberOpt } from '../prechecks';
 import { untilSignal } from './process';
-import { ReplayJournal, webhookJournalPath, type SeenEntry } from './webhook-journal';
+import {
+  answer,
+  checkContentType,
+  decodeLoop,
+  deliveryId,
+  failure,
+  header,
+  hours,
+  HttpError,
+  parseJson,
+  parseSignature,
+  readBody,
+  tooLarge,
+  WEBHOOK_LIMITS,
+  type WebhookLimits,
+} from './webhook-http';
+import { DeliveryIds, ReplayJournal, webhookJournalPath, type SeenEntry } from './webhook-journal';
 
-/** How long and how much the receiver waits for and holds; tests shorten them. */
-export interface WebhookLimits {
-  /** Bodies larger than this are refused (413): Temporal's payload limit is 2 MB. */
-  maxBodyBytes: number;
-  /** A request whose headers take longer is cut off (408, Node's headersTimeout). */
-  headersTimeoutMs: number;
-  /** A body that takes longer to arrive after its headers is refused (408). */
-  bodyTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this. */
-  keepAliveTimeoutMs: number;
-  /** Connections beyond this many open ones are dropped on arrival. */
-  maxConnections: number;
-  /** A delivery id accepted within this window is refused again (409). */
-  replayWindowMs: number;
-  /** At most this many delivery ids are remembered; past it the oldest are forgotten first. */
-  maxDeliveryIds: number;
-}
-
-export const WEBHOOK_LIMITS: WebhookLimits = {
-  maxBodyBytes: 1024 * 1024,
-  headersTimeoutMs: 10_000,
-  bodyTimeoutMs: 10_000,
-  keepAliveTimeoutMs: 5_000,
-  maxConnections: 64,
-  replayWindowMs: 24 * 3_600_000,
-  maxDeliveryIds: 100_000,
-};
+export { WEBHOOK_LIMITS, type WebhookLimits };
 
 export interface WebhookServerOptions {
   client: EventClient;
@@ -63,15 +52,6 @@ export interface WebhookServer {
   /** Base URL, e.g. http://127.0.0.1:8788; deliveries go to `${url}/events/<loop>`. */
   url: string;
   close(): Promise<void>;
-}
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /**
@@ -259,194 +239,6 @@ async function deliver(
     by: 'webhook',
   });
   return delivery.duplicate ? [200, delivery] : [201, { workflowId: delivery.workflowId, duplicate: false }];
-}
-
-/** A header's value; Node joins repeats of most headers with ", ", which then fails the format checks. */
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-}
-
-function checkContentType(value: string | undefined): void {
-  const [type, ...params] = (value ?? '').split(';').map((part) => part.trim().toLowerCase());
-  if (type !== 'application/json')
-    throw new HttpError(
-      415,
-      `Content-Type must be application/json (got ${value ? JSON.stringify(value.slice(0, 100)) : 'none'}): send the body as JSON`,
-    );
-  const charset = params
-    .find((p) => p.startsWith('charset='))
-    ?.slice('charset='.length)
-    .replace(/"/g, '');
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
-    throw new HttpError(415, `charset ${charset} is not supported: send UTF-8 JSON`);
-}
-
-function parseSignature(header: string | undefined): Buffer {
-  if (header === undefined)
-    throw new HttpError(
-      401,
-      'missing X-Hub-Signature-256 header: sign the raw body with HMAC-SHA256 and the webhook secret (LOOPWRIGHT_WEBHOOK_SECRET) as sha256=<hex>',
-    );
-  const hex = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim())?.[1];
-  if (hex === undefined)
-    throw new HttpError(401, 'X-Hub-Signature-256 is malformed: expected sha256= and 64 hex digits');
-  return Buffer.from(hex, 'hex');
-}
-
-/** GitHub sends a GUID with every delivery; with a secret one is required, so every accepted delivery counts against replays. */
-function deliveryId(header: string | undefined, required: boolean): string | undefined {
-  if (header === undefined) {
-    if (required)
-      throw new HttpError(400, 'missing X-GitHub-Delivery header: give every delivery a unique id (GitHub sends one)');
-    return undefined;
-  }
-  if (!/^[A-Za-z0-9._:-]{1,100}$/.test(header))
-    throw new HttpError(400, 'X-GitHub-Delivery is malformed: use 1 to 100 letters, digits and ._:-');
-  return header;
-}
-
-const hours = (limits: WebhookLimits) => +(limits.replayWindowMs / 3_600_000).toFixed(3);
-
-/**
- * Delivery ids (or signed bodies) accepted within the replay window, and ones being handled
- * now, oldest first, each with a note (the loop a body was for).
- */
-class DeliveryIds {
-  private readonly accepted = new Map<string, { at: number; note: string }>();
-  constructor(private readonly limits: WebhookLimits) {}
-
-  /** Forgets what the window or the cap lets go of. */
-  private expire(): void {
-    const now = Date.now();
-    for (const [old, { at }] of this.accepted) {
-      if (now - at < this.limits.replayWindowMs && this.accepted.size < this.limits.maxDeliveryIds) break;
-      this.accepted.delete(old);
-    }
-  }
-
-  /** The note of `id` when it was accepted within the window, else undefined. */
-  seen(id: string): string | undefined {
-    this.expire();
-    return this.accepted.get(id)?.note;
-  }
-
-  /** Throws 409 when the id was accepted within the window or is being handled right now. */
-  reserve(id: string, note = ''): void {
-    if (this.seen(id) !== undefined)
-      throw new HttpError(
-        409,
-        `replayed delivery ${id}: a delivery with this id was accepted within the last ${hours(this.limits)} hours`,
-      );
-    this.accepted.set(id, { at: Date.now(), note });
-  }
-
-  release(id: string): void {
-    this.accepted.delete(id);
-  }
-
-  /** Remembers `id` as accepted at `at` (loaded from the journal, oldest first). */
-  remember(id: string, at: number, note: string): void {
-    this.accepted.delete(id);
-    this.accepted.set(id, { at, note });
-    this.expire();
-  }
-
-  /**
-   * What is remembered now, oldest first, as journal entries of the given kind (ones being handled
-   * right now too: a rewrite of the journal may keep one that then fails, refused after a restart).
-   */
-  entries(kind: 'delivery' | 'body'): SeenEntry[] {
-    this.expire();
-    return [...this.accepted].map(([id, { at, note }]) =>
-      kind === 'delivery' ? { at, delivery: id } : { at, body: id, loop: note },
-    );
-  }
-}
-
-function tooLarge(limits: WebhookLimits): HttpError {
-  return new HttpError(413, `body is larger than ${limits.maxBodyBytes} bytes`);
-}
-
-/** The raw body, within the size cap and the body deadline. */
-function readBody(req: IncomingMessage, limits: WebhookLimits): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const timer = setTimeout(
-      () => stop(new HttpError(408, `the body did not arrive within ${limits.bodyTimeoutMs / 1000} seconds`)),
-      limits.bodyTimeoutMs,
-    );
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limits.maxBodyBytes) stop(tooLarge(limits));
-      else chunks.push(chunk);
-    };
-    const onEnd = () => stop();
-    const onError = (err: Error) => stop(new HttpError(400, `the body could not be read: ${err.message}`));
-    function stop(err?: HttpError): void {
-      clearTimeout(timer);
-      req.off('data', onData).off('end', onEnd).off('error', onError);
-      if (err) reject(err);
-      else resolve(Buffer.concat(chunks));
-    }
-    req.on('data', onData).on('end', onEnd).on('error', onError);
-  });
-}
-
-function decodeLoop(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, `the loop name in the path is not valid URL encoding: ${segment}`);
-  }
-}
-
-function parseJson(raw: Buffer): Record<string, unknown> {
-  let body: unknown;
-  const text = raw.toString('utf8');
-  if (jsonTooDeep(text))
-    throw new HttpError(400, `body nests arrays and objects more than ${LIMITS.jsonDepth} deep: flatten it`);
-  try {
-    body = JSON.parse(text);
-  } catch (err) {
-    throw new HttpError(
-      400,
-      `body is not valid JSON (${(err as Error).message.replace(/\s+/g, ' ').slice(0, 160)}): send { "key": ..., "input": ... }`,
-    );
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw new HttpError(400, 'body must be a JSON object { "key": ..., "input": ..., "force"?: true }');
-  return body as Record<string, unknown>;
-}
-
-function failure(err: unknown): [number, unknown] {
-  if (err instanceof HttpError) return [err.status, { error: err.message }];
-  if (err instanceof ServerUnavailableError) return [503, { error: err.message }];
-  if (err instanceof RunStillRunningError)
-    return [409, { error: err.message, workflowId: err.workflowId, state: err.state }];
-  if (err instanceof UsageError) return [400, { error: err.message }];
-  return [500, { error: `internal error: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` }];
-}
-
-function answer(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  req: IncomingMessage,
-  log?: (line: string) => void,
-): void {
-  const text = JSON.stringify(body);
-  // After a refusal the rest of the body may still be coming: close instead of reading it.
-  const close = status >= 400 ? { connection: 'close' } : {};
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-    ...close,
-  });
-  res.end(text);
-  const what = (body as { workflowId?: string; error?: string }).workflowId ?? (body as { error?: string }).error ?? '';
-  log?.(`${req.method} ${req.url} -> ${status} ${what}`);
 }
 
 /**
