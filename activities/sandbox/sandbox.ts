@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, openSync, rmdirSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import type { SandboxName } from '../../common/run-record';
 import { isExecutableFile, whichAll } from '../../server/binary-locator';
 import { runCommand } from '../../server/run-command';
 import { spawnCapture, type Captured } from '../tools/spawn-capture';
+import { holdDotGit } from './dot-git-holders';
 import { commandEnv } from './env';
 import {
   createCommandCgroup,
@@ -245,7 +246,7 @@ async function runBwrap(
   }
 }
 
-function runBwrapIn(
+async function runBwrapIn(
   config: SandboxConfig,
   bwrap: string,
   version: string,
@@ -255,54 +256,59 @@ function runBwrapIn(
   opts: SandboxRunOptions,
 ): Promise<SandboxedRun> {
   const workspace = realOrSelf(opts.workspace);
-  const placeholder = holdDotGit(workspace);
-  const env = commandEnv(config.env, opts.env);
-  const gitDirs = workspaceGitDirs(workspace);
-  // The repositories' config as git needs it, without remotes, tokens or credentials.
-  const files: Array<[string, string]> = sanitizedConfigMounts(
-    [...gitDirs, path.join(workspace, '.git')].filter((d, i, all) => all.indexOf(d) === i),
-  );
-  if (opts.file) {
-    files.push([realOrSelf(opts.file.host), SANDBOX_FILE]);
-    env[opts.file.variable] = SANDBOX_FILE;
-  }
-  const args = bwrapArgs(
-    {
-      workspace,
-      gitDirs,
-      readOnly: config.readOnly,
-      masked: config.masked,
-      files,
-      readable: opts.readable?.map(realOrSelf),
-      writable: opts.writable?.map(realOrSelf),
-    },
-    { disableUserns: supportsDisableUserns(version), ...(limits.tmpSize ? { tmpBytes: limits.limits.tmpBytes } : {}) },
-  );
-  // The seccomp filter (no setuid or setgid bit, see seccomp.ts), read by bwrap from fd 3: a
-  // descriptor of its own for each command, since bwrap reads it to its end.
-  const filter = seccompFile();
-  const fd = filter ? openSync(filter, 'r') : undefined;
-  if (fd !== undefined) args.splice(args.length - 1, 0, '--seccomp', '3');
+  const releaseDotGit = holdDotGit(workspace);
   try {
-    // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
-    // /proc/1/environ must hold nothing the command may not see. A shell first sets the limits
-    // everything in the sandbox inherits (see limitShell), then execs bwrap.
-    return spawnCapture([...limitShell(cgroupProcs, limits.limits.fileBytes), bwrap, ...args, ...argv], {
-      cwd: workspace,
-      env,
-      timeoutMs: opts.timeoutMs,
-      capChars: opts.capChars,
-      signal: opts.signal,
-      heartbeat: opts.heartbeat,
-      ...(fd !== undefined ? { extraFds: [fd] } : {}),
-    })
-      .then((run) => ({ ...run, sandbox: 'bwrap' as const }))
-      .finally(() => {
-        if (placeholder) releaseDotGit(workspace);
+    const env = commandEnv(config.env, opts.env);
+    const gitDirs = workspaceGitDirs(workspace);
+    // The repositories' config as git needs it, without remotes, tokens or credentials.
+    const files: Array<[string, string]> = sanitizedConfigMounts(
+      [...gitDirs, path.join(workspace, '.git')].filter((d, i, all) => all.indexOf(d) === i),
+    );
+    if (opts.file) {
+      files.push([realOrSelf(opts.file.host), SANDBOX_FILE]);
+      env[opts.file.variable] = SANDBOX_FILE;
+    }
+    const args = bwrapArgs(
+      {
+        workspace,
+        gitDirs,
+        readOnly: config.readOnly,
+        masked: config.masked,
+        files,
+        readable: opts.readable?.map(realOrSelf),
+        writable: opts.writable?.map(realOrSelf),
+      },
+      {
+        disableUserns: supportsDisableUserns(version),
+        ...(limits.tmpSize ? { tmpBytes: limits.limits.tmpBytes } : {}),
+      },
+    );
+    // The seccomp filter (no setuid or setgid bit, see seccomp.ts), read by bwrap from fd 3: a
+    // descriptor of its own for each command, since bwrap reads it to its end.
+    const filter = seccompFile();
+    const fd = filter ? openSync(filter, 'r') : undefined;
+    if (fd !== undefined) args.splice(args.length - 1, 0, '--seccomp', '3');
+    let running: Promise<Captured>;
+    try {
+      // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
+      // /proc/1/environ must hold nothing the command may not see. A shell first sets the limits
+      // everything in the sandbox inherits (see limitShell), then execs bwrap.
+      running = spawnCapture([...limitShell(cgroupProcs, limits.limits.fileBytes), bwrap, ...args, ...argv], {
+        cwd: workspace,
+        env,
+        timeoutMs: opts.timeoutMs,
+        capChars: opts.capChars,
+        signal: opts.signal,
+        heartbeat: opts.heartbeat,
+        ...(fd !== undefined ? { extraFds: [fd] } : {}),
       });
+    } finally {
+      // The child has its copy once spawn returned (spawnCapture spawns synchronously).
+      if (fd !== undefined) closeSync(fd);
+    }
+    return { ...(await running), sandbox: 'bwrap' };
   } finally {
-    // The child has its copy once spawn returned (spawnCapture spawns synchronously).
-    if (fd !== undefined) closeSync(fd);
+    releaseDotGit?.();
   }
 }
 
@@ -327,34 +333,6 @@ function limitShell(cgroupProcs: string[], fileBytes: number): string[] {
     ...cgroupProcs,
     String(Math.max(1, Math.floor(fileBytes / 512))),
   ];
-}
-
-/** Commands running now in each workspace that had no .git of its own: the sandbox masks it (profile.ts). */
-const dotGitHolders = new Map<string, number>();
-
-/**
- * True when `workspace` has no .git (or only the empty one a command running now got): the
- * sandbox then puts an empty read-only folder there, whose mount point bubblewrap leaves on the
- * host. The last command of this process to end there removes it (an empty folder only), so
- * the workspace is as it was. Counted, not removed by each: removing a mount point that another
- * sandbox still uses would take the mask away from that sandbox.
- */
-function holdDotGit(workspace: string): boolean {
-  const held = dotGitHolders.get(workspace);
-  if (held === undefined && lstatSync(path.join(workspace, '.git'), { throwIfNoEntry: false })) return false;
-  dotGitHolders.set(workspace, (held ?? 0) + 1);
-  return true;
-}
-
-function releaseDotGit(workspace: string): void {
-  const held = (dotGitHolders.get(workspace) ?? 1) - 1;
-  if (held > 0) return void dotGitHolders.set(workspace, held);
-  dotGitHolders.delete(workspace);
-  try {
-    rmdirSync(path.join(workspace, '.git'));
-  } catch {
-    // not there, or not the empty folder the sandbox left: not ours to remove
-  }
 }
 
 /** LOOPWRIGHT_SANDBOX=off: the same environment allow-list, a private HOME, and nothing else between the command and the worker. */

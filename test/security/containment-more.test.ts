@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import {
   existsSync,
@@ -121,6 +121,43 @@ describe('git metadata the agent writes steers neither the worker nor the sandbo
     expect((await slow).output).toContain('[done]');
     expect(existsSync(path.join(ws, '.git'))).toBe(false);
   });
+
+  test('the same, when the command that ends first belongs to another process (another worker on the same folder)', async () => {
+    // The other process runs the built sandbox (dist/), as another worker would.
+    const other = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const { createSandbox, sandboxConfigFromEnv } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/activities/sandbox/sandbox.js'))});
+         createSandbox(sandboxConfigFromEnv({ PATH: process.env.PATH }))
+           .run(['sh', '-c', 'sleep 1'], { workspace: process.argv[1], timeoutMs: 20000, capChars: 1000 })
+           .then((r) => console.log('other ended', r.code));`,
+        ws,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let said = '';
+    other.stdout.on('data', (d: Buffer) => (said += d.toString()));
+    const ended = new Promise((r) => other.once('exit', r));
+    // This process's command starts while the other's holds the stand-in, and outlives it.
+    for (let i = 0; i < 100 && !existsSync(path.join(ws, '.git')); i++) await new Promise((r) => setTimeout(r, 20));
+    const mine = sandboxOf().run(
+      [
+        'sh',
+        '-c',
+        'sleep 2; [ -d .git ] && echo "[masked]"; git init -q . 2>/dev/null && echo "[made a repository]"; mkdir .git/hooks 2>/dev/null && echo "[wrote into .git]"; echo "[done]"',
+      ],
+      { workspace: ws, timeoutMs: 20_000, capChars: 10_000 },
+    );
+    await ended;
+    expect(said).toContain('other ended 0');
+    const out = (await mine).output;
+    expect(out).toContain('[done]');
+    expect(out).toContain('[masked]');
+    expect(out).not.toContain('[made a repository]');
+    expect(out).not.toContain('[wrote into .git]');
+    expect(existsSync(path.join(ws, '.git'))).toBe(false);
+  }, 30_000);
 
   test('a .git file already in the workspace that names another repository is not mounted; a real worktree still is', async () => {
     writeFileSync(path.join(ws, '.git'), `gitdir: ${other}/.git\n`);
