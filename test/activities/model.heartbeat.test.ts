@@ -51,9 +51,15 @@ test('a call that answers within its first interval sends no heartbeat', async (
 });
 
 test('a longer call heartbeats each interval from the first on, with the usage reported early in the call', async () => {
-  const beats = await heartbeatsOf(provider(10, EVERY * 2 + 100));
-  expect(beats.length).toBeGreaterThanOrEqual(2);
-  for (const details of beats) expect(details).toMatchObject({ usage: { inputTokens: 1000, outputTokens: 5 } });
+  const beats = await heartbeatsOf(provider(10, EVERY * 3 + 100));
+  expect(beats.length).toBeGreaterThanOrEqual(3);
+  // On a loaded machine the first interval can fire before the provider's 10 ms report is
+  // handled; from the report on, every heartbeat carries it.
+  const from = beats.findIndex((d) => d !== undefined);
+  expect(from).toBeGreaterThanOrEqual(0);
+  expect(from).toBeLessThanOrEqual(1);
+  for (const details of beats.slice(from))
+    expect(details).toMatchObject({ usage: { inputTokens: 1000, outputTokens: 5 } });
 });
 
 test('usage reported after the first interval is heartbeated at once', async () => {
