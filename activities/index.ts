@@ -156,7 +156,7 @@ export function createActivities(deps: ActivityDeps) {
   /** The sandbox's name, or the one-line refusal when there is none and nobody opted out. */
   const requireSandbox = async (): Promise<SandboxName> => {
     const st = await sandbox.status();
-    if (st.kind === 'unavailable') throw sandboxFailure(new SandboxUnavailableError(st.reason));
+    if (st.kind === 'unavailable') throw sandboxFailure(new SandboxUnavailableError(st.reason, st.fix));
     return st.kind === 'bwrap' ? 'bwrap' : 'none';
   };
   return withHeartbeats({

@@ -110,7 +110,7 @@ export function sandboxNotice(status: SandboxStatus): { line: string; warning: b
       };
     case 'unavailable':
       return {
-        line: `WARNING: no sandbox (${status.reason}): runs of loops that run commands will be refused; install bubblewrap (apt-get install bubblewrap) or set LOOPWRIGHT_SANDBOX=off to run them unsandboxed`,
+        line: `WARNING: no sandbox (${status.reason}): runs of loops that run commands will be refused; ${status.fix ?? 'install bubblewrap (apt-get install bubblewrap) or set LOOPWRIGHT_SANDBOX=off to run them unsandboxed'}`,
         warning: true,
       };
   }

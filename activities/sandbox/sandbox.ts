@@ -34,7 +34,7 @@ export type SandboxStatus =
   /** `LOOPWRIGHT_SANDBOX=off`: commands run without a sandbox, recorded as `sandbox: none`. */
   | { kind: 'none' }
   /** bubblewrap is missing or does not work here: loops that run commands are refused. */
-  | { kind: 'unavailable'; reason: string };
+  | { kind: 'unavailable'; reason: string; fix?: string };
 
 /** Which of the {@link SandboxLimits} bind this worker's commands. */
 export interface LimitsStatus {
@@ -50,14 +50,18 @@ export interface LimitsStatus {
  * commands is refused with this one line (what failed, how to install it, how to opt out).
  */
 export class SandboxUnavailableError extends LoopwrightError {
-  constructor(reason: string) {
-    super(
-      `the sandbox for agent commands does not work on this worker (${reason}): install bubblewrap ` +
-        '(Debian/Ubuntu: apt-get install bubblewrap), or set LOOPWRIGHT_SANDBOX=off on the worker to run commands ' +
-        'unsandboxed (recorded as sandbox: none)',
-    );
+  constructor(reason: string, fix: string = INSTALL_OR_OPT_OUT) {
+    super(`the sandbox for agent commands does not work on this worker (${reason}): ${fix}`);
   }
 }
+
+/** What to do when bubblewrap is missing or does not work. */
+export const INSTALL_OR_OPT_OUT =
+  'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set LOOPWRIGHT_SANDBOX=off on the worker to run commands unsandboxed (recorded as sandbox: none)';
+
+/** What to do when the limits are required and cannot be set. */
+const GIVE_CGROUPS =
+  'run the worker as root or in a cgroup it may manage, or unset LOOPWRIGHT_SANDBOX_LIMITS to run commands without process and memory limits';
 
 /** The sandbox settings of a worker, from its environment. */
 export interface SandboxConfig {
@@ -72,6 +76,10 @@ export interface SandboxConfig {
   readOnly: string[];
   /** What each command may use (`LOOPWRIGHT_SANDBOX_PIDS`, `_MEMORY`, `_TMP`, `_FILE_SIZE`). */
   limits: SandboxLimits;
+  /** `LOOPWRIGHT_SANDBOX_LIMITS=require`: no command runs where the process and memory limits cannot be set. */
+  requireLimits: boolean;
+  /** Where commands' cgroups go (default: found for this process, limits.ts); tests give another. */
+  cgroups?: () => CgroupHome;
 }
 
 /** One command to run in a workspace. */
@@ -139,7 +147,17 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
     masked: protectedPaths(env),
     readOnly: [node, ...extra].map(realOrSelf),
     limits: sandboxLimitsFromEnv(env),
+    requireLimits: requireLimitsFromEnv(env),
   };
+}
+
+function requireLimitsFromEnv(env: Record<string, string | undefined>): boolean {
+  const raw = (env.LOOPWRIGHT_SANDBOX_LIMITS ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'best-effort') return false;
+  if (raw === 'require') return true;
+  throw new ConfigError(
+    `LOOPWRIGHT_SANDBOX_LIMITS=${env.LOOPWRIGHT_SANDBOX_LIMITS} is not a limits mode: use best-effort (the default) or require`,
+  );
 }
 
 /** The bubblewrap binary to use, or why there is none. */
@@ -169,7 +187,7 @@ export function createSandbox(config: SandboxConfig): Sandbox {
     status,
     async run(argv, opts) {
       const st = await status();
-      if (st.kind === 'unavailable') throw new SandboxUnavailableError(st.reason);
+      if (st.kind === 'unavailable') throw new SandboxUnavailableError(st.reason, st.fix);
       return st.kind === 'bwrap'
         ? runBwrap(config, st.path, st.version, st.limits, argv, opts)
         : runUnsandboxed(config, argv, opts);
@@ -189,9 +207,15 @@ async function probe(config: SandboxConfig): Promise<SandboxStatus> {
   const help = await runCommand(bin.path, ['--help'], { env: { PATH: config.env.PATH ?? '' }, timeoutMs: 10_000 });
   const limits: LimitsStatus = {
     limits: config.limits,
-    cgroup: findCgroupHome(),
+    cgroup: (config.cgroups ?? findCgroupHome)(),
     tmpSize: /--size\b/.test(help.stdout + help.stderr),
   };
+  if (config.requireLimits && limits.cgroup.kind === 'none')
+    return {
+      kind: 'unavailable',
+      reason: `LOOPWRIGHT_SANDBOX_LIMITS=require, but commands cannot get process and memory limits here: ${limits.cgroup.reason}`,
+      fix: GIVE_CGROUPS,
+    };
   const dir = await mkdtemp(path.join(tmpdir(), 'loopwright-sandbox-probe-'));
   try {
     const run = await runBwrap(

@@ -162,6 +162,29 @@ test('an honest command is not hurt by the defaults: threads, a few MB in /tmp a
   expect(statSync(path.join(ws, 'f')).size).toBe(32 << 20);
 });
 
+test('LOOPWRIGHT_SANDBOX_LIMITS=require: where no cgroup can be made, commands are refused with what to do', async () => {
+  const config = sandboxConfigFromEnv({ PATH: process.env.PATH, LOOPWRIGHT_SANDBOX_LIMITS: 'require' });
+  const none = createSandbox({
+    ...config,
+    cgroups: () => ({ kind: 'none', reason: 'cgroup v2 has no pids controller' }),
+  });
+  expect(await none.status()).toMatchObject({
+    kind: 'unavailable',
+    reason: expect.stringContaining(
+      'LOOPWRIGHT_SANDBOX_LIMITS=require, but commands cannot get process and memory limits here: cgroup v2 has no pids controller',
+    ),
+  });
+  await expect(none.run(['true'], { workspace: ws, timeoutMs: 5_000, capChars: 100 })).rejects.toThrow(
+    /does not work on this worker \(.*\): run the worker as root or in a cgroup it may manage, or unset LOOPWRIGHT_SANDBOX_LIMITS/,
+  );
+  const status = await none.status();
+  if (status.kind === 'unavailable') expect(sandboxNotice(status).line).toContain('unset LOOPWRIGHT_SANDBOX_LIMITS');
+  // Best effort (the default): the same machine runs commands, with a warning at start.
+  const best = createSandbox({ ...config, requireLimits: false, cgroups: () => ({ kind: 'none', reason: 'x' }) });
+  expect((await best.run(['true'], { workspace: ws, timeoutMs: 5_000, capChars: 100 })).code).toBe(0);
+  if (home.kind === 'cgroup') expect((await createSandbox(config).status()).kind).toBe('bwrap');
+});
+
 describe('configuration', () => {
   test('defaults, and sizes in binary units', () => {
     expect(sandboxLimitsFromEnv({})).toEqual({
@@ -189,6 +212,11 @@ describe('configuration', () => {
     ],
     ['LOOPWRIGHT_SANDBOX_TMP', '-5', /LOOPWRIGHT_SANDBOX_TMP=-5 is not a size/],
     ['LOOPWRIGHT_SANDBOX_FILE_SIZE', '1.5g', /LOOPWRIGHT_SANDBOX_FILE_SIZE=1.5g is not a size/],
+    [
+      'LOOPWRIGHT_SANDBOX_LIMITS',
+      'strict',
+      /LOOPWRIGHT_SANDBOX_LIMITS=strict is not a limits mode: use best-effort \(the default\) or require/,
+    ],
   ])('%s=%s is a one-line ConfigError naming it', (name, value, message) => {
     const read = () => sandboxConfigFromEnv({ [name]: value });
     expect(read).toThrow(ConfigError);
