@@ -41,7 +41,7 @@ export interface LimitsStatus {
   limits: SandboxLimits;
   /** Where the process and memory limits live, or why there are none. */
   cgroup: CgroupHome;
-  /** Whether this bubblewrap sizes the private `/tmp` and `/dev/shm` (`--size`, bubblewrap 0.8+). */
+  /** Whether this bubblewrap sizes the private `/tmp` and `/dev/shm` (`--size`, found in its `--help`). */
   tmpSize: boolean;
 }
 
