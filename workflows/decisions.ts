@@ -199,11 +199,8 @@ export function handleDecisions(
     return checking.then(record);
   });
   const apply = (judged: Judged): AppliedDecision => {
-    if (!judged.ok) {
-      recordJudged(decisions(), judged);
-      throw ApplicationFailure.nonRetryable(judged.reason, 'DecisionRefused');
-    }
     recordJudged(decisions(), judged);
+    if (!judged.ok) throw ApplicationFailure.nonRetryable(judged.reason, 'DecisionRefused');
     take(judged.entry);
     return judged.entry;
   };
