@@ -37,6 +37,7 @@ import {
 } from './improve';
 import { defaultWorkspace } from './checks/workspace';
 import { publishRefusal, type PublishClaim } from './publish-check';
+import { checkStoreRequest, type StoreRequestCheck, type StoreRequestCheckInput } from './store-request';
 import { createModelCaller } from './model';
 import type { ModelClient } from './model-port';
 import { heartbeatAlive } from './model-heartbeat';
@@ -262,6 +263,11 @@ export function createActivities(deps: ActivityDeps) {
     /** Whether a verified decision's key is still in the worker's allowed signers (see activities/trust.ts checkSigner). */
     async checkSigner(input: CheckSignerInput): Promise<{ ok: true } | { ok: false; reason: string }> {
       return checkSigner(deps.trust ?? (() => trustPathsFromEnv(deps.env ?? process.env)), input);
+    },
+
+    /** Who a harness store's rollback or regression-add comes from, against the allowed signers now (see store-request.ts). */
+    async checkStoreRequest(input: StoreRequestCheckInput): Promise<StoreRequestCheck> {
+      return checkStoreRequest(deps.trust ?? (() => trustPathsFromEnv(deps.env ?? process.env)), input);
     },
 
     /**

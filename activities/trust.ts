@@ -88,7 +88,8 @@ export function loadTrust(paths: () => TrustPaths, input: LoadTrustInput): Trust
   };
 }
 
-function readAllowedSigners(p: TrustPaths): Trust['allowedSigners'] {
+/** The allowed signers file as the worker has it now (null: none); a configured file that cannot be used throws. */
+export function readAllowedSigners(p: TrustPaths): Trust['allowedSigners'] {
   if (!p.allowedSigners) return null;
   const file = path.resolve(p.allowedSigners);
   if (!existsSync(file)) {

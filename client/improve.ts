@@ -133,11 +133,16 @@ export async function regressionFromRun(
   if (!start?.loop || start.input === undefined)
     throw new UsageError(`${req.runId} is not a loop run: give the id of a run of ${req.loop}`);
   if (start.loop !== req.loop) throw new UsageError(`${req.runId} is a run of ${start.loop}, not ${req.loop}`);
-  return addRegression(client.temporal, client.config.taskQueue, {
-    loop: req.loop,
-    input: start.input,
-    expect: req.expect,
-    fromRun: req.runId,
-    by: req.by,
-  });
+  return addRegression(
+    client.temporal,
+    client.config.taskQueue,
+    {
+      loop: req.loop,
+      input: start.input,
+      expect: req.expect,
+      fromRun: req.runId,
+      by: req.by,
+    },
+    (message) => client.sign(message),
+  );
 }

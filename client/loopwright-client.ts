@@ -278,6 +278,16 @@ export class LoopwrightClient {
   }
 
   /**
+   * The armored SSH signature of `message` for the decisions namespace by this process's signing
+   * key (LOOPWRIGHT_SIGNING_KEY, else git's user.signingkey), or undefined when none is configured.
+   * Decisions and the harness store's rollbacks and regression tasks are signed with it.
+   */
+  sign(message: string): string | undefined {
+    const key = signingKeyPath(this.env);
+    return key ? signMessage(key, DECISION_NAMESPACE, message) : undefined;
+  }
+
+  /**
    * Sends a human decision as the run's `decide` update and returns what the run applied. The
    * decision is signed with this process's SSH key when one is configured (LOOPWRIGHT_SIGNING_KEY,
    * else git's user.signingkey), over the decision and the run's id; unsigned, the run records
@@ -288,10 +298,8 @@ export class LoopwrightClient {
   async decide(workflowId: string, request: DecisionRequest): Promise<AppliedDecision> {
     const parsed = DecisionSchema.safeParse({ ...request, id: request.id ?? randomUUID() });
     if (!parsed.success) throw new UsageError(`invalid decision: ${zodIssues(parsed.error).join('; ')}`);
-    const key = signingKeyPath(this.env);
-    const decision = key
-      ? { ...parsed.data, signature: signMessage(key, DECISION_NAMESPACE, decisionMessage(workflowId, parsed.data)) }
-      : parsed.data;
+    const signature = this.sign(decisionMessage(workflowId, parsed.data));
+    const decision = signature ? { ...parsed.data, signature } : parsed.data;
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
     if (description.status.name !== 'RUNNING') {

@@ -1,6 +1,12 @@
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { UsageError } from '../common/errors';
 import type { CurrentHarness, Harness } from '../common/improve/types';
+import {
+  storeRequestMessage,
+  type RegressionRequest,
+  type RollbackRequest,
+  type StoreOp,
+} from '../common/improve/store-request';
 import { getLoop } from '../loops';
 import {
   addRegressionUpdate,
@@ -8,7 +14,7 @@ import {
   harnessStateQuery,
   publishHarnessUpdate,
   rollbackHarnessUpdate,
-  type HarnessState,
+  type HarnessView,
   harnessWorkflow,
 } from '../workflows/harness/harness-workflow';
 
@@ -42,7 +48,7 @@ export async function currentHarness(
 }
 
 /** Every version, the pointer's moves and the regression set (a worker answers the query). */
-export async function harnessState(temporal: Client, loop: string, taskQueue: string): Promise<HarnessState> {
+export async function harnessState(temporal: Client, loop: string, taskQueue: string): Promise<HarnessView> {
   return (await store(temporal, loop, taskQueue)).query(harnessStateQuery);
 }
 
@@ -58,28 +64,59 @@ export async function publishHarness(
   );
 }
 
-/** Points the current harness back to the version before (or to `to`). */
+/**
+ * Signs a store request: over the store's id, the operation and the request (see
+ * common/improve/store-request.ts); returns undefined to send it unsigned. `LoopwrightClient.sign`.
+ */
+export type StoreSigner = (message: string) => string | undefined;
+
+/**
+ * Points the current harness back to the version before (or to `to`). The request names the
+ * store's state now (so it lands once) and is signed with `sign` when it gives a signature; a
+ * worker with allowed signers refuses it unsigned or signed by a key they do not list for `by`.
+ */
 export async function rollbackHarness(
   temporal: Client,
   taskQueue: string,
   req: { loop: string; to?: number; by: string; reason: string },
+  sign?: StoreSigner,
 ): Promise<number> {
   const { loop, ...rest } = req;
-  return update(() =>
-    store(temporal, loop, taskQueue).then((h) => h.executeUpdate(rollbackHarnessUpdate, { args: [rest] })),
+  return send(temporal, taskQueue, loop, 'rollback', rest, sign, (h, request: RollbackRequest) =>
+    h.executeUpdate(rollbackHarnessUpdate, { args: [request] }),
   );
 }
 
-/** Adds a task to the loop's regression set; returns its id. */
+/** Adds a task to the loop's regression set; returns its id. Stamped and signed as a rollback is. */
 export async function addRegression(
   temporal: Client,
   taskQueue: string,
   req: { loop: string; input: unknown; expect: 'pass' | 'fail'; fromRun?: string; by: string },
+  sign?: StoreSigner,
 ): Promise<string> {
   const { loop, ...rest } = req;
-  return update(() =>
-    store(temporal, loop, taskQueue).then((h) => h.executeUpdate(addRegressionUpdate, { args: [rest] })),
+  return send(temporal, taskQueue, loop, 'addRegression', rest, sign, (h, request: RegressionRequest) =>
+    h.executeUpdate(addRegressionUpdate, { args: [request] }),
   );
+}
+
+/** Stamps `request` with the store's state, signs it, and sends it with `execute`. */
+async function send<R extends RollbackRequest | RegressionRequest, T>(
+  temporal: Client,
+  taskQueue: string,
+  loop: string,
+  op: StoreOp,
+  request: R,
+  sign: StoreSigner | undefined,
+  execute: (h: Awaited<ReturnType<typeof store>>, request: R) => Promise<T>,
+): Promise<T> {
+  return update(async () => {
+    const h = await store(temporal, loop, taskQueue);
+    const { storeRun, seq } = await h.query(harnessStateQuery);
+    const stamped: R = { ...request, storeRun, seq };
+    const signature = sign?.(storeRequestMessage(h.workflowId, op, stamped));
+    return execute(h, signature ? { ...stamped, signature } : stamped);
+  });
 }
 
 /** The loop's store, started with its built-in harness as v1 when it does not exist yet. */

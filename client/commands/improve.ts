@@ -4,6 +4,8 @@ import { escapeBlock, escapeLine, terminalJson } from '../../common/terminal';
 import { diffHarness, harnessPrompt } from '../../common/improve/proposal';
 import type { HarnessVersion } from '../../common/improve/types';
 import type { ImprovementRecord } from '../../workflows/improve/improve-workflow';
+import type { HarnessMove } from '../../workflows/harness/harness-workflow';
+import { byline } from '../../common/decision';
 import { harnessState, rollbackHarness } from '../../harness/store';
 import {
   improveInput,
@@ -84,7 +86,7 @@ export const improveDefinition: CommandDefinition = (program, cli) => {
               2,
             ),
           );
-        else
+        else {
           state.versions.forEach((v) =>
             io.out(
               escapeLine(
@@ -92,6 +94,12 @@ export const improveDefinition: CommandDefinition = (program, cli) => {
               ),
             ),
           );
+          const rollbacks = state.moves.filter((m) => moveKind(m, state.versions) === 'rollback');
+          if (rollbacks.length) io.out('rollbacks:');
+          rollbacks.forEach((m) =>
+            io.out(escapeLine(`  v${m.from} → v${m.to}  ${m.at}  by ${m.by}${byline(m)}  ${m.reason}`)),
+          );
+        }
         return 0;
       }),
     );
@@ -133,18 +141,23 @@ export const improveDefinition: CommandDefinition = (program, cli) => {
   harness
     .command('rollback <loop>')
     .description('make the version before the current one (or --to) current again; runs that start afterwards use it')
-    .requiredOption('--by <name>', 'who decides (recorded)')
+    .requiredOption('--by <name>', 'who decides: recorded, and verified when signed (LOOPWRIGHT_SIGNING_KEY)')
     .option('--to <version>', 'the version to go back to')
     .option('--reason <text>', 'why', 'rolled back')
     .action(
       withClient(async (client, loop: string, opts: { by: string; to?: string; reason: string }) => {
         const to = opts.to === undefined ? undefined : versionNumber(opts.to);
-        const now = await rollbackHarness(client.temporal, client.config.taskQueue, {
-          loop,
-          to,
-          by: opts.by,
-          reason: opts.reason,
-        });
+        const now = await rollbackHarness(
+          client.temporal,
+          client.config.taskQueue,
+          {
+            loop,
+            to,
+            by: opts.by,
+            reason: opts.reason,
+          },
+          (message) => client.sign(message),
+        );
         io.out(`${loop}: harness v${now} is current`);
         return 0;
       }),
@@ -158,7 +171,7 @@ export const improveDefinition: CommandDefinition = (program, cli) => {
     .description('turn a real run into a regression task (its input, and what its run should do)')
     .requiredOption('--from-run <id>', 'the run')
     .addOption(new Option('--expect <outcome>', 'what a run of it should do').choices(['pass', 'fail']).default('pass'))
-    .requiredOption('--by <name>', 'who adds it (recorded)')
+    .requiredOption('--by <name>', 'who adds it: recorded, and verified when signed (LOOPWRIGHT_SIGNING_KEY)')
     .action(
       withClient(async (client, loop: string, opts: { fromRun: string; expect: 'pass' | 'fail'; by: string }) => {
         const id = await regressionFromRun(client, { loop, runId: opts.fromRun, expect: opts.expect, by: opts.by });
@@ -178,7 +191,7 @@ export const improveDefinition: CommandDefinition = (program, cli) => {
           tasks.forEach((t) =>
             io.out(
               escapeLine(
-                `${t.id}  expect ${t.expect}  from ${t.fromRun ?? '-'}  by ${t.by}  ${JSON.stringify(t.input).slice(0, 80)}`,
+                `${t.id}  expect ${t.expect}  from ${t.fromRun ?? '-'}  by ${t.by}${byline(t)}  ${JSON.stringify(t.input).slice(0, 80)}`,
               ),
             ),
           );
@@ -186,6 +199,16 @@ export const improveDefinition: CommandDefinition = (program, cli) => {
       }),
     );
 };
+
+/**
+ * Whether a move published a version or rolled back: recorded since signed store requests; before,
+ * a publish is the move that made its version (at the version's creation, by its author).
+ */
+function moveKind(m: HarnessMove, versions: HarnessVersion[]): 'publish' | 'rollback' {
+  if (m.kind) return m.kind;
+  const made = versions.find((v) => v.version === m.to);
+  return made && m.to !== 1 && made.createdAt === m.at && made.by === m.by ? 'publish' : 'rollback';
+}
 
 function versionNumber(text: string): number {
   const n = Number(text.replace(/^v/, ''));

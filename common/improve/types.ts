@@ -40,6 +40,12 @@ export interface RegressionTask {
   fromRun?: string;
   addedAt: string;
   by: string;
+  /**
+   * Since signed store requests: true when a key the worker's allowed signers list for `by`
+   * signed the request (`fingerprint` is the key's), false when the worker had none.
+   */
+  verified?: boolean;
+  fingerprint?: string;
 }
 
 /** One change of a proposal: a path into the harness and its new value. */

@@ -12,7 +12,15 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Harness, HarnessVersion, RegressionTask } from '../../common/improve/types';
-import { acts, TOOL_CALL } from '../activity-proxies';
+import {
+  stampProblem,
+  storeSeq,
+  type RegressionRequest,
+  type RollbackRequest,
+  type StoreOp,
+} from '../../common/improve/store-request';
+import { acts, localActs, LOCAL_READ, TOOL_CALL } from '../activity-proxies';
+import { regressionProblem, rollbackProblem, rollbackTarget } from './store-checks';
 
 /**
  * A loop's harness store: every version of its improvable surface (v1 is the loop's built-in
@@ -25,9 +33,28 @@ export interface HarnessState {
   versions: HarnessVersion[];
   current: number;
   /** Every move of the current pointer (publish, rollback), oldest first. */
-  moves: Array<{ at: string; by: string; from: number; to: number; reason: string }>;
+  moves: HarnessMove[];
   regression: RegressionTask[];
 }
+
+/**
+ * A move of the current pointer. A rollback since 'signed-store-requests' says how its `by` was
+ * established: `verified` (signed by a key the worker's allowed signers list for `by`, whose
+ * `fingerprint` is kept) or not (the worker had no allowed signers); absent before.
+ */
+export interface HarnessMove {
+  at: string;
+  by: string;
+  from: number;
+  to: number;
+  reason: string;
+  kind?: 'publish' | 'rollback';
+  verified?: boolean;
+  fingerprint?: string;
+}
+
+/** The store as its query shows it: its state, and the stamp a request must carry (see common/improve/store-request.ts). */
+export type HarnessView = HarnessState & { storeRun: string; seq: number };
 
 export interface HarnessWorkflowInput {
   loop: string;
@@ -40,19 +67,20 @@ export interface HarnessWorkflowInput {
 /** The memo key holding `{ version, harness }` of the current version. */
 export const HARNESS_MEMO = 'currentHarness';
 
-export const harnessStateQuery = defineQuery<HarnessState>('harness');
+export const harnessStateQuery = defineQuery<HarnessView>('harness');
 /** Adds a version and makes it current (an approved improvement); returns its number. */
 export const publishHarnessUpdate = defineUpdate<
   number,
   [{ harness: Harness; by: string; reason: string; proposedBy?: string }]
 >('publish');
-/** Points `current` at an earlier version; returns the version now current. */
-export const rollbackHarnessUpdate = defineUpdate<number, [{ to?: number; by: string; reason: string }]>('rollback');
-/** Adds a task to the regression set; returns its id. */
-export const addRegressionUpdate = defineUpdate<
-  string,
-  [{ input: unknown; expect: 'pass' | 'fail'; fromRun?: string; by: string }]
->('addRegression');
+/**
+ * Points `current` at an earlier version; returns the version now current. Since
+ * 'signed-store-requests' its sender is checked against the worker's allowed signers
+ * (activities/store-request.ts) and its stamp against the store (common/improve/store-request.ts).
+ */
+export const rollbackHarnessUpdate = defineUpdate<number, [RollbackRequest]>('rollback');
+/** Adds a task to the regression set; returns its id. Checked like a rollback. */
+export const addRegressionUpdate = defineUpdate<string, [RegressionRequest]>('addRegression');
 
 export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void> {
   const now = () => new Date().toISOString();
@@ -78,13 +106,42 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
       `**${state.loop}** harness v${state.current} current · ${state.versions.length} versions · ${state.regression.length} regression tasks`,
     );
   };
-  const move = (to: number, by: string, reason: string) => {
-    state.moves.push({ at: now(), by, from: state.current, to, reason });
+  const move = (to: number, by: string, reason: string, extra: Partial<HarnessMove> = {}) => {
+    state.moves.push({ at: now(), by, from: state.current, to, reason, ...extra });
     state.current = to;
     show();
   };
 
-  setHandler(harnessStateQuery, () => state);
+  const stamp = () => ({ storeRun: workflowInfo().firstExecutionRunId, seq: storeSeq(state), loop: state.loop });
+  setHandler(harnessStateQuery, () => ({
+    ...state,
+    storeRun: workflowInfo().firstExecutionRunId,
+    seq: storeSeq(state),
+  }));
+  /**
+   * Since 'signed-store-requests': who sent a rollback or regression-add, checked by the worker
+   * against its allowed signers as they are now (a local activity: the store lives for months, so
+   * nothing is pinned at its start, and the workflow stays free of crypto and files); refused
+   * (the update fails with the reason) when it is not signed by a key they list for its `by`, or
+   * when the store changed while it was checked. Recorded as it was before without the patch.
+   */
+  const checkRequest = async (
+    op: StoreOp,
+    request: RollbackRequest | RegressionRequest,
+    problem: () => string | null,
+  ) => {
+    const checked = await localActs.checkStoreRequest.executeWithOptions(
+      { ...LOCAL_READ, summary: `check who sent the ${op} of ${state.loop}'s harness` },
+      [{ workflowId: workflowInfo().workflowId, op, request }],
+    );
+    const refuse = (reason: string) =>
+      ApplicationFailure.nonRetryable(`${op} refused: ${reason}`, 'StoreRequestRefused');
+    if (!checked.ok) throw refuse(checked.reason);
+    // Another request may have landed while this one was checked: it was made for the store before.
+    const late = stampProblem(request, stamp()) ?? problem();
+    if (late) throw refuse(late);
+    return { verified: checked.verified, ...(checked.fingerprint ? { fingerprint: checked.fingerprint } : {}) };
+  };
   setHandler(
     publishHarnessUpdate,
     async ({ harness, by, reason, proposedBy }) => {
@@ -99,43 +156,55 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
       }
       const version = state.versions.length + 1;
       state.versions.push({ version, harness, createdAt: now(), by, reason, ...(proposedBy ? { proposedBy } : {}) });
-      move(version, by, reason);
+      move(version, by, reason, { kind: 'publish' });
       return version;
     },
     { validator: ({ by }) => requireWho(by) },
   );
   setHandler(
     rollbackHarnessUpdate,
-    ({ to, by, reason }) => {
-      const target = to ?? state.moves.at(-1)?.from ?? state.current - 1;
-      move(target, by, reason);
+    async (request) => {
+      const { to, by, reason } = request;
+      const signed = patched('signed-store-requests')
+        ? { kind: 'rollback' as const, ...(await checkRequest('rollback', request, () => rollbackProblem(state, to))) }
+        : {};
+      const target = rollbackTarget(state, to);
+      move(target, by, reason, signed);
       return target;
     },
     {
-      validator: ({ to, by }) => {
-        requireWho(by);
-        const target = to ?? state.moves.at(-1)?.from ?? state.current - 1;
-        if (target < 1)
-          throw new Error(`${state.loop} is at its first harness version: there is nothing to roll back to`);
-        if (!state.versions.some((v) => v.version === target))
-          throw new Error(`${state.loop} has no harness v${target}: it has v1 to v${state.versions.length}`);
-        if (target === state.current) throw new Error(`v${target} is already the current harness of ${state.loop}`);
+      validator: (request) => {
+        requireWho(request.by);
+        const problem = stampProblem(request, stamp()) ?? rollbackProblem(state, request.to);
+        if (problem) throw new Error(problem);
       },
     },
   );
   setHandler(
     addRegressionUpdate,
-    ({ input: task, expect, fromRun, by }) => {
+    async (request) => {
+      const { input: task, expect, fromRun, by } = request;
+      const signed = patched('signed-store-requests')
+        ? await checkRequest('addRegression', request, () => regressionProblem(state, fromRun))
+        : {};
       const id = `t${state.regression.length + 1}`;
-      state.regression.push({ id, input: task, expect, ...(fromRun ? { fromRun } : {}), addedAt: now(), by });
+      state.regression.push({
+        id,
+        input: task,
+        expect,
+        ...(fromRun ? { fromRun } : {}),
+        addedAt: now(),
+        by,
+        ...signed,
+      });
       show();
       return id;
     },
     {
-      validator: ({ fromRun, by }) => {
-        requireWho(by);
-        const dup = fromRun ? state.regression.find((t) => t.fromRun === fromRun) : undefined;
-        if (dup) throw new Error(`run ${fromRun} is already regression task ${dup.id} of ${state.loop}`);
+      validator: (request) => {
+        requireWho(request.by);
+        const problem = stampProblem(request, stamp()) ?? regressionProblem(state, request.fromRun);
+        if (problem) throw new Error(problem);
       },
     },
   );
