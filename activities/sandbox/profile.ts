@@ -157,7 +157,11 @@ export function bwrapArgs(
   // device nodes (null, zero, urandom, ptmx) still work, but no file can be written there.
   const sized = opts.tmpBytes === undefined ? [] : ['--size', String(opts.tmpBytes)];
   args.push('--dev', '/dev', ...sized, '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
-  args.push('--proc', '/proc', ...sized, '--tmpfs', '/tmp', '--dir', '/tmp/home');
+  // /proc read-only: a worker running as root is root inside too (the same uid), and the kernel
+  // lets that uid write most of /proc/sys without any capability (kernel.core_pattern, a program
+  // the host then runs as root); and a command could set its own oom_score_adj back from 1000
+  // wherever the worker lacks CAP_SYS_RESOURCE (an unprivileged worker, most containers).
+  args.push('--proc', '/proc', '--remount-ro', '/proc', ...sized, '--tmpfs', '/tmp', '--dir', '/tmp/home');
   // A path inside a folder masked already is hidden with it. Masking it again would need a mount
   // point in that empty, read-only folder, which bubblewrap cannot make: every command (and the
   // worker's probe) would fail. A key file and its folder are often both named.
