@@ -1,5 +1,3 @@
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import path from 'node:path';
 import { parseDuration } from '../../common/duration';
 import { ConfigError } from '../../common/errors';
 import { must } from '../../common/must';
@@ -10,6 +8,9 @@ import { ZERO_USAGE } from '../../common/usage';
 import { runTestCommand } from '../discovery/run-tests';
 import type { Sandbox } from '../sandbox/sandbox';
 import { matchTests } from '../tests/test-names';
+import { resolveInsideAsync } from '../tools/confine';
+import { formatBytes, MAX_READ_BYTES, readRegularFile } from '../tools/text-files';
+import { ToolError } from '../tools/types';
 import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 
 /** A `path:line` (or `path:line-line`) citation: the path has a file extension, e.g. `src/math.js:3`. */
@@ -37,16 +38,41 @@ export function findCitations(text: string): Citation[] {
   return [...seen.values()];
 }
 
-/** Why a citation does not hold in `root`, or null when it does. */
-function badCitation(root: string, c: Citation): string | null {
-  const file = path.resolve(root, c.path);
-  const rel = path.relative(root, file);
-  if (rel.startsWith('..') || path.isAbsolute(rel)) return `${c.text}: ${c.path} is outside the workspace`;
-  if (!existsSync(file) || !statSync(file).isFile()) return `${c.text}: ${c.path} does not exist`;
-  if (!realpathSync(file).startsWith(realpathSync(root) + path.sep))
-    return `${c.text}: ${c.path} leads outside the workspace`;
-  const text = readFileSync(file, 'utf8');
-  const lines = text.endsWith('\n') ? text.split('\n').length - 1 : text.split('\n').length;
+/** A file's lines as the check counts them: a last line without a newline counts too. */
+function lineCount(bytes: Buffer): number {
+  let newlines = 0;
+  for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) newlines += 1;
+  return bytes.length > 0 && bytes[bytes.length - 1] === 10 ? newlines : newlines + 1;
+}
+
+/**
+ * The lines of the cited file, or why it cannot be cited. The file is the agent's to write (a
+ * loop may give it commands): it is found and read as read_file finds and reads it (confine.ts,
+ * text-files.ts), never beyond the workspace or into the worker's own files, asynchronously and
+ * at most MAX_READ_BYTES of it, so a huge file cannot hold or exhaust the worker.
+ */
+async function citedLines(root: string, cited: string): Promise<number | string> {
+  let file: string;
+  try {
+    file = await resolveInsideAsync(root, cited);
+  } catch (err) {
+    if (err instanceof ToolError) return err.message;
+    throw err;
+  }
+  try {
+    const { bytes, size } = await readRegularFile(file, cited);
+    if (bytes === null)
+      return `${cited} is ${formatBytes(size)}, over the ${formatBytes(MAX_READ_BYTES)} a cited file may have (read_file's limit)`;
+    return lineCount(bytes);
+  } catch (err) {
+    if (err instanceof ToolError) return `${cited} does not exist`;
+    throw err;
+  }
+}
+
+/** Why a citation does not hold, or null when it does; `lines` is the cited file's {@link citedLines}. */
+function badCitation(c: Citation, lines: number | string): string | null {
+  if (typeof lines === 'string') return `${c.text}: ${lines}`;
   const last = c.endLine ?? c.line;
   if (c.line < 1 || last < c.line || last > lines) return `${c.text}: ${c.path} has ${lines} lines`;
   return null;
@@ -74,8 +100,11 @@ export async function runCitationsCheck(
     problems.push('the diagnosis cites no evidence as path:line');
     failedItems.push('no citations');
   }
+  const files = new Map<string, number | string>();
   for (const c of citations) {
-    const bad = badCitation(workspace, c);
+    let lines = files.get(c.path);
+    if (lines === undefined) files.set(c.path, (lines = await citedLines(workspace, c.path)));
+    const bad = badCitation(c, lines);
     if (bad) {
       problems.push(`bad citation ${bad}`);
       failedItems.push(c.text);

@@ -1,6 +1,7 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { runCitationsCheck } from '../../activities/checks/citations';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
 import type { ToolContext } from '../../activities/tools/types';
@@ -69,5 +70,46 @@ describe('/proc inside the sandbox', () => {
     expect(out).toContain('[adj 1000]');
     // The rest of /proc still reads as before (ps, /proc/self).
     expect(out).toMatch(/\[ps [1-9]\d*\]/);
+  });
+});
+
+describe('the citations check reads a cited file as read_file would', () => {
+  const check = { kind: 'citations' as const, name: 'citations', testName: 'adds', timeout: '1m' };
+
+  test('a huge file the agent made fails the citation by its size; the worker does not read it', async () => {
+    // A sparse 600 MB file (no disk used): read whole, it held the worker's thread and its memory,
+    // and its text was longer than a string can be, so the check threw instead of judging.
+    const made = await sh(
+      ctx(sandboxOf()),
+      'truncate -s 600M big.log && printf "a\\nb\\nc\\n" > small.js; echo "[made]"',
+    );
+    expect(made).toContain('[made]');
+    const verdict = await runCitationsCheck({ check, candidate: 'see big.log:1 and small.js:3', workspace: ws });
+    expect(verdict.passed).toBe(false);
+    expect(verdict.reason).toContain(
+      'bad citation big.log:1: big.log is 600.0 MB, over the 2.0 MB a cited file may have',
+    );
+    expect(verdict.failedItems).toEqual(['big.log:1']);
+  });
+
+  test("a file of the worker's own inside the workspace cannot be cited (its line count is not told)", async () => {
+    const home = path.join(ws, 'lw-home');
+    mkdirSync(home);
+    writeFileSync(path.join(home, 'keys.txt'), 'k1\nk2\nk3\n');
+    const saved = process.env.LOOPWRIGHT_HOME;
+    process.env.LOOPWRIGHT_HOME = home;
+    try {
+      // The agent's command cannot even see it.
+      expect(await sh(ctx(sandboxOf({ LOOPWRIGHT_HOME: home })), 'cat lw-home/keys.txt; echo "[done]"')).not.toContain(
+        'k1',
+      );
+      const verdict = await runCitationsCheck({ check, candidate: 'as lw-home/keys.txt:3 shows', workspace: ws });
+      expect(verdict.passed).toBe(false);
+      expect(verdict.reason).toContain("inside the worker's own files");
+      expect(verdict.reason).not.toContain('has 3 lines');
+    } finally {
+      if (saved === undefined) delete process.env.LOOPWRIGHT_HOME;
+      else process.env.LOOPWRIGHT_HOME = saved;
+    }
   });
 });
