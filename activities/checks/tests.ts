@@ -20,6 +20,7 @@ import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evalua
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 import { canaryFor } from './tests/canary';
+import { readOnlyInfra } from './tests/read-only';
 import { pythonShadows, shadowingFiles } from './tests/shadows';
 import { blobText, isManifest, runnerFieldChanges, withBaseRunnerFields, writeBlob } from './tests/manifest';
 
@@ -114,13 +115,14 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const timeoutMs = parseDuration(check.timeout) ?? 600_000;
   const scratch = path.join(os.tmpdir(), 'loopwright', 'gate', input.workflowId.replace(/[^A-Za-z0-9._-]+/g, '_'));
   const spec = { command: check.command, runner: check.runner, junitPath: check.junitPath };
-  const run = async (dir: string, command = check.command): Promise<TestRun> =>
+  const run = async (dir: string, command = check.command, readOnly?: string[]): Promise<TestRun> =>
     runTests(
       { ...spec, command },
       {
         sandbox,
         workspace: dir,
         env: input.env,
+        readOnly,
         timeoutMs,
         signal: ctx?.cancellationSignal,
         heartbeat: ctx ? () => ctx.heartbeat() : undefined,
@@ -146,6 +148,7 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     check.failingTest ? matchFailingTest(baseRun.results, check.failingTest) : [],
     changedCode,
   );
+  const overlayFiles = [...(await listTree(root, trees.overlay)).keys()];
   const overlayRun = await inCheckout(trees.overlay, 'overlay', async (c) => {
     if (canary) {
       // The change may have put something at the canary's path (a symlink out of the checkout): the worker writes no file but its own.
@@ -153,16 +156,19 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
       await rm(file, { force: true, recursive: true });
       await writeFile(file, canary.source, { flag: 'wx' });
     }
-    if (!check.heldOut) return run(c.dir);
-    await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), {
-      recursive: true,
-      dereference: false,
-      errorOnExist: false,
-      force: true,
-    });
-    const main = await run(c.dir);
-    if (!check.heldOut.command) return main;
-    const held = await run(c.dir, check.heldOut.command);
+    if (check.heldOut)
+      await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), {
+        recursive: true,
+        dereference: false,
+        errorOnExist: false,
+        force: true,
+      });
+    // The change's code runs here: base's tests, the held-out ones and the canary are read-only to it.
+    const gates = [canary?.file, into].filter((p): p is string => p !== undefined);
+    const readOnly = readOnlyInfra(c.dir, overlayFiles, isInfra, gates);
+    const main = await run(c.dir, check.command, readOnly);
+    if (!check.heldOut?.command) return main;
+    const held = await run(c.dir, check.heldOut.command, readOnly);
     return {
       ...main,
       results: [

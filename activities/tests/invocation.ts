@@ -45,7 +45,11 @@ export function appendArgs(command: string, args: string[]): string {
  *   it (`npm test`, `node --test test/`, a shell script), where flags after the files would not.
  * - jest: `--json --outputFile=<file> --testLocationInResults`.
  * - vitest: `--reporter=default --reporter=json --outputFile.json=<file> --includeTaskLocation`.
- * - pytest: `--junitxml=<file> -o junit_family=xunit1` (xunit1 has each test's file and line).
+ * - pytest: `--junitxml=<file> -o junit_family=xunit1` (xunit1 has each test's file and line),
+ *   and PYTHONPYCACHEPREFIX at a folder beside the results one, which the sandbox neither has nor
+ *   lets anyone make: Python then reads no bytecode from `__pycache__` folders. A `.pyc` there
+ *   (committed, or written by the code under test as the run goes) would otherwise be loaded in
+ *   place of base's helper or test module: an unchecked-hash one never compares its source.
  * - go: `-json`, with the command's stdout (the test2json events) sent to a file.
  * - junit: the command as it is; the loop says where its runner writes JUnit XML.
  */
@@ -89,7 +93,7 @@ export function runnerInvocation(
     case 'pytest':
       return {
         command: appendArgs(command, [`--junitxml=${sh(resultsFile)}`, '-o', 'junit_family=xunit1']),
-        env: {},
+        env: { PYTHONPYCACHEPREFIX: path.join(path.dirname(dirs.resultsDir), 'pyc') },
         resultsFile,
       };
     case 'go':

@@ -35,6 +35,8 @@ export interface RunTestsOptions {
   workspace: string;
   /** The loop's command environment (`spec.sandbox.env`). */
   env?: Record<string, string>;
+  /** Files and folders (absolute, inside the workspace, no symlinks) the command may read but not change. */
+  readOnly?: string[];
   timeoutMs: number;
   signal?: AbortSignal;
   heartbeat?: () => void;
@@ -165,7 +167,7 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
         workspace,
         // Exactly the agent's environment (the loop's declared variables), plus what the runner needs to report.
         env: { ...opts.env, ...inv.env },
-        readable: reporterFile && channel ? [reporterFile, channel.path] : [],
+        readable: [...(reporterFile && channel ? [reporterFile, channel.path] : []), ...(opts.readOnly ?? [])],
         writable: [resultsDir],
         timeoutMs: opts.timeoutMs,
         capChars: LIMITS.output,

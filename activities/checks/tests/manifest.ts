@@ -5,14 +5,15 @@ import { workerGit } from '../../git/worker-git';
  * business (a fix may need a dependency):
  * - `package.json`: the scripts (`npm test` runs `pretest`, `test` and `posttest`, and any of
  *   them can run anything, such as a preload that patches the code under test or a `sed` over
- *   it), the runners' own configuration keys, and the module type;
+ *   it), the runners' own configuration keys, the module type, and `imports`, which maps the
+ *   `#name` specifiers a test may load its helpers by (`require('#helpers')`) to any file;
  * - `pyproject.toml`: pytest's tables (`[tool.pytest.ini_options]`, `[tool.pytest]`, and any
  *   `tool.pytest` key elsewhere), where `addopts = "-p plugin"` loads a plugin that can turn
  *   failures into passes; `setup.cfg`: its `[tool:pytest]` section.
  * The gate runs base's versions of these parts, and the change policy counts a change to them
  * as a change to the runner's configuration.
  */
-export const RUNNER_KEYS = ['scripts', 'jest', 'mocha', 'ava', 'c8', 'nyc', 'tap', 'babel', 'type'] as const;
+export const RUNNER_KEYS = ['scripts', 'jest', 'mocha', 'ava', 'c8', 'nyc', 'tap', 'babel', 'type', 'imports'] as const;
 
 const PACKAGE_JSON = /(^|\/)package\.json$/;
 const PYPROJECT = /(^|\/)pyproject\.toml$/;

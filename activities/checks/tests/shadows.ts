@@ -10,8 +10,10 @@ import path from 'node:path';
  * replace. Python imports by name from every folder on sys.path, and pytest puts test folders
  * first: an added `tests/calc/math.py` is imported as `calc.math` in place of base's own, so an
  * added module or package below another folder, named like one of base's top-level ones, counts
- * too ({@link pythonShadows}). The gate leaves these out of its overlay, and the change policy
- * fails them.
+ * too ({@link pythonShadows}). A `package.json` added in a folder that holds base's tests (or at
+ * the root, where base had none) becomes their package scope: its `type` and `imports` (`#helpers`
+ * mapped to any file) decide what they load. The gate leaves these out of its overlay, and the
+ * change policy fails them.
  */
 export interface Shadow {
   /** The added file. */
@@ -37,13 +39,21 @@ const LOADABLE = new Set([
   '.py',
   '.pyc',
   '.so',
+  '.pyd',
 ]);
 const loadable = (file: string) => LOADABLE.has(path.posix.extname(file));
 
-/** `dir/name.ext` → `dir/name`; a name without an extension (or a dotfile) stays as it is. */
+/** Python's compiled extensions, whose name carries a tag after the module's (`name.cpython-311-x86_64-linux-gnu.so`). */
+const TAGGED = /\.(so|pyd)$/;
+
+/**
+ * `dir/name.ext` → `dir/name`; a name without an extension (or a dotfile) stays as it is. A
+ * Python extension module loses its tag too: Python imports `name.cpython-311-x86_64-linux-gnu.so`
+ * as `name`, before `name.py`.
+ */
 function stem(file: string): string {
   const base = path.posix.basename(file);
-  const dot = base.lastIndexOf('.');
+  const dot = TAGGED.test(base) ? base.indexOf('.') : base.lastIndexOf('.');
   return dot > 0 ? file.slice(0, file.length - (base.length - dot)) : file;
 }
 
@@ -64,8 +74,15 @@ export function shadowingFiles(added: Iterable<string>, baseInfra: Iterable<stri
     const shadowed =
       byStem.get(s) ??
       byFolder.get(s) ??
-      (path.posix.basename(a) === '__init__.py' ? byStem.get(path.posix.dirname(a)) : undefined);
+      // A package's __init__ in any form Python loads (.py, a .pyc without source, a compiled extension).
+      (path.posix.basename(s) === '__init__' ? byStem.get(path.posix.dirname(a)) : undefined);
     if (shadowed !== undefined && shadowed !== a) found.push({ file: a, shadows: shadowed });
+  }
+  for (const a of added) {
+    if (path.posix.basename(a) !== 'package.json') continue;
+    const dir = path.posix.dirname(a);
+    const under = [...byStem.values()].find((b) => dir === '.' || b.startsWith(`${dir}/`));
+    if (under !== undefined) found.push({ file: a, shadows: `the package scope base's ${under} loads in` });
   }
   return found;
 }
@@ -94,12 +111,13 @@ export function pythonShadows(added: Iterable<string>, baseFiles: Iterable<strin
   const found: Shadow[] = [];
   if (names.size === 0) return found;
   for (const a of added) {
-    if (!/\.(py|pyc|so)$/.test(a)) continue;
+    if (!/\.(py|pyc|so|pyd)$/.test(a)) continue;
     const parts = a.split('/');
     for (let i = 1; i < parts.length; i++) {
       const under = parts.slice(0, i).join('/');
       if (under === 'src') continue;
-      const name = parts[i]!.replace(/\.(py|pyc|so)$/, '');
+      // A module's name ends at its first dot (`calc.py`, `calc.cpython-311-x86_64-linux-gnu.so`).
+      const name = i === parts.length - 1 ? parts[i]!.split('.')[0]! : parts[i]!;
       const shadowed = names.get(name);
       // Inside base's own package (calc/x.py under calc/) the name is the package's own path, not a second copy.
       if (shadowed !== undefined && !a.startsWith(`${path.posix.dirname(shadowed)}/`)) {
