@@ -11,7 +11,11 @@ import path from 'node:path';
  * the folder would run as the worker. So `chmod`, `fchmod`, `fchmodat(2)`, and `open`, `openat`,
  * `creat`, `mknod(at)` with a mode that holds S_ISUID or S_ISGID fail with EPERM; `openat2` (its
  * mode is in a struct the filter cannot read) and io_uring (which opens files on the kernel's
- * side) fail with ENOSYS, so callers fall back to `openat`. So do the kernel's keyrings (not
+ * side) fail with ENOSYS, so callers fall back to `openat`. `mknod(at)` of a FIFO fails with EPERM
+ * too: opening a FIFO for reading waits for a writer, and the worker's own git opens `.gitignore`,
+ * `.gitattributes` and `.gitmodules` in any folder of the workspace (status, the snapshot of the
+ * per-attempt commit and of the diff policy): a FIFO left there held it until its timeout, ten
+ * minutes for each command of a snapshot. So do the kernel's keyrings (not
  * namespaced: `/proc/keys` inside lists the host's), bpf, perf_event_open and userfaultfd, which
  * Docker's default profile refuses too: kernel surface no command needs. Syscalls of another ABI
  * (x32, i386 on x86-64) fail with ENOSYS. Everything else is allowed.
@@ -21,18 +25,23 @@ const LD_W_ABS = 0x20;
 const JEQ_K = 0x15;
 const JGE_K = 0x35;
 const JSET_K = 0x45;
+const AND_K = 0x54;
 const RET_K = 0x06;
 const ALLOW = 0x7fff0000;
 const ERRNO = 0x00050000;
 const EPERM = 1;
 const ENOSYS = 38;
 const S_ISUID_ISGID = 0o6000;
+const S_IFMT = 0o170000;
+const S_IFIFO = 0o010000;
 const X32_BIT = 0x40000000;
 
 interface Abi {
   audit: number;
   /** Syscall number → index of the argument that holds the mode. */
   mode: Array<[number, number]>;
+  /** The syscalls among `mode` that make a node of the type in their mode (mknod, mknodat): no FIFO. */
+  mknod: number[];
   /** Syscalls refused with ENOSYS. */
   nosys: number[];
   /** Whether syscall numbers with the x32 bit must be refused. */
@@ -54,6 +63,7 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
       [133, 1],
       [259, 2],
     ],
+    mknod: [133, 259],
     // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
     nosys: [437, 425, 248, 249, 250, 321, 298, 323],
     x32: true,
@@ -68,6 +78,7 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
       [56, 3],
       [33, 2],
     ],
+    mknod: [33],
     // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
     nosys: [437, 425, 217, 218, 219, 280, 241, 282],
   },
@@ -93,12 +104,21 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
     prog.push([JEQ_K, 0, 1, nr]);
     prog.push(nosys);
   }
-  // Each mode syscall: if it is this one, load its mode argument (low 32 bits: little-endian) and test it.
+  // Each mode syscall: if it is this one, load its mode argument (low 32 bits: little-endian) and
+  // test it; for mknod(at), its file type too.
   for (const [nr, arg] of abi.mode) {
-    prog.push([JEQ_K, 0, 4, nr]);
+    const fifo: Insn[] = abi.mknod.includes(nr)
+      ? [
+          [AND_K, 0, 0, S_IFMT],
+          [JEQ_K, 0, 1, S_IFIFO],
+          [RET_K, 0, 0, ERRNO | EPERM],
+        ]
+      : [];
+    prog.push([JEQ_K, 0, 4 + fifo.length, nr]);
     prog.push([LD_W_ABS, 0, 0, 16 + 8 * arg]);
     prog.push([JSET_K, 0, 1, S_ISUID_ISGID]);
     prog.push([RET_K, 0, 0, ERRNO | EPERM]);
+    prog.push(...fifo);
     prog.push([RET_K, 0, 0, ALLOW]);
   }
   prog.push([RET_K, 0, 0, ALLOW]);

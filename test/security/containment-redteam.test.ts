@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCitationsCheck } from '../../activities/checks/citations';
@@ -111,5 +112,45 @@ describe('the citations check reads a cited file as read_file would', () => {
       if (saved === undefined) delete process.env.LOOPWRIGHT_HOME;
       else process.env.LOOPWRIGHT_HOME = saved;
     }
+  });
+});
+
+describe('special files the agent leaves for the worker', () => {
+  test("no FIFO can be made: one named .gitignore or .gitattributes held the worker's git until its timeout", async () => {
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
+        cwd: ws,
+        encoding: 'utf8',
+      });
+    git('init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'a.js'), '1\n');
+    git('add', '.');
+    git('commit', '-q', '-m', 'a');
+    const c = { ...ctx(sandboxOf()), commandTimeoutMs: 5_000 };
+    const run = await sh(
+      c,
+      [
+        'mkdir -p sub && mkfifo sub/.gitignore',
+        'mknod .gitattributes p',
+        `python3 -c "import os; os.mkfifo('.gitmodules')"`,
+        `python3 -c "import os, stat; os.mknod('p2', stat.S_IFIFO | 0o600)"`,
+        // Other nodes are still made as before: a regular file.
+        `echo 2 > a.js && python3 -c "import os; os.mknod('plain.txt')" && echo made`,
+      ]
+        .map((cmd) => `${cmd} 2>/dev/null; echo "[rc $?]"`)
+        .join('; '),
+    );
+    expect(run).toContain('made');
+    expect(lstatSync(path.join(ws, 'plain.txt')).isFile()).toBe(true);
+    // The worker's git answers at once (before: "timed out" after the tool's 5 s).
+    const started = Date.now();
+    const status = await executeTool(registry, 'git_status', {}, c);
+    expect(status).toMatchObject({ isError: false, content: expect.stringContaining(' M a.js') });
+    expect(Date.now() - started).toBeLessThan(4_000);
+    const fifos = (d: string): string[] =>
+      readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? fifos(path.join(d, e.name)) : lstatSync(path.join(d, e.name)).isFIFO() ? [e.name] : [],
+      );
+    expect(fifos(ws)).toEqual([]);
   });
 });
