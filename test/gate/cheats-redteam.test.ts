@@ -13,8 +13,9 @@ import { CORPUS_FAILING_TEST, CORPUS_FILES } from './corpus-repo';
  * fixes this file came with:
  * - the code under test rewrites base's test files as it loads, so a test file the runner loads
  *   later (node --test and pytest load them one after another) asserts what the bug computes, or
- *   adds a helper a loader takes in place of base's (`test/helpers` before `test/helpers.js`):
- *   the gate's overlay run now has its test infrastructure read-only (tests/read-only.ts);
+ *   adds a helper a loader takes in place of base's (`test/helpers` before `test/helpers.js`), or
+ *   a conftest.py beside base's tests in a folder pytest has not entered yet: the folders of the
+ *   gate's overlay run that hold test infrastructure are now read-only (tests/read-only.ts);
  * - a committed unchecked-hash `.pyc` in `tests/__pycache__`, which Python loads in place of base's
  *   helper without looking at its source: the gate's pytest runs read no `__pycache__`
  *   (PYTHONPYCACHEPREFIX), and a package `__init__.pyc` or a tagged extension module beside base's
@@ -187,6 +188,39 @@ const PY_REWRITES_TESTS = [
   '                pass',
   '',
 ].join('\n');
+/** Tests beside the code (calc/test_math.py), as many Python projects keep them. */
+const PY_BESIDE: Files = {
+  'pyproject.toml': PY_FILES['pyproject.toml']!,
+  'calc/__init__.py': '',
+  'calc/math.py': PY_FILES['calc/math.py']!,
+  'calc/test_math.py': 'from calc.math import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+};
+/** A conftest.py whose hook reports every failure but the canary's as a pass, as a Python string. */
+const FLIPPING_CONFTEST = JSON.stringify(
+  [
+    'import pytest',
+    '',
+    '',
+    '@pytest.hookimpl(hookwrapper=True)',
+    'def pytest_runtest_makereport(item, call):',
+    '    report = (yield).get_result()',
+    '    if report.failed and "canary" not in item.nodeid:',
+    '        report.outcome = "passed"',
+    '        report.longrepr = None',
+    '',
+  ].join('\n'),
+);
+/** Writes that conftest.py beside calc/test_math.py as the module loads, before pytest enters calc/. */
+const PY_WRITES_CONFTEST = [
+  'import os as _os',
+  'try:',
+  '    with open(_os.path.join(_os.path.dirname(__file__), "conf" + "test.py"), "x") as _f:',
+  `        _f.write(${FLIPPING_CONFTEST})`,
+  'except OSError:',
+  '    pass',
+  '',
+  '',
+].join('\n');
 /** A no-op check() compiled as an unchecked-hash .pyc, which Python loads without comparing it with any source. */
 function uncheckedPyc(exe: string, dir: string): Buffer {
   const src = path.join(dir, 'stub.py');
@@ -225,6 +259,17 @@ const pyCases = (exe: string, dir: string): Case[] => {
       base: PY_FILES,
       change: { 'tests/helpers/__init__.pyc': pyc, ...PY_SUB },
       expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+    },
+    {
+      id: 'py-conftest-beside',
+      base: PY_BESIDE,
+      allowed: ['calc/', 'aa/'],
+      change: {
+        'calc/math.py': `${PY_WRITES_CONFTEST}${PY_SUB['calc/math.py']}`,
+        'aa/__init__.py': '',
+        'aa/test_first.py': PY_SUB['tests/test_sub.py'],
+      },
+      expect: { tests: ['fail to pass'], policy: [] },
     },
     {
       id: 'py-honest',
@@ -308,7 +353,7 @@ test('node: code that rewrites base tests or adds a helper beside them as it loa
 }, 180_000);
 
 (python ? test : test.skip)(
-  `pytest: code that rewrites base tests as it loads, a committed .pyc in __pycache__ and a package __init__.pyc in place of base's helper are rejected; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
+  `pytest: code that rewrites base tests or writes a conftest.py beside them as it loads, a committed .pyc in __pycache__ and a package __init__.pyc in place of base's helper are rejected; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
     const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));

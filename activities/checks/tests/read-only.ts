@@ -6,10 +6,11 @@ import path from 'node:path';
  * The change's code runs inside that run, and where it could write, it could rewrite base's test
  * files, helpers and fixtures (or the held-out tests, or the canary) before the runner loads them
  * (`node --test` and pytest load files one after another), or add a file a loader takes in their
- * place (`test/helpers` before `test/helpers.js`, a `__pycache__` entry before a module): base's
- * tests would no longer run as base wrote them. A folder that is test infrastructure as a whole
- * (`test/`, `tests/`, `fixtures/`, `node_modules/`) is mounted read-only entire, so nothing can
- * be added to it either; any other test file (`src/math.test.js`) on its own.
+ * place (`test/helpers` before `test/helpers.js`, a `conftest.py` pytest loads as it enters the
+ * folder): base's tests would no longer run as base wrote them. So every folder that holds test
+ * infrastructure is mounted read-only, nothing in it changed or added: the outermost one that is
+ * test infrastructure as a whole (`test/`, `tests/`, `fixtures/`, `node_modules/`), else the
+ * file's own (`src/` for `src/math.test.js`); at the root of the checkout, the file alone.
  */
 
 /** A name no file pattern of test infrastructure matches by itself: a path ending in it is infrastructure by its folders. */
@@ -17,9 +18,10 @@ const PROBE = 'loopwright-probe';
 
 /**
  * The paths (absolute, in `dir`) to mount read-only: for each file of `files` (relative, `/`
- * separators) that `isInfra` matches, its outermost folder that is infrastructure as a whole, or
- * the file itself; and every path of `extra` (the gate's own files and folders). Only paths that
- * are plainly inside `dir` count: a symlink is never followed out of the checkout.
+ * separators) that `isInfra` matches, its outermost folder that is infrastructure as a whole, else
+ * its own folder, or at the root the file itself; and every path of `extra` (the gate's own files
+ * and folders). Only paths that are plainly inside `dir` count: a symlink is never followed out of
+ * the checkout.
  */
 export function readOnlyInfra(
   dir: string,
@@ -32,7 +34,7 @@ export function readOnlyInfra(
     if (!isInfra(file)) continue;
     const parts = file.split('/');
     const whole = parts.findIndex((_, i) => i > 0 && isInfra(`${parts.slice(0, i).join('/')}/${PROBE}`));
-    picked.add(whole === -1 ? file : parts.slice(0, whole).join('/'));
+    picked.add(parts.slice(0, whole === -1 ? Math.max(parts.length - 1, 1) : whole).join('/'));
   }
   const real = realpathSync(dir);
   const sorted = [...picked].sort((a, b) => a.length - b.length);
