@@ -59,9 +59,21 @@ export function readReportFile(file: string, keys: KeyRing | undefined): string 
   return openFile(keys, bytes, name, file).toString('utf8');
 }
 
-/** {@link readReportFile}, or undefined when the file does not open (altered, its key missing). */
+/**
+ * The largest report file the worker reads back (to tell a repeated write, for the index). A
+ * report is one run's text, far smaller; a report folder inside the workspace is the agent's to
+ * write, and a huge file planted there (a sparse one costs no disk) must not be read whole on the
+ * worker's thread.
+ */
+export const MAX_REPORT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * {@link readReportFile}, or undefined when the file does not open (altered, its key missing)
+ * or is over MAX_REPORT_BYTES.
+ */
 export function tryReadReportFile(file: string, keys: KeyRing | undefined): string | undefined {
   try {
+    if (lstatSync(file).size > MAX_REPORT_BYTES) return undefined;
     return readReportFile(file, keys);
   } catch {
     return undefined;

@@ -6,7 +6,15 @@ import { processRedaction } from '../crypto/ring-redaction';
 import { escapeBlock, escapeLine } from '../common/terminal';
 import { fileKey } from '../common/file-key';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
-import { isWithin, reportFile, reportRing, SEALED_SUFFIX, tryReadReportFile, writeReportFile } from './report-file';
+import {
+  isWithin,
+  MAX_REPORT_BYTES,
+  reportFile,
+  reportRing,
+  SEALED_SUFFIX,
+  tryReadReportFile,
+  writeReportFile,
+} from './report-file';
 
 /** Input of `writeReport`. */
 export interface WriteReportInput {
@@ -31,6 +39,13 @@ export interface WriteReportResult {
 }
 
 const INDEX = 'index.md';
+
+/**
+ * The most the index reads of the reports in all, about sixteen of the largest: past it the rest
+ * are listed by file name only, so files planted in a report folder inside the workspace (any
+ * number, sparse ones cost no disk) cannot hold the worker's thread.
+ */
+const INDEX_READ_BYTES = 16 * MAX_REPORT_BYTES;
 
 export { readRegular, writeAtomic } from './report-file';
 
@@ -60,6 +75,14 @@ export function reportDir(dir: string, workspace: string | undefined): string {
   mkdirSync(dir, { recursive: true });
   if (inside) check(dir);
   return dir;
+}
+
+function sizeOf(p: string): number {
+  try {
+    return lstatSync(p).size;
+  } catch {
+    return 0;
+  }
 }
 
 function lexists(p: string): boolean {
@@ -97,8 +120,15 @@ function renderIndex(dir: string, ring: KeyRing | undefined): string {
   const lines = ['# Loopwright reports', ''];
   const isReport = (f: string) =>
     (f.endsWith('.md') || f.endsWith(`.md${SEALED_SUFFIX}`)) && f !== INDEX && f !== INDEX + SEALED_SUFFIX;
+  let budget = INDEX_READ_BYTES;
   for (const file of readdirSync(dir).filter(isReport).sort()) {
     const sealed = file.endsWith(SEALED_SUFFIX);
+    const size = sizeOf(path.join(dir, file));
+    if (!(sealed && !ring) && size > Math.min(budget, MAX_REPORT_BYTES)) {
+      lines.push(`- [${escapeLine(file)}](${escapeLine(file)}) (not read: over the index's reading limit)`);
+      continue;
+    }
+    budget -= size;
     const text = sealed && !ring ? '' : tryReadReportFile(path.join(dir, file), ring);
     if (text === undefined) {
       if (sealed) lines.push(`- [${escapeLine(file)}](${escapeLine(file)}) (sealed; does not open with this key ring)`);

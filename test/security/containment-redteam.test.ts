@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCitationsCheck } from '../../activities/checks/citations';
+import { writeReport } from '../../activities/reports';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
 import type { ToolContext } from '../../activities/tools/types';
@@ -152,5 +154,43 @@ describe('special files the agent leaves for the worker', () => {
         e.isDirectory() ? fifos(path.join(d, e.name)) : lstatSync(path.join(d, e.name)).isFIFO() ? [e.name] : [],
       );
     expect(fifos(ws)).toEqual([]);
+  });
+});
+
+describe("a report folder inside the workspace is the agent's to write", () => {
+  test('huge or many report files planted there are not read whole on the worker thread when the index is written', async () => {
+    // Sparse files cost no disk: one of 900 MB, and 200 of 4 MB (each under any per-file limit).
+    const made = await sh(
+      ctx(sandboxOf()),
+      'mkdir -p .loopwright/reports && cd .loopwright/reports && truncate -s 900M huge.md && ' +
+        'i=100; while [ $i -lt 300 ]; do truncate -s 4M p$i.md; i=$((i + 1)); done; echo "[made]"',
+    );
+    expect(made).toContain('[made]');
+    let read = 0;
+    const real = fs.readFileSync;
+    const spy = jest.spyOn(fs, 'readFileSync').mockImplementation(((...args: Parameters<typeof real>) => {
+      const out = real(...args);
+      read += out.length;
+      return out;
+    }) as typeof real);
+    try {
+      writeReport({
+        key: 'run/report/1',
+        dir: path.join(ws, '.loopwright', 'reports'),
+        item: 'item-1',
+        title: 'Item 1',
+        markdown: 'the report',
+        workflowId: 'run',
+        workspace: ws,
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    // Before: 900 MB and 800 MB were read (the first in vain: longer than a string can be).
+    expect(read).toBeLessThanOrEqual(64 * 1024 * 1024 + 1024 * 1024);
+    const index = fs.readFileSync(path.join(ws, '.loopwright', 'reports', 'index.md'), 'utf8');
+    expect(index).toContain('[Item 1](item-1.md)');
+    expect(index).toContain('[huge.md](huge.md) (not read: over the index');
+    expect(index).toContain('[p299.md](p299.md) (not read: over the index');
   });
 });
