@@ -21,8 +21,10 @@ import { CORPUS_FAILING_TEST, CORPUS_FILES } from './corpus-repo';
  *   (PYTHONPYCACHEPREFIX), and a package `__init__.pyc` or a tagged extension module beside base's
  *   helper is a shadow (tests/shadows.ts);
  * - package.json's `imports`, which maps the `#helpers` base's tests load to a stub, or a
- *   package.json added among base's tests with its own `imports`: `imports` is a runner key, and
- *   an added package.json over base's tests is a shadow.
+ *   package.json added among base's tests with its own `imports`, or a `tests/__init__.py` with
+ *   which pytest imports base's `from helpers import check` from a `helpers.py` at the root:
+ *   `imports` is a runner key, and an added package.json or `__init__` over base's tests is a
+ *   shadow.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string | Buffer>;
@@ -272,6 +274,13 @@ const pyCases = (exe: string, dir: string): Case[] => {
       expect: { tests: ['fail to pass'], policy: [] },
     },
     {
+      id: 'py-package-scope',
+      base: PY_FILES,
+      allowed: ['calc/', 'tests/', 'helpers.py'],
+      change: { 'tests/__init__.py': '', 'helpers.py': 'def check(actual, expected):\n    pass\n', ...PY_SUB },
+      expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+    },
+    {
       id: 'py-honest',
       base: PY_FILES,
       change: {
@@ -353,7 +362,7 @@ test('node: code that rewrites base tests or adds a helper beside them as it loa
 }, 180_000);
 
 (python ? test : test.skip)(
-  `pytest: code that rewrites base tests or writes a conftest.py beside them as it loads, a committed .pyc in __pycache__ and a package __init__.pyc in place of base's helper are rejected; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
+  `pytest: code that rewrites base tests or writes a conftest.py beside them as it loads, a committed .pyc in __pycache__, a package __init__.pyc in place of base's helper and a tests/__init__.py that moves its import to the root are rejected; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
     const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
@@ -381,8 +390,14 @@ test('a compiled extension module or a package __init__ in any form Python loads
   ]);
 });
 
-test('a package.json added over base tests is a shadow; one in a folder without base tests is not', () => {
+test('a package.json or a Python __init__ added over base tests is a shadow; one in a folder without base tests is not', () => {
   expect(
-    shadowingFiles(['test/package.json', 'packages/new/package.json'], ['test/math.test.js', 'test/helpers.js']),
-  ).toEqual([{ file: 'test/package.json', shadows: "the package scope base's test/math.test.js loads in" }]);
+    shadowingFiles(
+      ['test/package.json', 'packages/new/package.json', 'tests/__init__.py', 'calc/sub/__init__.py'],
+      ['test/math.test.js', 'test/helpers.js', 'tests/test_math.py'],
+    ),
+  ).toEqual([
+    { file: 'test/package.json', shadows: "the package scope base's test/math.test.js loads in" },
+    { file: 'tests/__init__.py', shadows: "the package scope base's tests/test_math.py is imported in" },
+  ]);
 });

@@ -12,8 +12,10 @@ import path from 'node:path';
  * added module or package below another folder, named like one of base's top-level ones, counts
  * too ({@link pythonShadows}). A `package.json` added in a folder that holds base's tests (or at
  * the root, where base had none) becomes their package scope: its `type` and `imports` (`#helpers`
- * mapped to any file) decide what they load. The gate leaves these out of its overlay, and the
- * change policy fails them.
+ * mapped to any file) decide what they load. So does an `__init__.py` added over base's Python
+ * tests: pytest then puts the package's parent folder on sys.path in place of the tests' own, and
+ * `from helpers import check` finds a `helpers.py` of the change's at the root. The gate leaves
+ * these out of its overlay, and the change policy fails them.
  */
 export interface Shadow {
   /** The added file. */
@@ -58,7 +60,8 @@ function stem(file: string): string {
 }
 
 /** The added files (`added`) that shadow a file of `baseInfra`, each with the first it shadows. */
-export function shadowingFiles(added: Iterable<string>, baseInfra: Iterable<string>): Shadow[] {
+export function shadowingFiles(addedFiles: Iterable<string>, baseInfra: Iterable<string>): Shadow[] {
+  const added = [...addedFiles];
   const byStem = new Map<string, string>();
   const byFolder = new Map<string, string>();
   for (const b of baseInfra) {
@@ -78,11 +81,16 @@ export function shadowingFiles(added: Iterable<string>, baseInfra: Iterable<stri
       (path.posix.basename(s) === '__init__' ? byStem.get(path.posix.dirname(a)) : undefined);
     if (shadowed !== undefined && shadowed !== a) found.push({ file: a, shadows: shadowed });
   }
+  // A package scope over base's tests: a package.json (module type, #imports), a Python package's __init__ (sys.path, module names).
   for (const a of added) {
-    if (path.posix.basename(a) !== 'package.json') continue;
+    const python = loadable(a) && path.posix.basename(stem(a)) === '__init__';
+    if ((path.posix.basename(a) !== 'package.json' && !python) || found.some((f) => f.file === a)) continue;
     const dir = path.posix.dirname(a);
-    const under = [...byStem.values()].find((b) => dir === '.' || b.startsWith(`${dir}/`));
-    if (under !== undefined) found.push({ file: a, shadows: `the package scope base's ${under} loads in` });
+    const under = [...byStem.values()].find(
+      (b) => (dir === '.' || b.startsWith(`${dir}/`)) && (!python || b.endsWith('.py')),
+    );
+    if (under !== undefined)
+      found.push({ file: a, shadows: `the package scope base's ${under} ${python ? 'is imported' : 'loads'} in` });
   }
   return found;
 }
