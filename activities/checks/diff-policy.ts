@@ -7,6 +7,7 @@ import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { blobText, isManifest, runnerFieldChanges } from './tests/manifest';
 import { pythonShadows, shadowingFiles } from './tests/shadows';
+import { pythonImports } from './tests/python-imports';
 import { listTree } from './tests/trees';
 import { addedLines, isProbedCode, testProbes, type TestProbe } from './diff-policy/test-detection';
 
@@ -133,7 +134,8 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
       probes.push(...testProbes(c.path, await addedLines(root, c.oldOid, c.newOid).catch(() => [])));
   const added = changes.filter((c) => c.status === 'A' || c.status === 'R').map((c) => c.path);
   const baseFiles = [...(await listTree(root, baseTree)).keys()];
-  for (const s of [...shadowingFiles(added, baseFiles.filter(isInfra)), ...pythonShadows(added, baseFiles)])
+  const imported = added.some((f) => /\.(py|pyc|so|pyd)$/.test(f)) ? await pythonImports(root, baseTree) : undefined;
+  for (const s of [...shadowingFiles(added, baseFiles.filter(isInfra)), ...pythonShadows(added, baseFiles, imported)])
     weakened.push(`${s.file} added, which would be loaded in place of ${s.shadows}`);
   const toHuman = weakened.length > 0 && check.testChanges === 'human';
   if (weakened.length > 0 && !toHuman) {

@@ -22,6 +22,7 @@ import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from 
 import { canaryFor } from './tests/canary';
 import { readOnlyInfra } from './tests/read-only';
 import { pythonShadows, shadowingFiles } from './tests/shadows';
+import { pythonImports } from './tests/python-imports';
 import { blobText, isManifest, runnerFieldChanges, withBaseRunnerFields, writeBlob } from './tests/manifest';
 
 /** Input of `runTestsCheck`. */
@@ -40,6 +41,8 @@ export interface TestsCheckInput {
 }
 
 const configError = (message: string): ApplicationFailure => nonRetryableFailure(FailureType.Config, message);
+
+const PYTHON = /\.(py|pyc|so|pyd)$/;
 
 const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !== b?.oid || a?.mode !== b?.mode;
 
@@ -93,7 +96,11 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   // An added file a module loader would take in place of base's helper (test/helpers beside test/helpers.js) is not in the overlay.
   const baseInfra = [...baseFiles.keys()].filter(isInfra);
   const addedFiles = [...candFiles.keys()].filter((f) => !baseFiles.has(f));
-  for (const { file } of [...shadowingFiles(addedFiles, baseInfra), ...pythonShadows(addedFiles, baseFiles.keys())])
+  const imported = addedFiles.some((f) => PYTHON.test(f)) ? await pythonImports(root, baseTree) : undefined;
+  for (const { file } of [
+    ...shadowingFiles(addedFiles, baseInfra),
+    ...pythonShadows(addedFiles, baseFiles.keys(), imported),
+  ])
     restore.set(file, null);
   const changedCode = [...candFiles]
     .filter(([file, entry]) => !isInfra(file) && differs(entry, baseFiles.get(file)))

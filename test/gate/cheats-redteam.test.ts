@@ -24,7 +24,10 @@ import { CORPUS_FAILING_TEST, CORPUS_FILES } from './corpus-repo';
  *   package.json added among base's tests with its own `imports`, or a `tests/__init__.py` with
  *   which pytest imports base's `from helpers import check` from a `helpers.py` at the root:
  *   `imports` is a runner key, and an added package.json or `__init__` over base's tests is a
- *   shadow.
+ *   shadow;
+ * - a `tests/fractions.py` whose Fraction equals anything, which pytest's sys.path (the test's
+ *   own folder first) imports in place of the standard library's for base's test: a module added
+ *   there named like one that base imports is a shadow.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string | Buffer>;
@@ -281,6 +284,20 @@ const pyCases = (exe: string, dir: string): Case[] => {
       expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
     },
     {
+      id: 'py-stdlib-shadow',
+      base: {
+        ...PY_FILES,
+        'tests/test_math.py':
+          'from fractions import Fraction\n\nfrom calc.math import add\n\n\ndef test_add():\n    assert Fraction(add(2, 3)) == Fraction(5)\n',
+      },
+      change: {
+        'tests/fractions.py':
+          'class Fraction:\n    def __init__(self, *args):\n        pass\n\n    def __eq__(self, other):\n        return True\n',
+        ...PY_SUB,
+      },
+      expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+    },
+    {
       id: 'py-honest',
       base: PY_FILES,
       change: {
@@ -362,7 +379,7 @@ test('node: code that rewrites base tests or adds a helper beside them as it loa
 }, 180_000);
 
 (python ? test : test.skip)(
-  `pytest: code that rewrites base tests or writes a conftest.py beside them as it loads, a committed .pyc in __pycache__, a package __init__.pyc in place of base's helper and a tests/__init__.py that moves its import to the root are rejected; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
+  `pytest: code that rewrites base tests or writes a conftest.py beside them as it loads, a committed .pyc in __pycache__, a package __init__.pyc in place of base's helper, a tests/__init__.py that moves its import to the root and a tests/fractions.py in place of the standard library's are rejected; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
     const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
@@ -387,6 +404,20 @@ test('a compiled extension module or a package __init__ in any form Python loads
   ]);
   expect(pythonShadows(['tests/calc.cpython-311-x86_64-linux-gnu.so'], ['calc/__init__.py'])).toEqual([
     { file: 'tests/calc.cpython-311-x86_64-linux-gnu.so', shadows: 'calc/__init__.py' },
+  ]);
+});
+
+test("a Python module added where pytest's sys.path looks first, named like one base imports, is a shadow; other new modules are not", () => {
+  const base = ['calc/__init__.py', 'calc/math.py', 'tests/test_math.py'];
+  expect(
+    pythonShadows(
+      ['tests/fractions.py', 'numpy/__init__.py', 'tests/factories.py', 'calc/fractions.py', 'tests/unit/numpy.py'],
+      base,
+      new Set(['fractions', 'numpy', 'calc']),
+    ),
+  ).toEqual([
+    { file: 'tests/fractions.py', shadows: 'the module fractions that base imports' },
+    { file: 'numpy/__init__.py', shadows: 'the module numpy that base imports' },
   ]);
 });
 

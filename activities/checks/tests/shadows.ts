@@ -109,16 +109,37 @@ function topLevelPython(baseFiles: Iterable<string>): Map<string, string> {
   return names;
 }
 
+/** pytest's own names for test files and its conftest: their folders are on sys.path while base's tests run. */
+const PYTEST_FILE = /(^|\/)(test_[^/]*|[^/]*_test|conftest)\.py$/;
+
 /**
  * Added Python files below some folder that an import of one of base's top-level modules or
  * packages could find first (`tests/calc/math.py` for base's `calc/`), each with the base file
  * it stands for. Files added inside base's own package folders are not: they are the package's.
+ * And a module or package added where pytest's sys.path looks first (the folder of a base test
+ * file, or the root) named like a module base imports from outside (`imported`: the standard
+ * library's `fractions`, an installed `numpy`): `tests/fractions.py` would stand in for it.
  */
-export function pythonShadows(added: Iterable<string>, baseFiles: Iterable<string>): Shadow[] {
-  const names = topLevelPython(baseFiles);
+export function pythonShadows(
+  added: Iterable<string>,
+  baseFiles: Iterable<string>,
+  imported: ReadonlySet<string> = new Set(),
+): Shadow[] {
+  const bases = [...baseFiles];
+  const names = topLevelPython(bases);
+  const onPath = new Set(['.', ...bases.filter((f) => PYTEST_FILE.test(f)).map((f) => path.posix.dirname(f))]);
   const found: Shadow[] = [];
+  for (const a of added) {
+    if (!/\.(py|pyc|so|pyd)$/.test(a)) continue;
+    const pkg = path.posix.basename(stem(a)) === '__init__';
+    const at = pkg ? path.posix.dirname(a) : a;
+    const name = path.posix.basename(at).split('.')[0]!;
+    if (onPath.has(path.posix.dirname(at)) && imported.has(name) && !names.has(name))
+      found.push({ file: a, shadows: `the module ${name} that base imports` });
+  }
   if (names.size === 0) return found;
   for (const a of added) {
+    if (found.some((f) => f.file === a)) continue;
     if (!/\.(py|pyc|so|pyd)$/.test(a)) continue;
     const parts = a.split('/');
     for (let i = 1; i < parts.length; i++) {
