@@ -37,6 +37,25 @@ export function protectedPaths(env: Record<string, string | undefined>): string[
   return [...new Set(paths.map(realOrSelf))];
 }
 
+/**
+ * The worker's own folders among {@link protectedPaths} (LOOPWRIGHT_HOME, transcripts, the tool
+ * ledger, worktrees, grants): the sandbox masks a path only where it exists, so where one of these
+ * lies inside a workspace and does not exist yet, it is made (empty, 0700) before a command runs
+ * there. Otherwise the command could make it, and write `<home>/allowed_signers` (which the
+ * worker trusts when it exists) or a grant, and the next runs would trust what the agent wrote.
+ */
+export function protectedFolders(env: Record<string, string | undefined>): string[] {
+  const transcripts = env.LOOPWRIGHT_TRANSCRIPTS?.trim();
+  const home = loopwrightHome(env);
+  return [
+    home,
+    transcripts,
+    transcripts ? path.join(path.dirname(transcripts), 'tool-ledger') : undefined,
+    env.LOOPWRIGHT_WORKTREES,
+    env.LOOPWRIGHT_GRANTS?.trim() || path.join(home, 'grants'),
+  ].filter((p): p is string => !!p && p.trim() !== '');
+}
+
 let cached: { key: string; paths: string[] } | undefined;
 
 /** {@link protectedPaths} of this process's environment, computed again only when it changes. */

@@ -1,4 +1,4 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,10 +18,10 @@ import {
 } from './limits';
 import { sanitizedConfigMounts } from './git-config';
 import { workspaceGitDirs } from './git-dirs';
-import { bwrapArgs } from './profile';
+import { bwrapArgs, isWithin } from './profile';
 import { realOrSelf } from './real-path';
 import { seccompFile } from './seccomp';
-import { protectedPaths } from './protected';
+import { protectedFolders, protectedPaths } from './protected';
 
 /** How a worker runs agent commands: in bubblewrap (the default), or, opted out, without a sandbox. */
 export type SandboxMode = 'bwrap' | 'off';
@@ -72,6 +72,8 @@ export interface SandboxConfig {
   env: Record<string, string | undefined>;
   /** Paths commands must never read (LOOPWRIGHT_HOME, transcripts, worktrees, homes). */
   masked: string[];
+  /** The worker's own folders among them, made where they lie in a workspace and do not exist yet (protected.ts). */
+  ownFolders?: string[];
   /** More read-only paths (the Node.js install, `LOOPWRIGHT_SANDBOX_READ`). */
   readOnly: string[];
   /** What each command may use (`LOOPWRIGHT_SANDBOX_PIDS`, `_MEMORY`, `_TMP`, `_FILE_SIZE`). */
@@ -145,6 +147,7 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
     bwrap: env.LOOPWRIGHT_BWRAP?.trim() || undefined,
     env,
     masked: protectedPaths(env),
+    ownFolders: protectedFolders(env).map(realOrSelf),
     readOnly: [node, ...extra].map(realOrSelf),
     limits: sandboxLimitsFromEnv(env),
     requireLimits: requireLimitsFromEnv(env),
@@ -280,6 +283,8 @@ async function runBwrapIn(
   opts: SandboxRunOptions,
 ): Promise<SandboxedRun> {
   const workspace = realOrSelf(opts.workspace);
+  for (const folder of config.ownFolders ?? [])
+    if (isWithin(workspace, folder) && folder !== workspace) mkdirSync(folder, { recursive: true, mode: 0o700 });
   const releaseDotGit = holdDotGit(workspace);
   try {
     const env = commandEnv(config.env, opts.env);

@@ -14,6 +14,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { workspaceGitDirs } from '../../activities/sandbox/git-dirs';
+import { trustPathsFromEnv } from '../../activities/trust';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
 import { secretPathsOf } from '../../activities/sandbox/secret-paths';
 import { createToolRegistry, executeTool } from '../../activities/tools/registry';
@@ -190,6 +191,24 @@ describe('git metadata the agent writes steers neither the worker nor the sandbo
     expect(git(pkg, 'rev-parse', '--show-toplevel').trim()).toBe(other);
     const status = await tool(c, 'git_status');
     expect(status).toMatchObject({ isError: false, content: expect.stringMatching(/\?\? (pkg\/|index\.js)/) });
+  });
+});
+
+describe("the worker's own folders inside a workspace, before they exist", () => {
+  test('a command cannot make LOOPWRIGHT_HOME and plant the allowed signers or a grant the worker would then trust', async () => {
+    // LOOPWRIGHT_HOME inside the workspace (a loop over the project that holds it), not made yet.
+    const env = { PATH: process.env.PATH, LOOPWRIGHT_HOME: path.join(ws, '.lw-home') };
+    const c = ctx(createSandbox(sandboxConfigFromEnv(env)));
+    const out = await sh(
+      c,
+      'mkdir -p .lw-home/grants; echo "agent ssh-ed25519 AAAA" > .lw-home/allowed_signers && echo "[planted signers]"; ' +
+        'echo "{}" > .lw-home/grants/fix-test.json && echo "[planted grant]"; echo "[done]"',
+    );
+    expect(out).toContain('[done]');
+    expect(out).not.toContain('[planted signers]');
+    expect(out).not.toContain('[planted grant]');
+    expect(existsSync(path.join(ws, '.lw-home', 'allowed_signers'))).toBe(false);
+    expect(trustPathsFromEnv(env).allowedSigners).toBeNull();
   });
 });
 
