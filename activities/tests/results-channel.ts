@@ -27,6 +27,8 @@ export interface ResultsChannel {
 export interface ChannelResults {
   /** The lines the runner sent, end markers removed. */
   text: string;
+  /** The same, per connection (one per runner the command started, in order). */
+  connections: string[];
   /** Why the results cannot be trusted (another process connected, the runner stopped early, too much was sent). */
   problems: string[];
   /** Connections other than the runner's, cut at once. */
@@ -113,7 +115,7 @@ export async function openResultsChannel(socketPath: string, capBytes: number): 
         problems.push(
           `something in the run besides the runner's reporter connected to send test results (${intrusions} ${intrusions === 1 ? 'connection' : 'connections'}, refused)`,
         );
-      return { text: chunks.join(''), problems, intrusions, cutOff };
+      return { text: chunks.join(''), connections: [...chunks], problems, intrusions, cutOff };
     },
   };
 }

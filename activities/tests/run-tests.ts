@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from '../../common/errors';
-import type { TestResult, TestRunner } from '../../common/test-results';
+import { testId, type TestResult, type TestRunner } from '../../common/test-results';
 import { isWithin } from '../sandbox/profile';
 import type { Sandbox, SandboxName } from '../sandbox/sandbox';
 import { capHeadTail } from '../tools/output';
@@ -91,6 +91,18 @@ function fileExistsIn(workspace: string): (rel: string) => boolean {
       return false;
     }
   };
+}
+
+/** Test ids a connection reports that an earlier connection already reported. */
+function reportedAgain(perConnection: TestResult[][]): string[] {
+  const seen = new Set<string>();
+  const again = new Set<string>();
+  for (const results of perConnection) {
+    const ids = new Set(results.map(testId));
+    for (const id of ids) if (seen.has(id)) again.add(id);
+    for (const id of ids) seen.add(id);
+  }
+  return [...again];
 }
 
 function parse(runner: Exclude<TestRunner, 'junit'>, text: string, workspace: string): TestResult[] {
@@ -186,7 +198,16 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
     let tampered: string | undefined;
     if (channel) {
       const sent = await channel.close();
-      if (sent.intrusions > 0 || (sent.cutOff && !run.timedOut)) tampered = sent.problems.join('; ');
+      // Another runner may follow one that ended (`node --test a && node --test b`), but never
+      // report a test an earlier one reported: a process of the run that connects after the
+      // runner ended could otherwise add a worse outcome for a test (the canary's) to hide its own.
+      const again = reportedAgain(sent.connections.map((text) => parseNodeEvents(text, workspace)));
+      if (again.length > 0)
+        sent.problems.push(
+          `a later connection reported ${again.length === 1 ? 'a test' : 'tests'} an earlier runner had reported (${again.slice(0, 3).join(', ')}${again.length > 3 ? ', ...' : ''}): each test is reported by one runner only`,
+        );
+      if (sent.intrusions > 0 || (sent.cutOff && !run.timedOut) || again.length > 0)
+        tampered = sent.problems.join('; ');
       problems.push(...sent.problems);
       results = parseNodeEvents(sent.text, workspace);
     } else if (runner === 'junit') {

@@ -112,3 +112,43 @@ test.each([
   },
   60_000,
 );
+
+test('through the real sandbox, a connection after the runner ended that reports one of its tests again marks the run tampered; a second runner of other files does not', async () => {
+  const ws = path.join(dir, 'ws');
+  mkdirSync(path.join(ws, 'test'), { recursive: true });
+  mkdirSync(path.join(ws, 'more'), { recursive: true });
+  // The runner reports this test passed; a process that connects once the runner has ended
+  // reports it failed (worse outcomes win): a canary that passed, hidden.
+  writeFileSync(
+    path.join(ws, 'test', 'canary.test.js'),
+    "require('node:test')('canary: an assertion that must fail', () => {});\n",
+  );
+  writeFileSync(path.join(ws, 'more', 'other.test.js'), "require('node:test')('another file', () => {});\n");
+  writeFileSync(
+    path.join(ws, 'late.js'),
+    [
+      "const fs = require('node:fs');",
+      "const net = require('node:net');",
+      'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
+      'const socket = JSON.parse(/createConnection\\((".*?")\\)/.exec(fs.readFileSync(reporter, \'utf8\'))[1]);',
+      "const file = require('node:path').join(__dirname, 'test', 'canary.test.js');",
+      "const event = { type: 'test:fail', name: 'canary: an assertion that must fail', nesting: 0, file, details: { error: { message: 'x' } } };",
+      'net.createConnection(socket).end(JSON.stringify(event) + \'\\n{"type":"loopwright:end"}\\n\');',
+      '',
+    ].join('\n'),
+  );
+  const sandbox = createSandbox(sandboxConfigFromEnv(process.env));
+  const late = await runTests(
+    { command: 'node --test test/ && node late.js' },
+    { sandbox, workspace: ws, timeoutMs: 60_000 },
+  );
+  expect(late.tampered).toMatch(
+    /a later connection reported a test an earlier runner had reported \(test\/canary\.test\.js > canary/,
+  );
+  const two = await runTests(
+    { command: 'node --test test/ && node --test more/' },
+    { sandbox, workspace: ws, timeoutMs: 60_000 },
+  );
+  expect(two.tampered).toBeUndefined();
+  expect(two.results.map((t) => t.name).sort()).toEqual(['another file', 'canary: an assertion that must fail']);
+}, 60_000);
