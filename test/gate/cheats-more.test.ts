@@ -93,7 +93,8 @@ const pkg = (scripts: Record<string, string>, more: Record<string, unknown> = {}
 ];
 
 /** A file of the worker's, outside every checkout, that a symlink in the change points to. */
-const VICTIM = '/var/tmp/lw-cheats-more-victim.txt';
+/** A file of the worker's outside any checkout (its own per test run: two runs at once must not share it). */
+const VICTIM = `/var/tmp/lw-cheats-more-victim-${process.pid}-${Date.now()}.txt`;
 
 interface Case {
   id: string;
