@@ -20,6 +20,7 @@ export const PRELOADED_COMMON = [
   'improve/evaluate',
   'improve/proposal',
   'improve/proposal-shape',
+  'improve/store-request',
   'judge-prompt',
   'loop-rules',
   'must',
