@@ -8,6 +8,7 @@ import { isExecutableFile, whichAll } from '../../server/binary-locator';
 import { runCommand } from '../../server/run-command';
 import { spawnCapture, type Captured } from '../tools/spawn-capture';
 import { holdDotGit } from './dot-git-holders';
+import { closeInheritedFds } from './inherited-fds';
 import { commandEnv } from './env';
 import {
   createCommandCgroup,
@@ -200,6 +201,8 @@ export function createSandbox(config: SandboxConfig): Sandbox {
 
 async function probe(config: SandboxConfig): Promise<SandboxStatus> {
   if (config.mode === 'off') return { kind: 'none' };
+  // Before any command: what this process inherited open would otherwise reach every sandbox.
+  closeInheritedFds();
   const bin = findBwrap(config);
   if (!('path' in bin)) return { kind: 'unavailable', reason: bin.reason };
   const printed = await runCommand(bin.path, ['--version'], {

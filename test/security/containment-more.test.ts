@@ -194,6 +194,35 @@ describe('git metadata the agent writes steers neither the worker nor the sandbo
   });
 });
 
+describe('what the worker inherited', () => {
+  test("a descriptor the worker was started with (a supervisor's pipe) reaches no sandboxed command", async () => {
+    // A worker process started with an extra pipe open at fd 4 (its parent keeps the read end),
+    // as a supervisor or a CI runner may leave one; the worker runs the built sandbox (dist/).
+    const worker = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const { createSandbox, sandboxConfigFromEnv } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/activities/sandbox/sandbox.js'))});
+         createSandbox(sandboxConfigFromEnv({ PATH: process.env.PATH }))
+           .run(['sh', '-c', 'ls /proc/self/fd | tr "\\n" " "; echo; echo leaked >&4 && echo "[wrote to 4]"; echo "[done]"'], { workspace: process.argv[1], timeoutMs: 20000, capChars: 10000 })
+           .then((r) => console.log(r.output));`,
+        ws,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit', 'ignore', 'pipe'] },
+    );
+    let said = '';
+    let leaked = '';
+    worker.stdout!.on('data', (d: Buffer) => (said += d.toString()));
+    (worker.stdio[4] as NodeJS.ReadableStream).on('data', (d: Buffer) => (leaked += d.toString()));
+    await new Promise((r) => worker.once('close', r));
+    expect(said).toContain('[done]');
+    expect(said).not.toContain('[wrote to 4]');
+    expect(leaked).toBe('');
+    // Inside: stdio and the one ls itself opened, nothing else.
+    expect(said.split('\n')[0]!.trim().split(' ').map(Number).sort()).toEqual([0, 1, 2, 3]);
+  }, 30_000);
+});
+
 describe("the worker's own folders inside a workspace, before they exist", () => {
   test('a command cannot make LOOPWRIGHT_HOME and plant the allowed signers or a grant the worker would then trust', async () => {
     // LOOPWRIGHT_HOME inside the workspace (a loop over the project that holds it), not made yet.
