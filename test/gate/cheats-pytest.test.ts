@@ -1,9 +1,10 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { runTestsCheck } from '../../activities/checks/tests';
 import { createSandbox, sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
+import { commitAttempt } from './corpus-repo';
 
 /**
  * The gate on a Python repository run by pytest, against cheats that change how pytest runs
@@ -111,13 +112,6 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function write(root: string, files: Record<string, string>): void {
-  for (const [file, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
-    writeFileSync(path.join(root, file), text);
-  }
-}
-
 (python ? test : test.skip)(
   `pytest: a plugin from pyproject.toml or setup.cfg, one the code under test installs, or a fixed copy of the package under tests/ is rejected for the right reason; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
@@ -126,26 +120,14 @@ function write(root: string, files: Record<string, string>): void {
     const got = await Promise.all(
       CASES.map(async (c) => {
         const root = path.join(dir, c.id);
-        write(root, FILES);
-        const git = (...args: string[]) =>
-          execFileSync('git', ['-c', 'user.name=C', '-c', 'user.email=c@localhost', ...args], {
-            cwd: root,
-            encoding: 'utf8',
-          }).trim();
-        git('init', '-q', '-b', 'main');
-        git('add', '-A');
-        git('commit', '-q', '-m', 'base');
-        const base = git('rev-parse', 'HEAD');
-        write(root, c.files);
-        git('add', '-A');
-        git('commit', '-q', '-m', 'attempt');
+        const { base, commit } = commitAttempt(root, FILES, c.files);
         const tests = await runTestsCheck(
           {
             workflowId: `cheats-pytest-${c.id}`,
             attempt: 1,
             root,
             baseRef: base,
-            commit: git('rev-parse', 'HEAD'),
+            commit,
             check: {
               kind: 'tests',
               name: 'tests',

@@ -5,7 +5,7 @@ import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { runTestsCheck } from '../../activities/checks/tests';
 import { pythonShadows, shadowingFiles } from '../../activities/checks/tests/shadows';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { CORPUS_FAILING_TEST, CORPUS_FILES } from './corpus-repo';
+import { commitAttempt, CORPUS_FAILING_TEST, CORPUS_FILES } from './corpus-repo';
 
 /**
  * Cheats found by red-teaming the gate as an agent that read its source, each of which passed it
@@ -322,36 +322,17 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function write(root: string, files: Files): void {
-  for (const [file, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
-    writeFileSync(path.join(root, file), text);
-  }
-}
-
 /** The tests check and the change policy on a repository made of `c.base` with `c.change` committed on it. */
 async function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
   const root = path.join(dir, c.id);
-  write(root, c.base);
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=C', '-c', 'user.email=c@localhost', ...args], {
-      cwd: root,
-      encoding: 'utf8',
-    }).trim();
-  git('init', '-q', '-b', 'main');
-  git('add', '-A');
-  git('commit', '-q', '-m', 'base');
-  const base = git('rev-parse', 'HEAD');
-  write(root, c.change);
-  git('add', '-A');
-  git('commit', '-q', '-m', 'attempt');
+  const { base, commit } = commitAttempt(root, c.base, c.change);
   const tests = await runTestsCheck(
     {
       workflowId: `cheats-redteam-${c.id}`,
       attempt: 1,
       root,
       baseRef: base,
-      commit: git('rev-parse', 'HEAD'),
+      commit,
       check: {
         kind: 'tests',
         name: 'tests',

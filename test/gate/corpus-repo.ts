@@ -45,12 +45,42 @@ export const CORPUS_FILES: Record<string, string> = {
   ].join('\n'),
 };
 
+/** Writes `files` (relative paths) under `root`, making folders as needed. */
+export function writeFiles(root: string, files: Record<string, string | Buffer>): void {
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), text);
+  }
+}
+
+/**
+ * One attempt as the gate sees it: `base` committed on `main` in `root`, and `change` committed
+ * on top. Returns both commits.
+ */
+export function commitAttempt(
+  root: string,
+  base: Record<string, string | Buffer>,
+  change: Record<string, string | Buffer>,
+): { base: string; commit: string } {
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=C', '-c', 'user.email=c@localhost', ...args], {
+      cwd: root,
+      encoding: 'utf8',
+    }).trim();
+  writeFiles(root, base);
+  git('init', '-q', '-b', 'main');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'base');
+  const baseCommit = git('rev-parse', 'HEAD');
+  writeFiles(root, change);
+  git('add', '-A');
+  git('commit', '-q', '-m', 'attempt');
+  return { base: baseCommit, commit: git('rev-parse', 'HEAD') };
+}
+
 /** Makes the corpus repository (one commit on `main`) in `dir`. */
 export function createCorpusRepo(dir: string): string {
-  for (const [file, text] of Object.entries(CORPUS_FILES)) {
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    writeFileSync(path.join(dir, file), text);
-  }
+  writeFiles(dir, CORPUS_FILES);
   const git = (...args: string[]) =>
     execFileSync('git', ['-c', 'user.name=Corpus', '-c', 'user.email=corpus@localhost', ...args], {
       cwd: dir,

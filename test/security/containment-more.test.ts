@@ -17,8 +17,7 @@ import { workspaceGitDirs } from '../../activities/sandbox/git-dirs';
 import { trustPathsFromEnv } from '../../activities/trust';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
 import { secretPathsOf } from '../../activities/sandbox/secret-paths';
-import { createToolRegistry, executeTool } from '../../activities/tools/registry';
-import type { ToolContext } from '../../activities/tools/types';
+import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 
 /**
  * A hostile agent against the containment, through the real tools (run_command in the real
@@ -32,7 +31,6 @@ const KEY = 'key-9c2f55-of-the-worker';
 let dir: string;
 let ws: string;
 let other: string;
-const registry = createToolRegistry();
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
@@ -54,25 +52,10 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-function sandboxOf(env: Record<string, string> = {}): Sandbox {
-  return createSandbox(
-    sandboxConfigFromEnv({ PATH: process.env.PATH, LOOPWRIGHT_HOME: path.join(dir, 'home'), ...env }),
-  );
-}
-
-function ctx(sandbox: Sandbox, root = ws): ToolContext {
-  return { root, allowedCommands: ['sh', 'git', 'cat'], commandTimeoutMs: 20_000, outputCapChars: 100_000, sandbox };
-}
-
-/** Runs one tool call as the model would ask for it; the outcome's text. */
-async function tool(c: ToolContext, name: string, input: Record<string, unknown> = {}) {
-  return executeTool(registry, name, input, c);
-}
-
-/** run_command of a shell script (the loop allows `sh`); its output with `[exit code N]`. */
-async function sh(c: ToolContext, script: string): Promise<string> {
-  return (await tool(c, 'run_command', { command: `sh -c '${script.replace(/'/g, `'\\''`)}'` })).content;
-}
+const sandboxOf = (env: Record<string, string> = {}) => sandboxIn(dir, env);
+const ctx = (sandbox: Sandbox, root = ws) => toolContext(sandbox, root, ['sh', 'git', 'cat'], 20_000);
+const tool = callTool;
+const sh = runShell;
 
 describe('git metadata the agent writes steers neither the worker nor the sandbox', () => {
   test('in a workspace without .git, no .git file, .git folder or bare-repository layout it writes is followed', async () => {

@@ -5,9 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCitationsCheck } from '../../activities/checks/citations';
 import { writeReport } from '../../activities/reports';
-import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { createToolRegistry, executeTool } from '../../activities/tools/registry';
-import type { ToolContext } from '../../activities/tools/types';
+import type { Sandbox } from '../../activities/sandbox/sandbox';
+import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 
 /**
  * A hostile agent against the containment, through the real tools (run_command in the real
@@ -17,7 +16,6 @@ import type { ToolContext } from '../../activities/tools/types';
  */
 let dir: string;
 let ws: string;
-const registry = createToolRegistry();
 
 beforeEach(() => {
   dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-redteam-')));
@@ -26,26 +24,9 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-function sandboxOf(env: Record<string, string> = {}): Sandbox {
-  return createSandbox(
-    sandboxConfigFromEnv({ PATH: process.env.PATH, LOOPWRIGHT_HOME: path.join(dir, 'home'), ...env }),
-  );
-}
-
-function ctx(sandbox: Sandbox, root = ws): ToolContext {
-  return { root, allowedCommands: ['sh'], commandTimeoutMs: 30_000, outputCapChars: 100_000, sandbox };
-}
-
-/** run_command of a shell script (the loop allows `sh`); its output with `[exit code N]`. */
-async function sh(c: ToolContext, script: string): Promise<string> {
-  const outcome = await executeTool(
-    registry,
-    'run_command',
-    { command: `sh -c '${script.replace(/'/g, `'\\''`)}'` },
-    c,
-  );
-  return outcome.content;
-}
+const sandboxOf = (env: Record<string, string> = {}) => sandboxIn(dir, env);
+const ctx = (sandbox: Sandbox, root = ws) => toolContext(sandbox, root);
+const sh = runShell;
 
 describe('/proc inside the sandbox', () => {
   test('no global sysctl is writable, even for a worker running as root (core_pattern would run a program as host root)', async () => {
@@ -146,7 +127,7 @@ describe('special files the agent leaves for the worker', () => {
     expect(lstatSync(path.join(ws, 'plain.txt')).isFile()).toBe(true);
     // The worker's git answers at once (before: "timed out" after the tool's 5 s).
     const started = Date.now();
-    const status = await executeTool(registry, 'git_status', {}, c);
+    const status = await callTool(c, 'git_status');
     expect(status).toMatchObject({ isError: false, content: expect.stringContaining(' M a.js') });
     expect(Date.now() - started).toBeLessThan(4_000);
     const fifos = (d: string): string[] =>

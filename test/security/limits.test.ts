@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findCgroupHome, sandboxLimitsFromEnv } from '../../activities/sandbox/limits';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { createToolRegistry, executeTool } from '../../activities/tools/registry';
-import type { ToolContext } from '../../activities/tools/types';
+import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 import { ConfigError } from '../../common/errors';
 import { sandboxNotice } from '../../workers/create-worker';
 
@@ -28,7 +27,6 @@ const LIMITS = {
 };
 let dir: string;
 let ws: string;
-const registry = createToolRegistry();
 
 beforeEach(() => {
   dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-limits-')));
@@ -37,26 +35,9 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-function sandboxOf(env: Record<string, string> = LIMITS): Sandbox {
-  return createSandbox(
-    sandboxConfigFromEnv({ PATH: process.env.PATH, LOOPWRIGHT_HOME: path.join(dir, 'home'), ...env }),
-  );
-}
-
-function ctx(sandbox: Sandbox): ToolContext {
-  return { root: ws, allowedCommands: ['sh', 'node'], commandTimeoutMs: 60_000, outputCapChars: 100_000, sandbox };
-}
-
-/** run_command of a shell script, as the model would ask for it; its output with `[exit code N]`. */
-async function sh(c: ToolContext, script: string): Promise<string> {
-  const outcome = await executeTool(
-    registry,
-    'run_command',
-    { command: `sh -c '${script.replace(/'/g, `'\\''`)}'` },
-    c,
-  );
-  return outcome.content;
-}
+const sandboxOf = (env: Record<string, string> = LIMITS) => sandboxIn(dir, env);
+const ctx = (sandbox: Sandbox) => toolContext(sandbox, ws, ['sh', 'node'], 60_000);
+const sh = runShell;
 
 /** Counts the processes of the sandbox's pid namespace with shell builtins only (no fork needed). */
 const COUNT = 'n=0; for p in /proc/[0-9]*; do n=$((n + 1)); done; echo "processes: $n"';
