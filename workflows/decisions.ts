@@ -1,4 +1,4 @@
-import { ApplicationFailure, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
 import {
   decisionMessage,
   MAX_DECISION_BYTES,
@@ -171,9 +171,22 @@ export function handleDecisions(
   decisions: () => DecisionRecord[],
   ctx: DecisionContext,
   take: (entry: AppliedDecision) => void,
+  trustSettled: () => boolean = () => true,
 ): void {
   const gate = new DecisionGate(workflowId, trust);
   const judge = (raw: unknown) => gate.judge(decisions(), raw, ctx, Date.now());
+  /**
+   * Until the run has pinned its trust (the first thing it does), no signature can be verified:
+   * a signed decision judged then would be refused as unverified, and its id not spent for good,
+   * so its bytes could decide a later wait. Such a decision waits (a condition, no command) and is
+   * judged once the trust is settled (pinned, or known to be absent).
+   */
+  const settled = (): Promise<void> | undefined => (trustSettled() ? undefined : condition(trustSettled));
+  const signedBeforeTrust = (raw: unknown): boolean => {
+    if (trustSettled() || sizeOf(raw) > MAX_DECISION_BYTES) return false;
+    const parsed = checkDecision(raw);
+    return parsed.ok && parsed.decision.signature !== undefined;
+  };
   /**
    * A judged decision after its key was checked against the worker's allowed signers as they are
    * now (runs whose trust asks for it: a key revoked since the run started no longer decides),
@@ -192,12 +205,13 @@ export function handleDecisions(
     const entry = recordJudged(decisions(), judged);
     if (entry) take(entry);
   };
-  setHandler(decisionSignal, (raw) => {
+  const onSignal = (raw: unknown): void | Promise<void> => {
     const judged = judge(raw);
     const checking = rechecked(raw, judged);
     if (!checking) return record(judged);
     return checking.then(record);
-  });
+  };
+  setHandler(decisionSignal, (raw) => settled()?.then(() => onSignal(raw)) ?? onSignal(raw));
   const apply = (judged: Judged): AppliedDecision => {
     recordJudged(decisions(), judged);
     if (!judged.ok) throw ApplicationFailure.nonRetryable(judged.reason, 'DecisionRefused');
@@ -207,12 +221,15 @@ export function handleDecisions(
   setHandler(
     decisionUpdate,
     (raw) => {
-      const judged = judge(raw);
-      // Only a refused decision whose signature verified gets here (the validator lets it in):
-      // its refusal is recorded, which spends its id.
-      if (!judged.ok) return apply(judged);
-      const checking = rechecked(raw, judged);
-      return checking ? checking.then(apply) : apply(judged);
+      const decide = (): AppliedDecision | Promise<AppliedDecision> => {
+        const judged = judge(raw);
+        // Only a refused decision whose signature verified (or that came, signed, before the
+        // trust was pinned) gets here: the validator lets it in, and its refusal is recorded.
+        if (!judged.ok) return apply(judged);
+        const checking = rechecked(raw, judged);
+        return checking ? checking.then(apply) : apply(judged);
+      };
+      return settled()?.then(decide) ?? decide();
     },
     {
       validator: (raw) => {
@@ -221,7 +238,7 @@ export function handleDecisions(
         // in the validator, it would leave no trace, and its signed bytes (sent too early, to the
         // wrong wait, by the wrong approver) could decide a later wait of this run. Recorded, its
         // id is spent for good (recordJudged keeps signed refusals).
-        if (!judged.ok && !judged.summary.fingerprint) throw new Error(judged.reason);
+        if (!judged.ok && !judged.summary.fingerprint && !signedBeforeTrust(raw)) throw new Error(judged.reason);
       },
     },
   );

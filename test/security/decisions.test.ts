@@ -276,6 +276,36 @@ test('a signed approval sent before the run waits is recorded as refused: its by
   });
 });
 
+test('signed decisions that reach a run before it has pinned its trust are judged once it has: refused and recorded, their bytes approve nothing later', async () => {
+  model = await startModelServer({ script: script(workerSays(1, 'draft', { times: undefined })), port: 0 });
+  stack = await testStack('before-trust', model.url, trustEnv);
+  const s = stack;
+  // No worker polls yet: the signal and the update are in the run's first activation, before the
+  // local activity that pins its trust (no signature can be verified until then).
+  const { workflowId } = await s.client.run('evaluate-optimize', reviewInput(['alice']));
+  const handle = s.client.temporal.workflow.getHandle(workflowId);
+  const bySignal = signedFor(workflowId, { kind: 'approve', id: 'early-signal', by: 'alice' }, 'alice');
+  const byUpdate = signedFor(workflowId, { kind: 'approve', id: 'early-update', by: 'alice' }, 'alice');
+  await handle.signal(decisionSignal, bySignal as never);
+  const updated = refusal(handle.executeUpdate(decisionUpdate, { args: [byUpdate as never] }));
+  await s.run(async () => {
+    expect(await updated).toMatch(/the run is running, not waiting for a decision/);
+    const waiting = await s.client.wait(workflowId);
+    expect(waiting).toMatchObject({ state: 'awaiting_human' });
+    expect(waiting.decisions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ status: 'refused', id: 'early-signal', fingerprint: alice.fingerprint }),
+        expect.objectContaining({ status: 'refused', id: 'early-update', fingerprint: alice.fingerprint }),
+      ]),
+    );
+    for (const again of [bySignal, byUpdate])
+      expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [again as never] }))).toMatch(
+        /was already received/,
+      );
+    expect((await s.client.status(workflowId)).decisions.filter((d) => d.status === 'applied')).toEqual([]);
+  });
+});
+
 test('a 300 KB malformed decision signal, and a flood of bad ones, leave the run healthy with a bounded record', async () => {
   model = await startModelServer({ script: script(workerSays(1, 'draft', { times: undefined })), port: 0 });
   stack = await testStack('flood', model.url, trustEnv);

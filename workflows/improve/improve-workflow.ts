@@ -121,6 +121,8 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
   };
 
   setHandler(improveStateQuery, () => record);
+  /** Whether the trust is loaded (or known to be absent): decisions that came before wait for it. */
+  let trustSettled = false;
   handleDecisions(
     record.workflowId,
     () => trust,
@@ -137,6 +139,7 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
       effects: (d) => d.kind === 'approve',
     },
     (entry) => (pending = entry),
+    () => trustSettled,
   );
   if (patched('trust')) {
     trust = await acts.loadTrust.executeWithOptions({ ...TOOL_CALL, summary: 'trust' }, [
@@ -144,6 +147,7 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
     ]);
     record.trust = trustRecord(trust);
   }
+  trustSettled = true;
 
   // Workflow time: the same on replay, and a schedule's runs each look back from when they fire.
   const sinceMs = Date.now() - input.windowMs;

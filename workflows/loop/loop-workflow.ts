@@ -114,6 +114,8 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
   };
 
   setHandler(stateQuery, () => run.snapshot());
+  /** Whether the run's trust is pinned (or known to be absent): decisions that came before wait for it. */
+  let trustSettled = Boolean(resume) || Boolean(input.evaluation);
   handleDecisions(
     info.workflowId,
     () => run.trust,
@@ -128,6 +130,7 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
       effects: (d) => letsEffectsHappen(record, run.trust, d),
     },
     (entry) => run.receive(entry),
+    () => trustSettled,
   );
 
   const identity = {
@@ -148,17 +151,20 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
 
   try {
     if (forged) {
+      trustSettled = true;
       record.error = forged;
       return run.finish('blocked', 'setup_error');
     }
     if (lean || (!resume && !input.evaluation && run.has('trust'))) {
       const loaded = await pinTrust(run, lean ? 'local' : 'activity');
+      trustSettled = true;
       if (!loaded) return run.finish('blocked', 'setup_error');
       if (!loaded.autonomy.granted) {
         record.error = loaded.autonomy.reason;
         return run.finish('blocked', 'not_granted');
       }
     }
+    trustSettled = true;
     if (await heldBack(run, Boolean(resume))) return run.finish('blocked', 'verification_debt');
     const session = resume
       ? (resume.session ?? undefined)
