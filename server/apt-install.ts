@@ -1,6 +1,6 @@
-import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'fs';
+import { rmSync } from 'fs';
 import { whichAll } from './binary-locator';
-import { isPidAlive } from './dev-server-lock';
+import { tryPidLock } from './pid-lock';
 import { failureReason, runCommand, type CommandResult } from './run-command';
 
 /** What decides whether apt-get may install: the platform and this process's uid. */
@@ -75,22 +75,7 @@ export async function aptInstallOnce(opts: AptInstallOptions): Promise<string> {
 
 /** Creates the lock file with this pid; false while a live process (or one starting just now) holds it. */
 function takeLock(lockFile: string): boolean {
-  try {
-    const fd = openSync(lockFile, 'wx');
-    writeSync(fd, String(process.pid));
-    closeSync(fd);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  try {
-    const pid = Number(readFileSync(lockFile, 'utf8'));
-    const young = Date.now() - statSync(lockFile).mtimeMs < 5000;
-    if (!(pid > 0 && isPidAlive(pid)) && !young) rmSync(lockFile, { force: true });
-  } catch {
-    // Released meanwhile.
-  }
-  return false;
+  return tryPidLock(lockFile, { youngMs: 5000 }).taken;
 }
 
 async function aptGetInstall(opts: AptInstallOptions): Promise<void> {

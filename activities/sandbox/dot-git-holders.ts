@@ -1,18 +1,9 @@
 import { createHash } from 'node:crypto';
-import {
-  closeSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmdirSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isPidAlive } from '../../server/dev-server-lock';
+import { tryPidLock } from '../../server/pid-lock';
 
 /**
  * The empty read-only `.git` a workspace without one gets for each command (profile.ts): bubblewrap
@@ -41,31 +32,15 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
 function locked<T>(folder: string, fn: () => T): T {
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   const lock = path.join(folder, 'lock');
-  for (let tries = 0; ; tries++) {
-    try {
-      const fd = openSync(lock, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = Number(readOr(lock));
-      if ((Number.isInteger(owner) && owner > 0 && !isPidAlive(owner)) || tries > 2000) rmSync(lock, { force: true });
-      else Atomics.wait(pause, 0, 0, 5);
-    }
+  // Held for microseconds at a time: wait for a live holder (a dead one's file is removed by the try).
+  for (let tries = 0; !tryPidLock(lock, { mode: 0o600, youngMs: 1000 }).taken; tries++) {
+    if (tries > 2000) rmSync(lock, { force: true });
+    else Atomics.wait(pause, 0, 0, 5);
   }
   try {
     return fn();
   } finally {
     rmSync(lock, { force: true });
-  }
-}
-
-function readOr(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
   }
 }
 

@@ -1,8 +1,9 @@
 import { mkdir, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
-import { openSync, closeSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError } from '../../common/errors';
 import { isPidAlive } from '../../server/dev-server-lock';
+import { tryPidLock } from '../../server/pid-lock';
 import { loopwrightHome } from '../../server/paths';
 import { hours, HttpError, type WebhookLimits } from './webhook-http';
 
@@ -182,27 +183,21 @@ async function writeAtomically(path: string, entries: SeenEntry[]): Promise<void
   await dir.sync().finally(() => dir.close());
 }
 
-/** Creates `lock` holding this pid; one left by a process that is gone is taken over. */
+/** Creates `lock` holding this pid; one left by a process that is gone (or by this one) is taken over. */
 function takeLock(lock: string, path: string, fail: (doing: string, err: unknown) => ConfigError): void {
   for (let attempt = 0; ; attempt++) {
+    let tried: ReturnType<typeof tryPidLock>;
     try {
-      const fd = openSync(lock, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return;
+      tried = tryPidLock(lock, { mode: 0o600 });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw fail('lock', err);
+      throw fail('lock', err);
     }
-    let pid = 0;
-    try {
-      pid = Number(readFileSync(lock, 'utf8'));
-    } catch {
-      // gone meanwhile: try again
-    }
-    if (pid > 0 && pid !== process.pid && isPidAlive(pid))
+    if (tried.taken) return;
+    if (tried.holder !== undefined && tried.holder !== process.pid && isPidAlive(tried.holder))
       throw new ConfigError(
-        `another loopwright webhooks (pid ${pid}) keeps its replay memory in ${path}: stop it, or give this receiver its own LOOPWRIGHT_HOME`,
+        `another loopwright webhooks (pid ${tried.holder}) keeps its replay memory in ${path}: stop it, or give this receiver its own LOOPWRIGHT_HOME`,
       );
+    if (attempt > 0) throw fail('lock', new Error(`${lock} is held and could not be taken over`));
     rmSync(lock, { force: true });
   }
 }
