@@ -5,7 +5,7 @@ import { zodIssues } from '../common/format';
 import { getLoop } from '../loops';
 import { discoveryWorkflow } from '../workflows/discovery/discovery-workflow';
 import type { LoopwrightClient } from './loopwright-client';
-import { newRunId } from './run-id';
+import { newRunId, startUnderFreshId } from './run-id';
 
 /**
  * Starts `discoveryWorkflow` for `loop` (id `<loop>/discovery/<time>-<hex>`) and returns its id.
@@ -24,14 +24,18 @@ export async function startDiscovery(
     throw new InputError(`invalid discovery input for loop ${loop}: ${issues.join('; ')}`, issues);
   }
   const input = parsed.data as Omit<DiscoveryInput, 'loop'>;
-  const workflowId = newRunId(`${loop}/discovery`);
-  await client.temporal.workflow.start(discoveryWorkflow, {
-    taskQueue: client.config.taskQueue,
-    workflowId,
-    args: [{ ...input, loop, repo: path.resolve(input.repo) } satisfies DiscoveryInput],
-    staticSummary: `discover ${loop} work in ${input.repo}`,
-  });
-  return { workflowId };
+  return startUnderFreshId(
+    () => newRunId(`${loop}/discovery`),
+    async (workflowId) => {
+      await client.temporal.workflow.start(discoveryWorkflow, {
+        taskQueue: client.config.taskQueue,
+        workflowId,
+        args: [{ ...input, loop, repo: path.resolve(input.repo) } satisfies DiscoveryInput],
+        staticSummary: `discover ${loop} work in ${input.repo}`,
+      });
+      return { workflowId };
+    },
+  );
 }
 
 /** The discovery input schema of `loop`; a UsageError (exit 2) for an unknown loop or one without a discovery source. */

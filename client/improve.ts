@@ -9,7 +9,7 @@ import { addRegression } from '../harness/store';
 import { priceOf } from '../common/pricing';
 import { decode } from '../trace/history';
 import { decodeHistory } from '../crypto/decode-history';
-import { newRunId } from './run-id';
+import { newRunId, startUnderFreshId } from './run-id';
 import type { LoopwrightClient } from './loopwright-client';
 
 /** Options of `loopwright improve` (strings as the CLI gives them). */
@@ -61,14 +61,18 @@ export function improveInput(
 
 /** Starts an improvement run of `loop`; returns its id (`improve/<loop>/<time>-<hex>`). */
 export async function startImprovement(client: LoopwrightClient, input: ImproveInput): Promise<string> {
-  const workflowId = `improve/${newRunId(input.loop)}`;
-  await client.temporal.workflow.start(improveWorkflow, {
-    taskQueue: client.config.taskQueue,
-    workflowId,
-    args: [input],
-    staticSummary: `improve ${input.loop}: mine failures, propose, evaluate, review`,
-  });
-  return workflowId;
+  return startUnderFreshId(
+    () => `improve/${newRunId(input.loop)}`,
+    async (workflowId) => {
+      await client.temporal.workflow.start(improveWorkflow, {
+        taskQueue: client.config.taskQueue,
+        workflowId,
+        args: [input],
+        staticSummary: `improve ${input.loop}: mine failures, propose, evaluate, review`,
+      });
+      return workflowId;
+    },
+  );
 }
 
 /** Runs `loopwright improve <loop>` on a Temporal Schedule every `every`; returns the schedule id (`improve-<task queue>-<loop>`). */

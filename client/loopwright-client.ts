@@ -45,7 +45,7 @@ import { currentHarness } from '../harness/store';
 import type { CurrentHarness } from '../common/improve/types';
 import { checkInputValue } from './prechecks';
 import { serviceError } from './service-errors';
-import { checkRunId, newRunId } from './run-id';
+import { checkRunId, newRunId, startUnderFreshId } from './run-id';
 import { signingKeyPath, signMessage } from './signing';
 import type { RunSummary } from './types';
 
@@ -150,9 +150,10 @@ export class LoopwrightClient {
       opts.itemKey,
       await this.call(() => currentHarness(this.temporal, this.config.taskQueue, loop)),
     );
-    const workflowId = opts.id ?? newRunId(plan.loop);
-    try {
-      const handle = await this.temporal.workflow.start(loopWorkflowV2, {
+    let workflowId = opts.id ?? '';
+    const start = (id: string) => {
+      workflowId = id;
+      return this.temporal.workflow.start(loopWorkflowV2, {
         taskQueue: this.config.taskQueue,
         workflowId,
         args: [plan],
@@ -160,6 +161,12 @@ export class LoopwrightClient {
         workflowIdConflictPolicy: 'FAIL',
         ...runPresentation(plan, this.redaction),
       });
+    };
+    try {
+      // An id the user chose is tried once; a generated one is drawn again if another run has it.
+      const handle = await (opts.id === undefined
+        ? startUnderFreshId(() => newRunId(plan.loop), start)
+        : start(opts.id));
       if (needsGrant(plan)) await this.grantVerdict(workflowId);
       return { workflowId, runId: handle.firstExecutionRunId };
     } catch (err) {
