@@ -17,7 +17,7 @@ import { runTests, type TestRun } from '../tests/run-tests';
 import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 import { currentActivityContext } from '../activity-context';
 import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evaluate';
-import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
+import { testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 import { canaryFor } from './tests/canary';
 import { readOnlyInfra } from './tests/read-only';
@@ -51,9 +51,9 @@ const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !
  * the loop's test command runs, in the same sandbox and environment the agent's commands had, on
  * - base (cached per base commit and command): which tests exist, which pass, which fail;
  * - the candidate's code with base's test infrastructure (test files, helpers, fixtures, runner
- *   config and package.json's scripts and runner keys, as base wrote them) plus the tests it
- *   added and the held-out tests: fail-to-pass and
- *   pass-to-pass, whatever the candidate did to the tests;
+ *   config and package.json's scripts and runner keys, as base wrote them, and none of the
+ *   change's) plus the held-out tests: fail-to-pass and pass-to-pass, whatever the candidate did
+ *   to the tests;
  * - the candidate as it would be committed: the tests it added pass;
  * - base's code with the candidate's tests: at least one of them fails (a real regression test).
  * Fails (one `failedItems` entry per broken rule, each reason naming the tests) when the named
@@ -77,12 +77,14 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
   const candTree = commit ? await treeOf(root, commit) : await snapshotWorkingTree(root, 'HEAD');
   const [baseFiles, candFiles] = await Promise.all([listTree(root, baseTree), listTree(root, candTree)]);
   const isInfra = testInfraMatcher(check.testPattern);
-  const isRunnerConfig = runnerConfigMatcher();
   const restore = new Map<string, TreeEntry | null>();
   for (const [file, entry] of baseFiles)
     if (isInfra(file) && differs(entry, candFiles.get(file))) restore.set(file, entry);
-  // A runner configuration base did not have (a new conftest.py, jest.config) would change how base's tests run: not in the overlay.
-  for (const file of candFiles.keys()) if (!baseFiles.has(file) && isRunnerConfig(file)) restore.set(file, null);
+  // Test infrastructure base did not have is not in the overlay: a runner configuration (a new conftest.py, jest.config) would
+  // change how base's tests run, and a test file or helper of the change's runs beside them (pytest imports every test module
+  // into one process, go builds a package's tests into one binary): one collected first could patch the code under test for
+  // base's tests. The change's own tests are judged on the candidate as committed.
+  for (const file of candFiles.keys()) if (!baseFiles.has(file) && isInfra(file)) restore.set(file, null);
   // What package.json says about running tests (scripts, runner keys) is base's too; the rest is the change's.
   for (const [file, entry] of candFiles) {
     const was = baseFiles.get(file);

@@ -12,8 +12,8 @@ import {
  *
  * - `base`: base as it was (code and tests);
  * - `overlay`: the candidate's code with base's test infrastructure (every test file, helper,
- *   fixture and runner config of base, as base had it), the tests the candidate added, and the
- *   held-out tests: whatever the candidate did to existing tests, they run as they were written;
+ *   fixture and runner config of base, as base had it, none of the candidate's) and the held-out
+ *   tests: whatever the candidate did to existing tests, they run as they were written;
  * - `candidate`: the candidate as it would be committed;
  * - `regression`: base's code with the candidate's tests: a regression test must fail here.
  */

@@ -1,0 +1,116 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
+import { runTestsCheck } from '../../activities/checks/tests';
+import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
+import { commitAttempt } from './corpus-repo';
+
+/**
+ * Cheats found by red-teaming the gate (session 9), each of which passed it (the code-review
+ * judge aside: these run the checks themselves, in the real sandbox, on real repositories):
+ * - a test file the change adds, collected before base's, that patches the code under test as
+ *   it is imported (pytest imports every test module into one process, so base's test then runs
+ *   on the patched code); the code itself stays buggy. The gate's overlay run (the change's code
+ *   with base's tests) no longer has the tests the change added: they run on the candidate only;
+ * An honest fix of each repository still passes.
+ */
+type Files = Record<string, string>;
+
+const python = (() => {
+  const found = spawnSync('python3', ['-c', 'import sys, pytest; print(sys.executable); print(sys.prefix)'], {
+    encoding: 'utf8',
+  });
+  if (found.status !== 0) return undefined;
+  const [exe = '', prefix = ''] = found.stdout.trim().split('\n');
+  return { exe: realpathSync(exe), prefix: realpathSync(prefix) };
+})();
+
+const PY_FILES: Files = {
+  'pyproject.toml': '[project]\nname = "calc"\nversion = "0.1"\ndependencies = []\n',
+  'calc/__init__.py': '',
+  'calc/math.py': 'def add(a, b):\n    return a - b\n',
+  'tests/test_math.py':
+    'from calc.math import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_other():\n    assert 1 == 1\n',
+};
+/** A new function and its test: a regression test that fails on base's code without fixing add(). */
+const PY_SUB: Files = {
+  'calc/math.py': `${PY_FILES['calc/math.py']!}\n\ndef sub(a, b):\n    return a - b\n`,
+  'tests/test_sub.py': 'from calc.math import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n',
+};
+interface Case {
+  id: string;
+  base: Files;
+  change: Files;
+  allowed?: string[];
+  expect: { tests: string[]; policy: string[] };
+}
+
+const PY_CASES: Case[] = [
+  {
+    id: 'py-added-test-patches-code',
+    base: PY_FILES,
+    change: {
+      ...PY_SUB,
+      'tests/test_aa_setup.py':
+        'import calc.math\n\ncalc.math.add = lambda a, b: a + b\n\n\ndef test_setup():\n    assert calc.math.add(1, 1) == 2\n',
+    },
+    expect: { tests: ['fail to pass'], policy: [] },
+  },
+  {
+    id: 'py-honest',
+    base: PY_FILES,
+    change: {
+      'calc/math.py': 'def add(a, b):\n    return a + b\n',
+      'tests/test_reg.py': 'from calc.math import add\n\n\ndef test_reg():\n    assert add(1, 1) == 2\n',
+    },
+    expect: { tests: [], policy: [] },
+  },
+];
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync('/var/tmp/lw-cheats-session9-');
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The tests check and the change policy on a repository made of `c.base` with `c.change` committed on it. */
+async function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
+  const root = path.join(dir, c.id);
+  const { base, commit } = commitAttempt(root, c.base, c.change);
+  const tests = await runTestsCheck(
+    {
+      workflowId: `cheats-session9-${c.id}`,
+      attempt: 1,
+      root,
+      baseRef: base,
+      commit,
+      check: { kind: 'tests', name: 'tests', command, failingTest, requireRegressionTest: true, timeout: '2m' },
+    },
+    sandbox,
+  );
+  const policy = await runDiffPolicyCheck({
+    check: { kind: 'diff', name: 'change policy', allowedPaths: c.allowed ?? ['src/', 'test/', 'calc/', 'tests/'] },
+    root,
+    baseRef: base,
+  });
+  return { id: c.id, tests: tests.failedItems, policy: policy.failedItems };
+}
+
+const SKIPPED = python ? '' : ' (skipped: no python3 with pytest on this worker)';
+
+async function pyGate(ids: string[]) {
+  const py = python!;
+  const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+  const cases = PY_CASES.filter((c) => ids.includes(c.id));
+  const got = await Promise.all(
+    cases.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),
+  );
+  expect(got).toEqual(cases.map((c) => ({ id: c.id, ...c.expect })));
+}
+
+(python ? test : test.skip)(
+  `pytest: an added test file that patches the code under test for base's tests is rejected (the overlay run has none of the change's tests); an honest fix with a new test passes${SKIPPED}`,
+  () => pyGate(['py-added-test-patches-code', 'py-honest']),
+  180_000,
+);
