@@ -13,6 +13,10 @@ import { commitAttempt } from './corpus-repo';
  *   it is imported (pytest imports every test module into one process, so base's test then runs
  *   on the patched code); the code itself stays buggy. The gate's overlay run (the change's code
  *   with base's tests) no longer has the tests the change added: they run on the candidate only;
+ * - a `*.dist-info` folder at the root with a `pytest11` entry point: `python -m pytest` puts
+ *   the root on sys.path, and pytest loads every plugin an installed distribution declares, so
+ *   a plugin of the change's turned base's failing test into a pass (the canary aside, which it
+ *   leaves failing). Package metadata (`.dist-info`, `.egg-info`) is runner configuration now.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string>;
@@ -38,6 +42,20 @@ const PY_SUB: Files = {
   'calc/math.py': `${PY_FILES['calc/math.py']!}\n\ndef sub(a, b):\n    return a - b\n`,
   'tests/test_sub.py': 'from calc.math import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n',
 };
+/** A pytest plugin that reports every failure but the canary's as a pass. */
+const FLIPPING_PLUGIN = [
+  'import pytest',
+  '',
+  '',
+  '@pytest.hookimpl(hookwrapper=True)',
+  'def pytest_runtest_makereport(item, call):',
+  '    report = (yield).get_result()',
+  '    if report.failed and "canary" not in item.nodeid:',
+  '        report.outcome = "passed"',
+  '        report.longrepr = None',
+  '',
+].join('\n');
+
 interface Case {
   id: string;
   base: Files;
@@ -56,6 +74,29 @@ const PY_CASES: Case[] = [
         'import calc.math\n\ncalc.math.add = lambda a, b: a + b\n\n\ndef test_setup():\n    assert calc.math.add(1, 1) == 2\n',
     },
     expect: { tests: ['fail to pass'], policy: [] },
+  },
+  {
+    id: 'py-dist-info-plugin',
+    base: PY_FILES,
+    allowed: ['calc/', 'tests/', 'calc_tools-1.0.dist-info/'],
+    change: {
+      ...PY_SUB,
+      'calc/tools.py': FLIPPING_PLUGIN,
+      'calc_tools-1.0.dist-info/METADATA': 'Metadata-Version: 2.1\nName: calc-tools\nVersion: 1.0\n',
+      'calc_tools-1.0.dist-info/entry_points.txt': '[pytest11]\ncalc_tools = calc.tools\n',
+    },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only', 'no test detection'] },
+  },
+  {
+    id: 'py-honest-egg-info',
+    base: { ...PY_FILES, 'calc.egg-info/PKG-INFO': 'Metadata-Version: 2.1\nName: calc\nVersion: 0.1\n' },
+    allowed: ['calc/', 'tests/', 'calc.egg-info/'],
+    change: {
+      'calc.egg-info/PKG-INFO': 'Metadata-Version: 2.1\nName: calc\nVersion: 0.2\n',
+      'calc/math.py': 'def add(a, b):\n    return a + b\n',
+      'tests/test_reg.py': 'from calc.math import add\n\n\ndef test_reg():\n    assert add(1, 1) == 2\n',
+    },
+    expect: { tests: [], policy: ['tests append-only'] },
   },
   {
     id: 'py-honest',
@@ -112,5 +153,11 @@ async function pyGate(ids: string[]) {
 (python ? test : test.skip)(
   `pytest: an added test file that patches the code under test for base's tests is rejected (the overlay run has none of the change's tests); an honest fix with a new test passes${SKIPPED}`,
   () => pyGate(['py-added-test-patches-code', 'py-honest']),
+  180_000,
+);
+
+(python ? test : test.skip)(
+  `pytest: a .dist-info folder whose pytest11 entry point loads a plugin of the change's is rejected; an honest fix that bumps a committed .egg-info passes${SKIPPED}`,
+  () => pyGate(['py-dist-info-plugin', 'py-honest-egg-info']),
   180_000,
 );
