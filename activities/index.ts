@@ -362,6 +362,7 @@ export function createActivities(deps: ActivityDeps) {
               env: input.env,
             },
             sandbox,
+            keys,
           ).catch((err: unknown) => {
             throw sandboxFailure(err);
           });

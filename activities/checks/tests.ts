@@ -9,6 +9,8 @@ import type { TestsCheck } from '../../common/loop-spec';
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { loopwrightHome } from '../../server/paths';
+import type { KeyRing } from '../../crypto/keyring';
+import { isSealed, openFile, sealFile } from '../sealed-file';
 import { resolveCommit, treeOf } from '../git/commit-tree';
 import { snapshotWorkingTree } from '../git/snapshot';
 import { workerGit } from '../git/worker-git';
@@ -61,7 +63,11 @@ const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !
  * added test fails without the fix, or a held-out test fails (held-out names are never told to
  * the agent). A run that reports no tests fails as `test run`. Costs no tokens.
  */
-export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = defaultSandbox()): Promise<Verdict> {
+export async function runTestsCheck(
+  input: TestsCheckInput,
+  sandbox: Sandbox = defaultSandbox(),
+  keys?: KeyRing,
+): Promise<Verdict> {
   const { check } = input;
   const ctx = currentActivityContext();
   const root = realpathSync(input.root);
@@ -146,7 +152,7 @@ export async function runTestsCheck(input: TestsCheckInput, sandbox: Sandbox = d
     }
   };
 
-  const baseRun = await cachedBaseRun(root, base, baseTree, check, input.env, () =>
+  const baseRun = await cachedBaseRun(root, base, baseTree, check, input.env, keys, () =>
     inCheckout(baseTree, 'base', (c) => run(c.dir)),
   );
   const heldOutDir = check.heldOut?.into;
@@ -284,7 +290,10 @@ function checkHeldOut(dir: string, root: string): void {
 /**
  * Base's results, computed once per (repository, base commit, command, runner, environment)
  * and kept in LOOPWRIGHT_HOME/cache/test-results (base is the operator's code: its results do
- * not depend on the agent). A cache file that cannot be read is computed again.
+ * not depend on the agent). What the command printed is kept with them, so with a key ring the
+ * file is sealed like a transcript (activities/sealed-file.ts, bound to its name) and written
+ * 0600. A cache file that cannot be read, or is in clear while a ring is configured (written
+ * before encryption was turned on), is computed again and replaced.
  */
 async function cachedBaseRun(
   root: string,
@@ -292,6 +301,7 @@ async function cachedBaseRun(
   baseTree: string,
   check: TestsCheck,
   env: Record<string, string> | undefined,
+  ring: KeyRing | undefined,
   compute: () => Promise<TestRun>,
 ): Promise<TestRun> {
   const common = path.resolve(root, (await workerGit(root, ['rev-parse', '--git-common-dir'])).trim());
@@ -302,15 +312,21 @@ async function cachedBaseRun(
     .digest('hex');
   const file = path.join(loopwrightHome(), 'cache', 'test-results', `${key}.json`);
   try {
-    const cached = JSON.parse(await readFile(file, 'utf8')) as TestRun;
-    if (Array.isArray(cached.results) && cached.results.length > 0) return cached;
+    const bytes = await readFile(file);
+    const sealed = isSealed(bytes);
+    if (sealed || !ring) {
+      const text = sealed ? openFile(ring, bytes, key, `cached test results ${key}`).toString('utf8') : String(bytes);
+      const cached = JSON.parse(text) as TestRun;
+      if (Array.isArray(cached.results) && cached.results.length > 0) return cached;
+    }
   } catch {
-    // not cached yet
+    // not cached yet, or not readable with this ring: computed again
   }
   const fresh = await compute();
   if (fresh.results.length > 0 && !fresh.timedOut) {
+    const json = JSON.stringify(fresh);
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    await writeFile(`${file}.${process.pid}.tmp`, JSON.stringify(fresh));
+    await writeFile(`${file}.${process.pid}.tmp`, ring ? sealFile(ring, json, key) : json, { mode: 0o600 });
     await rename(`${file}.${process.pid}.tmp`, file);
   }
   return fresh;
