@@ -84,6 +84,7 @@ export function loadTrust(paths: () => TrustPaths, input: LoadTrustInput): Trust
     signedDecisions,
     reviewsGateEffects: input.autonomy === 'L3' && input.commits,
     recheckSigners: true,
+    decisionsForRun: true,
     autonomy: grantFor(input, definition?.ungrantedAutonomy ?? 'L2', allowedSigners?.text ?? null, p.grantsDir),
   };
 }

@@ -297,7 +297,7 @@ export class LoopwrightClient {
   /**
    * Sends a human decision as the run's `decide` update and returns what the run applied. The
    * decision is signed with this process's SSH key when one is configured (LOOPWRIGHT_SIGNING_KEY,
-   * else git's user.signingkey), over the decision and the run's id; unsigned, the run records
+   * else git's user.signingkey), over the decision, the run's id and its current Temporal run id; unsigned, the run records
    * it as unverified, or refuses it where signatures are required. A refusal (not its turn, a
    * bad signature, not an approver, malformed) is a DecisionRefusedError with the run's reason,
    * and the run is unharmed: a refused update never reaches its history.
@@ -305,13 +305,15 @@ export class LoopwrightClient {
   async decide(workflowId: string, request: DecisionRequest): Promise<AppliedDecision> {
     const parsed = DecisionSchema.safeParse({ ...request, id: request.id ?? randomUUID() });
     if (!parsed.success) throw new UsageError(`invalid decision: ${zodIssues(parsed.error).join('; ')}`);
-    const signature = this.sign(decisionMessage(workflowId, parsed.data));
-    const decision = signature ? { ...parsed.data, signature } : parsed.data;
     const handle = this.handle(workflowId);
     const description = await this.describe(handle);
     if (description.status.name !== 'RUNNING') {
       throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(description)})`);
     }
+    // Signed for this run (its Temporal run id), not only its workflow id: a later run under the
+    // same id never takes it (see decisionMessage).
+    const signature = this.sign(decisionMessage(workflowId, parsed.data, description.runId));
+    const decision = signature ? { ...parsed.data, signature } : parsed.data;
     // No worker, no answer: say so at once, and send nothing that could be applied later unseen.
     if (!(await this.hasWorker(description.taskQueue))) {
       throw new LoopwrightError(

@@ -27,6 +27,13 @@ export interface Trust {
    * first). Absent in runs pinned before it.
    */
   recheckSigners?: boolean;
+  /**
+   * True when a signed decision must cover the Temporal run it decides (`loopwright decision v2`,
+   * see decisionMessage), not only the workflow id: a decision signed for an earlier run under the
+   * same id, read from its history, decides nothing in this one. Absent in runs pinned before it
+   * (they take v1 signatures, and v2 ones).
+   */
+  decisionsForRun?: boolean;
 }
 
 /** What the record shows of the trust a run pinned (the allowed signers by path and hash). */

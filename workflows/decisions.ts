@@ -1,4 +1,4 @@
-import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, condition, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   decisionMessage,
   MAX_DECISION_BYTES,
@@ -49,9 +49,14 @@ export class DecisionGate {
   private allowed: AllowedSigners | null | undefined;
   private readonly verified = new Map<string, Verified>();
 
+  /**
+   * `runId`: the Temporal run this gate judges for (the workflow's own run id). A run whose trust
+   * says `decisionsForRun` takes only signatures over it; without one, only v1 signatures verify.
+   */
   constructor(
     private readonly workflowId: string,
     private readonly trust: () => Trust | null | undefined,
+    private readonly runId?: string,
   ) {}
 
   /** `raw` refused for `reason` (its bounded summary), as `judge` refuses. */
@@ -95,7 +100,7 @@ export class DecisionGate {
     let fingerprint: string | undefined;
     // Without an allowed-signers list a signature proves nothing here: the decision is unverified.
     if (decision.signature !== undefined && allowed) {
-      const v = this.verify(decision, allowed, now);
+      const v = this.verifyForRun(decision, allowed, now, trust?.decisionsForRun === true);
       if (!v.ok) return refuse(`bad signature: ${v.reason}`, decision);
       verified = true;
       fingerprint = v.fingerprint;
@@ -133,8 +138,18 @@ export class DecisionGate {
    * decision in one activation, and a verification costs milliseconds, so the last few results
    * are kept (keyed by everything the result depends on).
    */
-  private verify(decision: Decision, allowed: AllowedSigners, now: number): Verified {
-    const message = decisionMessage(this.workflowId, decision);
+  /**
+   * The signature checked over this run (v2); in a run pinned before `decisionsForRun` (`bound`
+   * false), a v1 signature (the workflow id alone, what its clients made) is taken too.
+   */
+  private verifyForRun(decision: Decision, allowed: AllowedSigners, now: number, bound: boolean): Verified {
+    const v2 = this.runId === undefined ? undefined : this.verify(decision, allowed, now, this.runId);
+    if (v2?.ok) return v2;
+    return bound && v2 ? v2 : this.verify(decision, allowed, now);
+  }
+
+  private verify(decision: Decision, allowed: AllowedSigners, now: number, runId?: string): Verified {
+    const message = decisionMessage(this.workflowId, decision, runId);
     const key = `${decision.signature}\n${message}\n${Math.floor(now / 1000)}`;
     const known = this.verified.get(key);
     if (known) return known;
@@ -173,7 +188,7 @@ export function handleDecisions(
   take: (entry: AppliedDecision) => void,
   trustSettled: () => boolean = () => true,
 ): void {
-  const gate = new DecisionGate(workflowId, trust);
+  const gate = new DecisionGate(workflowId, trust, workflowInfo().runId);
   const judge = (raw: unknown) => gate.judge(decisions(), raw, ctx, Date.now());
   /**
    * Until the run has pinned its trust (the first thing it does), no signature can be verified:

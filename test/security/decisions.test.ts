@@ -81,10 +81,13 @@ const reviewInput = (approvers: string[]) => ({
   checks: [{ kind: 'human', name: 'editor', approvers }],
 });
 
-/** A decision signed by `signer` for run `workflowId` (as the CLI signs it). */
-function signedFor(workflowId: string, d: DecisionInput, signer: string): DecisionInput {
+/** A decision signed by `signer` for run `workflowId`, its Temporal run `runId` (as the CLI signs it). */
+function signedFor(workflowId: string, runId: string, d: DecisionInput, signer: string): DecisionInput {
   const parsed = DecisionSchema.parse(d);
-  return { ...parsed, signature: signMessage(key(signer), DECISION_NAMESPACE, decisionMessage(workflowId, parsed)) };
+  return {
+    ...parsed,
+    signature: signMessage(key(signer), DECISION_NAMESPACE, decisionMessage(workflowId, parsed, runId)),
+  };
 }
 
 async function until(s: TestStack, workflowId: string, done: (r: RunRecord) => boolean): Promise<RunRecord> {
@@ -119,7 +122,7 @@ test('an approval of effects must be signed by an allowed key for the name it cl
   const s = stack;
   const repo = createSampleRepo(path.join(mkdtempSync(path.join(tmpdir(), 'lw-fix-')), 'repo'));
   const record = await s.run(async () => {
-    const { workflowId } = await s.client.run('fix-test', fixInput(repo));
+    const { workflowId, runId } = await s.client.run('fix-test', fixInput(repo));
     const waiting = await s.client.wait(workflowId);
     expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'approval' } });
     expect(waiting.trust).toMatchObject({
@@ -145,7 +148,7 @@ test('an approval of effects must be signed by an allowed key for the name it cl
     // Alice's real signature, altered (the note changed after signing): refused.
     const handle = s.client.temporal.workflow.getHandle(workflowId);
     const altered = {
-      ...signedFor(workflowId, { kind: 'approve', id: 'alter-1', by: 'alice', note: 'ok' }, 'alice'),
+      ...signedFor(workflowId, runId, { kind: 'approve', id: 'alter-1', by: 'alice', note: 'ok' }, 'alice'),
       note: 'ok, and more',
     };
     expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [altered as never] }))).toMatch(
@@ -189,7 +192,7 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
   const s = stack;
   await s.run(async () => {
     const a = (await s.client.run('evaluate-optimize', reviewInput(['alice']))).workflowId;
-    const b = (await s.client.run('evaluate-optimize', reviewInput(['alice']))).workflowId;
+    const { workflowId: b, runId: bRun } = await s.client.run('evaluate-optimize', reviewInput(['alice']));
     await s.client.wait(a);
     await s.client.wait(b);
     const unsigned = await clientAs(s, '');
@@ -206,7 +209,7 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
       /^bob may not make this decision: it is for alice|bob may not make this decision/,
     );
     // Alice's signature for run B's decision, replayed on run A (same decision, same id): refused.
-    const forB = signedFor(b, { kind: 'approve', id: 'replay-1', by: 'alice' }, 'alice');
+    const forB = signedFor(b, bRun, { kind: 'approve', id: 'replay-1', by: 'alice' }, 'alice');
     const onA = s.client.temporal.workflow.getHandle(a);
     expect(await refusal(onA.executeUpdate(decisionUpdate, { args: [forB as never], updateId: 'replay-1' }))).toMatch(
       /does not match this decision/,
@@ -249,9 +252,14 @@ test('a signed approval sent before the run waits is recorded as refused: its by
   stack = await testStack('early-approval', model.url, trustEnv);
   const s = stack;
   await s.run(async () => {
-    const { workflowId } = await s.client.run('evaluate-optimize', reviewInput(['alice']));
+    const { workflowId, runId } = await s.client.run('evaluate-optimize', reviewInput(['alice']));
     const handle = s.client.temporal.workflow.getHandle(workflowId);
-    const early = signedFor(workflowId, { kind: 'approve', id: 'early-1', by: 'alice', note: 'looks fine' }, 'alice');
+    const early = signedFor(
+      workflowId,
+      runId,
+      { kind: 'approve', id: 'early-1', by: 'alice', note: 'looks fine' },
+      'alice',
+    );
     expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [early as never] }))).toMatch(
       /the run is running, not waiting for a decision/,
     );
@@ -282,10 +290,10 @@ test('signed decisions that reach a run before it has pinned its trust are judge
   const s = stack;
   // No worker polls yet: the signal and the update are in the run's first activation, before the
   // local activity that pins its trust (no signature can be verified until then).
-  const { workflowId } = await s.client.run('evaluate-optimize', reviewInput(['alice']));
+  const { workflowId, runId } = await s.client.run('evaluate-optimize', reviewInput(['alice']));
   const handle = s.client.temporal.workflow.getHandle(workflowId);
-  const bySignal = signedFor(workflowId, { kind: 'approve', id: 'early-signal', by: 'alice' }, 'alice');
-  const byUpdate = signedFor(workflowId, { kind: 'approve', id: 'early-update', by: 'alice' }, 'alice');
+  const bySignal = signedFor(workflowId, runId, { kind: 'approve', id: 'early-signal', by: 'alice' }, 'alice');
+  const byUpdate = signedFor(workflowId, runId, { kind: 'approve', id: 'early-update', by: 'alice' }, 'alice');
   await handle.signal(decisionSignal, bySignal as never);
   const updated = refusal(handle.executeUpdate(decisionUpdate, { args: [byUpdate as never] }));
   await s.run(async () => {

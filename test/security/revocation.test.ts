@@ -40,7 +40,7 @@ test('a key removed from the allowed signers while a run waits no longer decides
   };
   try {
     const record = await stack.run(async () => {
-      const { workflowId } = await stack.client.run('evaluate-optimize', {
+      const { workflowId, runId } = await stack.client.run('evaluate-optimize', {
         task: 'Write.',
         checks: [{ kind: 'human', name: 'editor', approvers: [] }],
       });
@@ -61,7 +61,7 @@ test('a key removed from the allowed signers while a run waits no longer decides
       const handle = stack.client.temporal.workflow.getHandle(workflowId);
       await handle.signal(decisionSignal, {
         ...parsed,
-        signature: signMessage(key('bob'), DECISION_NAMESPACE, decisionMessage(workflowId, parsed)),
+        signature: signMessage(key('bob'), DECISION_NAMESPACE, decisionMessage(workflowId, parsed, runId)),
       });
       let live: RunRecord;
       do live = await stack.client.status(workflowId);

@@ -1,0 +1,106 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Decision } from '../../common/decision';
+import type { RunRecord } from '../../common/run-record';
+import { DECISION_NAMESPACE } from '../../common/sshsig';
+import { LoopwrightClient } from '../../client/loopwright-client';
+import { generateSigningKey } from '../../client/signing';
+import { decisionUpdate } from '../../workflows/messages';
+import { script, workerSays } from '../helpers/scripts';
+import { clientEnv, scriptedStacks, type TestStack } from '../helpers/temporal';
+
+/**
+ * Session 9 of the red team on trusted decisions, on the real dev server and a real worker. The
+ * attacker reaches Temporal's frontend with an SDK client and holds no approver key: what it has
+ * is what any client can read, the run histories, signed decisions included.
+ */
+const dir = mkdtempSync(path.join(tmpdir(), 'lw-s9-'));
+const key = (name: string) => path.join(dir, 'keys', name);
+const alice = generateSigningKey(key('alice'), 'alice');
+const allowedSigners = path.join(dir, 'allowed_signers');
+writeFileSync(allowedSigners, `alice namespaces="${DECISION_NAMESPACE}" ${alice.publicKey}\n`);
+const trustEnv = { LOOPWRIGHT_ALLOWED_SIGNERS: allowedSigners, LOOPWRIGHT_SIGNING_KEY: '' };
+
+const setup = scriptedStacks();
+const clients: LoopwrightClient[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close();
+});
+
+async function clientAs(s: TestStack, signingKey: string): Promise<LoopwrightClient> {
+  const c = await LoopwrightClient.connect({
+    env: clientEnv({ LOOPWRIGHT_TASK_QUEUE: s.taskQueue, LOOPWRIGHT_SIGNING_KEY: signingKey }),
+  });
+  clients.push(c);
+  return c;
+}
+
+const reviewInput = { task: 'Write.', checks: [{ kind: 'human', name: 'editor', approvers: ['alice'] }] };
+
+async function until(s: TestStack, workflowId: string, done: (r: RunRecord) => boolean): Promise<RunRecord> {
+  for (;;) {
+    const r = await s.client.status(workflowId);
+    if (done(r)) return r;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+/** The reason a raw update was refused with (the failure's cause), or the applied entry. */
+async function outcome(p: Promise<unknown>): Promise<unknown> {
+  try {
+    return await p;
+  } catch (err) {
+    return (err as { cause?: Error }).cause?.message ?? (err as Error).message;
+  }
+}
+
+/** The decisions a run's history holds, as sent (what anyone who can read the history has). */
+async function decisionsInHistory(s: TestStack, workflowId: string, runId: string): Promise<Decision[]> {
+  const handle = s.client.temporal.workflow.getHandle(workflowId, runId);
+  const history = await handle.fetchHistory();
+  const converter = s.client.temporal.options.loadedDataConverter;
+  const out: Decision[] = [];
+  for (const e of history.events ?? []) {
+    const args = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads;
+    if (args?.[0]) {
+      const [decoded] = await converter.payloadCodecs.reduceRight(
+        async (p, codec) => codec.decode(await p),
+        Promise.resolve([args[0]]),
+      );
+      out.push(converter.payloadConverter.fromPayload(decoded!));
+    }
+  }
+  return out;
+}
+
+test("a signed approval read from a run's history approves nothing in a later run under the same workflow id", async () => {
+  const { stack: s } = await setup.with('reused-id', script(workerSays(1, 'draft', { times: undefined })), {
+    env: trustEnv,
+  });
+  await s.run(async () => {
+    const workflowId = `evaluate-optimize/reused-${Date.now()}`;
+    const first = await s.client.run('evaluate-optimize', reviewInput, { id: workflowId });
+    await s.client.wait(workflowId);
+    // Alice reviews the first run's draft and approves it, signed.
+    const alices = await clientAs(s, key('alice'));
+    expect(await alices.decide(workflowId, { kind: 'approve', by: 'alice' })).toMatchObject({ verified: true });
+    await until(s, workflowId, (r) => r.state === 'completed');
+
+    // The attacker reads alice's signed approval from the first run's history, starts another run
+    // under the same workflow id (any client may: the first has closed), and sends it there.
+    const [captured] = await decisionsInHistory(s, workflowId, first.runId);
+    expect(captured).toMatchObject({ kind: 'approve', by: 'alice', signature: expect.any(String) });
+    const second = await s.client.run('evaluate-optimize', reviewInput, { id: workflowId, reuse: true });
+    expect(second.runId).not.toBe(first.runId);
+    await s.client.wait(workflowId);
+    const handle = s.client.temporal.workflow.getHandle(workflowId);
+    expect(await outcome(handle.executeUpdate(decisionUpdate, { args: [captured!] }))).toMatch(/bad signature/);
+    const waiting = await s.client.status(workflowId);
+    expect(waiting).toMatchObject({ state: 'awaiting_human' });
+    expect(waiting.decisions.filter((d) => d.status === 'applied')).toEqual([]);
+    // Alice's own approval of the second run is taken.
+    expect(await alices.decide(workflowId, { kind: 'approve', by: 'alice' })).toMatchObject({ verified: true });
+    expect(await until(s, workflowId, (r) => r.state === 'completed')).toMatchObject({ state: 'completed' });
+  });
+});
