@@ -192,13 +192,20 @@ export async function runTestsCheck(
       ],
     };
   });
-  // Trees that came out the same are not run twice (the canary's result is ignored outside the overlay).
+  // Trees that came out the same are not run twice (the canary's result is ignored outside the overlay). In every run the
+  // test infrastructure is read-only: code under test that rewrote the change's regression test as it loads would pass it.
   const candidateRun =
     trees.overlay === candTree && !check.heldOut
       ? { ...overlayRun, results: overlayRun.results.filter((t) => t.file !== canary?.file) }
-      : await inCheckout(candTree, 'candidate', (c) => run(c.dir));
+      : await inCheckout(candTree, 'candidate', async (c) =>
+          run(c.dir, check.command, readOnlyInfra(c.dir, candFiles.keys(), isInfra)),
+        );
   const regressionRun =
-    trees.regression === baseTree ? baseRun : await inCheckout(trees.regression, 'regression', (c) => run(c.dir));
+    trees.regression === baseTree
+      ? baseRun
+      : await inCheckout(trees.regression, 'regression', async (c) =>
+          run(c.dir, check.command, readOnlyInfra(c.dir, (await listTree(root, trees.regression)).keys(), isInfra)),
+        );
 
   const runner = overlayRun.runner;
   const empty = (

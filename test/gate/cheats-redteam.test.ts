@@ -112,7 +112,8 @@ const NODE_CASES: Case[] = [
       'test/add-regression.test.js': ASSERTING_REGRESSION,
     },
     heldOut: true,
-    expect: { tests: ['fail to pass', 'held out'], policy: [] },
+    // The candidate's own run mounts its tests read-only too: the regression test it rewrote as it loaded now fails there.
+    expect: { tests: ['fail to pass', 'added tests pass', 'regression test', 'held out'], policy: [] },
   },
   {
     id: 'create-helper',

@@ -17,6 +17,10 @@ import { commitAttempt } from './corpus-repo';
  *   the root on sys.path, and pytest loads every plugin an installed distribution declares, so
  *   a plugin of the change's turned base's failing test into a pass (the canary aside, which it
  *   leaves failing). Package metadata (`.dist-info`, `.egg-info`) is runner configuration now.
+ * - code under test that, as it loads, rewrites the change's own regression test (one that
+ *   always fails) to pass: it fails on base's code and passes on the change's, so it counted as a
+ *   regression test, though as committed it tests nothing. The candidate's and the regression
+ *   runs now mount test infrastructure read-only, as the overlay run did.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string>;
@@ -56,6 +60,19 @@ const FLIPPING_PLUGIN = [
   '',
 ].join('\n');
 
+/** Rewrites the change's own regression test (one that always fails) to pass, as the module loads. */
+const PY_TURNS_REGRESSION_GREEN = [
+  'import os as _os',
+  '_p = _os.path.join(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))), "tests", "test_zz_reg.py")',
+  'try:',
+  '    _t = open(_p).read()',
+  '    open(_p, "w").write(_t.replace(\'raise AssertionError("not yet")\', "pass"))',
+  'except OSError:',
+  '    pass',
+  '',
+  '',
+].join('\n');
+
 interface Case {
   id: string;
   base: Files;
@@ -86,6 +103,15 @@ const PY_CASES: Case[] = [
       'calc_tools-1.0.dist-info/entry_points.txt': '[pytest11]\ncalc_tools = calc.tools\n',
     },
     expect: { tests: ['fail to pass'], policy: ['tests append-only', 'no test detection'] },
+  },
+  {
+    id: 'py-fake-regression',
+    base: PY_FILES,
+    change: {
+      'calc/math.py': `${PY_TURNS_REGRESSION_GREEN}def add(a, b):\n    return a + b\n`,
+      'tests/test_zz_reg.py': 'def test_reg():\n    raise AssertionError("not yet")\n',
+    },
+    expect: { tests: ['added tests pass', 'regression test'], policy: ['no test detection'] },
   },
   {
     id: 'py-honest-egg-info',
@@ -153,6 +179,12 @@ async function pyGate(ids: string[]) {
 (python ? test : test.skip)(
   `pytest: an added test file that patches the code under test for base's tests is rejected (the overlay run has none of the change's tests); an honest fix with a new test passes${SKIPPED}`,
   () => pyGate(['py-added-test-patches-code', 'py-honest']),
+  180_000,
+);
+
+(python ? test : test.skip)(
+  `pytest: code under test that rewrites the change's always-failing regression test to pass as it loads is rejected (test infrastructure is read-only in the candidate's run too)${SKIPPED}`,
+  () => pyGate(['py-fake-regression']),
   180_000,
 );
 
