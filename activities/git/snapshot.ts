@@ -1,7 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { workerGit } from './worker-git';
+import { lstat } from 'node:fs/promises';
+import { nestedRepositoryProblem } from './nested-repos';
+import { repositoryDirs, workerGit } from './worker-git';
 
 /** Listings of every path of a large repository fit. */
 const MAX_LISTING = 256 * 1024 * 1024;
@@ -41,7 +43,7 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
         maxBuffer: MAX_LISTING,
       }),
     ).map((p) => p.replace(/\/$/, ''));
-    const all = [...tracked, ...untracked];
+    const all = await withoutUnsafeRepositories(root, [...tracked, ...untracked]);
     if (all.length > 0)
       await workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
         indexFile,
@@ -51,4 +53,24 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * `paths` (relative to `root`) without the folders holding a nested repository that git must not
+ * look into (nested-repos.ts): `update-index` would resolve its HEAD, following whatever symlink
+ * the agent left among its refs. Such a repository is left as the base tree has it: a gitlink
+ * there stays as it was, an untracked one is not added.
+ */
+async function withoutUnsafeRepositories(root: string, paths: string[]): Promise<string[]> {
+  let repo: Awaited<ReturnType<typeof repositoryDirs>> | null = null;
+  const kept: string[] = [];
+  for (const p of paths) {
+    const abs = path.join(root, p);
+    if ((await lstat(abs).catch(() => undefined))?.isDirectory()) {
+      repo ??= (await repositoryDirs(root)) ?? { top: root, gitDirs: [] };
+      if (await nestedRepositoryProblem(repo.top, abs, repo.gitDirs)) continue;
+    }
+    kept.push(p);
+  }
+  return kept;
 }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { activityCancellation } from '../activity-context';
 import { workerGitEnv } from './git-env';
+import { nestedRefusal, nestedRepositoryProblem } from './nested-repos';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
 
 /**
@@ -84,7 +85,99 @@ export async function workerGitBytes(cwd: string, args: string[], given: WorkerG
     args,
   );
   const config = configEnv(driverOverrides(listing.toString('utf8')));
-  return runGit(cwd, args, workerGitEnv(extra, config), opts, args);
+  const withConfig = workerGitEnv(extra, config);
+  if (comparesWorktree(args) && bareRule(cwd).length > 0) await refuseUnsafeGitlinks(cwd, withConfig, opts, args);
+  return runGit(cwd, args, withConfig, opts, args);
+}
+
+/** The working tree and the git directories of the repository at `cwd`; undefined outside one. */
+export async function repositoryDirs(
+  cwd: string,
+  opts: WorkerGitOptions = {},
+): Promise<{ top: string; gitDirs: string[] } | undefined> {
+  const out = await workerGit(
+    cwd,
+    ['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir'],
+    opts,
+  ).catch(() => undefined);
+  const [top, ...gitDirs] = (out ?? '').split('\n').filter(Boolean);
+  return top ? { top, gitDirs } : undefined;
+}
+
+/**
+ * Commands that compare paths of the working tree with the index (a refresh, a status, a diff
+ * against the working tree, a checkout that verifies files are up to date): for a gitlink, git
+ * resolves the HEAD of the repository nested there (see nested-repos.ts).
+ */
+const WORKTREE_COMMANDS = new Set([
+  'status',
+  'diff-files',
+  'add',
+  'commit',
+  'checkout',
+  'switch',
+  'restore',
+  'reset',
+  'stash',
+  'merge',
+  'rebase',
+  'cherry-pick',
+  'revert',
+  'rm',
+  'mv',
+  'clean',
+  'apply',
+  'submodule',
+]);
+
+/** Whether `args` (a git command line, without global options) compares the working tree. */
+export function comparesWorktree(args: string[]): boolean {
+  const [command = '', ...rest] = args;
+  const options = rest.slice(0, rest.includes('--') ? rest.indexOf('--') : rest.length);
+  const has = (...names: string[]) => options.some((o) => names.includes(o));
+  switch (command) {
+    case 'diff':
+      return !has('--cached', '--staged', '--no-index') && options.filter((o) => !o.startsWith('-')).length < 2;
+    case 'diff-index':
+      return !has('--cached');
+    case 'read-tree':
+      return has('-u', '--reset') || options.some((o) => /^-[a-z]*u/.test(o));
+    case 'update-index':
+      return has('--refresh', '--really-refresh', '--again', '-g');
+    case 'ls-files':
+      return has('-m', '--modified');
+    default:
+      return WORKTREE_COMMANDS.has(command);
+  }
+}
+
+/**
+ * Throws a GitError, running nothing, when a gitlink of the index `cwd`'s git uses lies where a
+ * nested repository git must not look into (nested-repos.ts); the command would resolve it.
+ */
+async function refuseUnsafeGitlinks(
+  cwd: string,
+  env: Record<string, string>,
+  opts: WorkerGitOptions & { timeoutMs: number },
+  shown: string[],
+): Promise<void> {
+  const quiet = { ...opts, input: undefined, maxBuffer: DEFAULT_MAX_BUFFER * 4 };
+  const dirs = await runGit(
+    cwd,
+    ['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir'],
+    env,
+    quiet,
+    shown,
+  ).catch(() => undefined);
+  const [top, ...gitDirs] = (dirs?.toString('utf8') ?? '').split('\n').filter(Boolean);
+  if (!top) return; // not a working tree: the command fails on its own
+  const staged = await runGit(cwd, ['ls-files', '-z', '-s', '--full-name', '--', ':/'], env, quiet, shown);
+  for (const entry of staged.toString('utf8').split('\0')) {
+    if (!entry.startsWith('160000 ')) continue;
+    const rel = entry.slice(entry.indexOf('\t') + 1);
+    const problem = await nestedRepositoryProblem(top, path.join(top, rel), gitDirs);
+    if (problem) throw new GitError(shown, cwd, null, '', '', `refused: ${nestedRefusal(problem)}`);
+  }
 }
 
 function runGit(

@@ -1,0 +1,115 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { snapshotWorkingTree } from '../../activities/git/snapshot';
+import type { Sandbox } from '../../activities/sandbox/sandbox';
+import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+
+/**
+ * A hostile agent against the containment, through the real tools (run_command in the real
+ * bubblewrap sandbox, the file and git tools and the worker's own git on its side), for holes
+ * beyond those of containment.test.ts, containment-more.test.ts, containment-redteam.test.ts and
+ * limits.test.ts. Each test here failed on the code before its fix.
+ */
+let dir: string;
+let ws: string;
+
+beforeEach(() => {
+  dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-session9-')));
+  ws = path.join(dir, 'ws');
+  mkdirSync(ws);
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const sandboxOf = (env: Record<string, string> = {}) => sandboxIn(dir, env);
+const ctx = (sandbox: Sandbox, root = ws) => toolContext(sandbox, root, ['sh'], 5_000);
+const sh = runShell;
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
+    cwd,
+    encoding: 'utf8',
+  });
+
+/** Resolves `p`, or 'hung' when it has not settled after `ms`. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | 'hung'> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), ms)))]).finally(
+    () => clearTimeout(timer),
+  );
+}
+
+/** A nested repository, made by a sandboxed command at `at`, whose HEAD's ref is a symlink to `target`. */
+const plantedRepo = (at: string, target: string) =>
+  `mkdir -p ${at}/.git/objects ${at}/.git/refs/heads && printf "ref: refs/heads/x\\n" > ${at}/.git/HEAD && ` +
+  `ln -s ${target} ${at}/.git/refs/heads/x && echo planted`;
+
+describe('nested repositories the agent plants for the worker’s git', () => {
+  test('a ref symlinked to /dev/ptmx held the per-attempt snapshot for ten minutes (to /dev/zero: all the machine’s memory); a .git file read another repository’s HEAD', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'a.txt'), '1\n');
+    git(ws, 'add', '.');
+    git(ws, 'commit', '-q', '-m', 'a');
+    // Another repository on the machine, outside the workspace.
+    const other = path.join(dir, 'other');
+    mkdirSync(other);
+    git(other, 'init', '-q', '-b', 'main');
+    git(other, 'commit', '-q', '--allow-empty', '-m', 'secret history');
+    const otherHead = git(other, 'rev-parse', 'HEAD').trim();
+
+    const c = ctx(sandboxOf());
+    const out = await sh(
+      c,
+      // /dev/ptmx, opened by the worker's git, is a new terminal that nobody writes: a read that never ends.
+      `${plantedRepo('pty', '/dev/ptmx')} && ` +
+        `mkdir -p leak && printf "gitdir: ${other}/.git\\n" > leak/.git && echo x > leak/f && ` +
+        // An honest nested repository (a test fixture left behind) is still recorded as a gitlink.
+        'git init -q honest && git -C honest -c user.name=a -c user.email=a@a commit -q --allow-empty -m h && echo honest && ' +
+        'echo 2 > a.txt',
+    );
+    expect(out).toContain('planted');
+    expect(out).toContain('honest');
+
+    const tree = await within(snapshotWorkingTree(ws), 20_000);
+    expect(tree).not.toBe('hung');
+    const listing = git(ws, 'ls-tree', tree as string);
+    // The planted repositories are left out; the change and the honest nested repository are in.
+    expect(listing).not.toMatch(/\tpty$/m);
+    expect(listing).not.toContain(otherHead);
+    expect(listing).not.toMatch(/\tleak$/m);
+    expect(listing).toMatch(/^160000 commit [0-9a-f]{40}\thonest$/m);
+    expect(listing).toMatch(/^100644 blob [0-9a-f]{40}\ta\.txt$/m);
+  });
+
+  test('a submodule whose checkout the agent replaces with such a repository: git_status and git_diff refuse it at once instead of hanging', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'a.txt'), '1\n');
+    git(ws, 'add', '.');
+    // A submodule (a gitlink) at `mod`, not checked out: its folder is empty.
+    git(ws, 'update-index', '--add', '--cacheinfo', `160000,${'1'.repeat(40)},mod`);
+    git(ws, 'commit', '-q', '-m', 'a');
+    mkdirSync(path.join(ws, 'mod'));
+
+    const c = ctx(sandboxOf());
+    // Before: git_status answers.
+    expect(await callTool(c, 'git_status')).toMatchObject({ isError: false });
+    expect(await sh(c, `${plantedRepo('mod', '/dev/ptmx')} && echo 2 > a.txt`)).toContain('planted');
+    for (const tool of ['git_status', 'git_diff']) {
+      const started = Date.now();
+      const result = await callTool(c, tool);
+      // Before the fix: "timed out" after the tool's 5 s, every call.
+      expect(result).toMatchObject({
+        isError: true,
+        content: expect.stringContaining('mod/.git/refs/heads/x is a symlink'),
+      });
+      expect(Date.now() - started).toBeLessThan(4_000);
+    }
+    // Once the agent removes it, the tools answer again.
+    await sh(c, 'rm -rf mod/.git');
+    expect(await callTool(c, 'git_status')).toMatchObject({
+      isError: false,
+      content: expect.stringContaining(' M a.txt'),
+    });
+  });
+});
