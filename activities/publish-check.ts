@@ -18,12 +18,13 @@ export interface PublishClaim {
  * Why a harness store refuses to publish `claim`, or null: a harness is published only as the
  * candidate of an improvement run of the same loop that a person approved (verified, where the
  * worker has allowed signers) and that has not published yet. Read from the improvement itself
- * (its type and its state query), so a caller who can reach Temporal cannot publish a harness of
- * their own by sending the store's update.
+ * (its type, its task queue: the store's own, and its state query), so a caller who can reach
+ * Temporal cannot publish a harness of their own by sending the store's update.
  */
 export async function publishRefusal(
   claim: PublishClaim,
   client: Client = Context.current().client,
+  taskQueue: string = Context.current().info.taskQueue,
 ): Promise<string | null> {
   const id = claim.proposedBy;
   if (!id)
@@ -33,6 +34,11 @@ export async function publishRefusal(
     const handle = client.workflow.getHandle(id);
     const description = await handle.describe();
     if (description.type !== 'improveWorkflow') return `${id} is not an improvement run (it is a ${description.type})`;
+    // What it answers is only as good as the worker that runs it: anyone who can reach Temporal
+    // can run a worker of their own on another queue, whose `improveWorkflow` answers any record.
+    // Only an improvement on the store's own queue (this deployment's workers) is read.
+    if (description.taskQueue !== taskQueue)
+      return `${id} is not an improvement of this deployment: it runs on task queue ${description.taskQueue}, not ${taskQueue}`;
     record = await handle.query(improveStateQuery);
   } catch (err) {
     return `the improvement ${id} cannot be read: ${(err as Error).message.split('\n')[0]}`;
