@@ -77,10 +77,10 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
       const answer = await deps.client.call(
         {
           model: req.model,
-          system: req.system,
-          messages: req.messages,
+          system: wellFormed(req.system),
+          messages: wellFormed(req.messages),
           maxTokens: req.maxTokens,
-          ...(req.tools ? { tools: req.tools } : {}),
+          ...(req.tools ? { tools: wellFormed(req.tools) } : {}),
           ...(req.toolChoice ? { toolChoice: req.toolChoice } : {}),
           caller: {
             workflowId: req.workflowId,
@@ -117,6 +117,26 @@ export function createModelCaller(deps: ModelDeps): (req: ModelRequest) => Promi
       if (beat) clearInterval(beat);
     }
   };
+}
+
+/** A UTF-16 surrogate with no partner: text that is not valid Unicode. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * `value` with every lone surrogate in its strings (at any depth) replaced by U+FFFD. What the
+ * agent can put in a request (a tool's output, a file it wrote, a diff the judge reads) is cut
+ * by character counts in many places, and a cut between the two halves of an emoji leaves one
+ * half: the Messages API refuses a request holding one (400, "no low surrogate in string"), a
+ * failure no retry fixes, and since the text stays in the transcript every later call of the run
+ * would be refused too. So no string leaves for the provider unless it is valid Unicode.
+ */
+export function wellFormed<T>(value: T): T {
+  if (typeof value === 'string') return value.replace(LONE_SURROGATE, '\uFFFD') as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => wellFormed(v)) as T;
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [wellFormed(k), wellFormed(v)])) as T;
+  }
+  return value;
 }
 
 /** Token counts with their cost at the pinned price. */

@@ -3,6 +3,8 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { snapshotWorkingTree } from '../../activities/git/snapshot';
+import { createModelCaller } from '../../activities/model';
+import type { ModelCall } from '../../activities/model-port';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
 import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 
@@ -111,5 +113,53 @@ describe('nested repositories the agent plants for the worker’s git', () => {
       isError: false,
       content: expect.stringContaining(' M a.txt'),
     });
+  });
+});
+
+describe('tool output that breaks the run’s history', () => {
+  test('a search result cut between the halves of an emoji reaches the model as valid Unicode', async () => {
+    const c = ctx(sandboxOf());
+    // One line of emoji, written by a command: search shows a match line's first 300 UTF-16 code
+    // units, and the 300th is the first half of an emoji.
+    const out = await sh(c, 'python3 -c "print(\\"a\\" + chr(0x1F600) * 400)" > emoji.txt && echo written');
+    expect(out).toContain('written');
+    const found = await callTool(c, 'search', { pattern: '^a' });
+    expect(found).toMatchObject({ isError: false, content: expect.stringContaining('emoji.txt:1: a') });
+
+    // The next model call carries it, as the agent turn sends a tool result. The stand-in endpoint
+    // refuses what the Messages API refuses: a request body with a lone surrogate (a 400 that
+    // no retry fixes, on every later call of the run, since the result stays in its history).
+    const sent: string[] = [];
+    const callModel = createModelCaller({
+      client: {
+        provider: 'stand-in',
+        call: async (call: ModelCall) => {
+          const body = JSON.stringify(call);
+          sent.push(body);
+          if (/\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}/i.test(body))
+            throw new Error('400 The request body is not valid JSON: no low surrogate in string');
+          return {
+            content: [{ type: 'text', text: 'ok' }],
+            stopReason: 'end_turn',
+            tokens: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 },
+          };
+        },
+      },
+    });
+    const reply = await callModel({
+      role: 'worker',
+      model: 'm',
+      workflowId: 'w',
+      attempt: 1,
+      system: 'sys',
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'search', input: { pattern: '^a' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: found.content }] },
+      ],
+      maxTokens: 10,
+      price: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    });
+    expect(reply.text).toBe('ok');
+    expect(sent[0]).toContain('emoji.txt:1: a');
   });
 });
