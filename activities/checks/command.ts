@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDuration } from '../../common/duration';
 import type { CommandCheck } from '../../common/loop-spec';
@@ -38,10 +39,34 @@ export async function runCommandCheck(input: CommandCheckInput, sandbox: Sandbox
   mkdirSync(input.workspace, { recursive: true });
   let file: { host: string; variable: string } | undefined;
   if (input.withCandidate !== false) {
-    const candidateFile = path.join(runScratchDir(input.workflowId), `attempt-${input.attempt}.candidate`);
-    writeFileSync(candidateFile, input.candidate);
+    // One file per check (checks of an attempt may run at once), removed when it ends.
+    const candidateFile = path.join(
+      runScratchDir(input.workflowId),
+      `attempt-${input.attempt}-${randomBytes(6).toString('hex')}.candidate`,
+    );
+    writeFileSync(candidateFile, input.candidate, { mode: 0o600, flag: 'wx' });
     file = { host: candidateFile, variable: 'LOOPWRIGHT_CANDIDATE_FILE' };
   }
+  try {
+    return await commandVerdict(input, sandbox, file);
+  } finally {
+    // The candidate is the run's data: it stays in the run's (sealed) history, not in clear in /tmp.
+    if (file) {
+      rmSync(file.host, { force: true });
+      try {
+        rmdirSync(path.dirname(file.host));
+      } catch {
+        // another check of the run is using the folder
+      }
+    }
+  }
+}
+
+async function commandVerdict(
+  input: CommandCheckInput,
+  sandbox: Sandbox,
+  file: { host: string; variable: string } | undefined,
+): Promise<Verdict> {
   const timeoutMs = parseDuration(input.check.timeout) ?? 300_000;
   const ctx = currentActivityContext();
   const result = await sandbox.run(['sh', '-c', input.check.command], {

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import { cp, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { type ApplicationFailure } from '@temporalio/common';
 import { parseDuration } from '../../common/duration';
@@ -18,6 +17,7 @@ import { defaultSandbox, type Sandbox, type SandboxName } from '../sandbox/sandb
 import { runTests, type TestRun } from '../tests/run-tests';
 import { FailureType, nonRetryableFailure } from '../../common/failure-types';
 import { currentActivityContext } from '../activity-context';
+import { gateScratchDir } from './workspace';
 import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evaluate';
 import { testInfraMatcher } from './tests/infra';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
@@ -128,7 +128,7 @@ export async function runTestsCheck(
   };
 
   const timeoutMs = parseDuration(check.timeout) ?? 600_000;
-  const scratch = path.join(os.tmpdir(), 'loopwright', 'gate', input.workflowId.replace(/[^A-Za-z0-9._-]+/g, '_'));
+  const scratch = gateScratchDir(input.workflowId);
   const spec = { command: check.command, runner: check.runner, junitPath: check.junitPath };
   const run = async (dir: string, command = check.command, readOnly?: string[]): Promise<TestRun> =>
     runTests(
@@ -149,6 +149,8 @@ export async function runTestsCheck(
       return await fn(c);
     } finally {
       await c.remove();
+      // The run's folder goes with its last checkout (another attempt's may still be in it).
+      await rmdir(scratch).catch(() => undefined);
     }
   };
 

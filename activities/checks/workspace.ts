@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { workerTmpDir } from '../../server/private-folder';
 
 function safe(workflowId: string): string {
   return workflowId.replace(/[^A-Za-z0-9._-]+/g, '_');
@@ -8,12 +7,17 @@ function safe(workflowId: string): string {
 
 /** The folder where a run's command checks run when its input names no workspace. */
 export function defaultWorkspace(workflowId: string): string {
-  return path.join(tmpdir(), 'loopwright', 'workspaces', safe(workflowId));
+  return workerTmpDir('workspaces', safe(workflowId));
 }
 
-/** A scratch folder of the run's own, outside its workspace (candidate files and the like). */
+/** The gate's folder for a run's clean checkouts (each removed after use; see checks/tests.ts). */
+export function gateScratchDir(workflowId: string): string {
+  return workerTmpDir('gate', safe(workflowId));
+}
+
+/** A scratch folder of the run's own, outside its workspace (candidate files and the like), 0700. */
 export function runScratchDir(workflowId: string): string {
-  const dir = path.join(tmpdir(), 'loopwright', 'scratch', safe(workflowId));
-  mkdirSync(dir, { recursive: true });
+  const dir = workerTmpDir('scratch', safe(workflowId));
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }

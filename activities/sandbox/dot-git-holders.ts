@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isPidAlive } from '../../server/dev-server-lock';
 import { tryPidLock } from '../../server/pid-lock';
+import { privateFolder } from '../../server/private-folder';
 
 /**
  * The empty read-only `.git` a workspace without one gets for each command (profile.ts): bubblewrap
@@ -22,18 +23,22 @@ import { tryPidLock } from '../../server/pid-lock';
 const ROOT = path.join(tmpdir(), `loopwright-dotgit-${process.getuid?.() ?? 'user'}`);
 let sequence = 0;
 
+/** The registry's folder, private to this user: whoever could write there could clear a live registration and take the mask away. */
+export function dotGitRoot(): string {
+  return privateFolder(ROOT);
+}
+
 function folderOf(workspace: string): string {
-  return path.join(ROOT, createHash('sha256').update(workspace).digest('hex').slice(0, 32));
+  return path.join(dotGitRoot(), createHash('sha256').update(workspace).digest('hex').slice(0, 32));
 }
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Runs `fn` holding the workspace's lock file (created exclusively; one held by a dead process is broken). */
 function locked<T>(folder: string, fn: () => T): T {
-  mkdirSync(folder, { recursive: true, mode: 0o700 });
   const lock = path.join(folder, 'lock');
   // Held for microseconds at a time: wait for a live holder (a dead one's file is removed by the try).
-  for (let tries = 0; !tryPidLock(lock, { mode: 0o600, youngMs: 1000 }).taken; tries++) {
+  for (let tries = 0; !take(folder, lock); tries++) {
     if (tries > 2000) rmSync(lock, { force: true });
     else Atomics.wait(pause, 0, 0, 5);
   }
@@ -41,6 +46,24 @@ function locked<T>(folder: string, fn: () => T): T {
     return fn();
   } finally {
     rmSync(lock, { force: true });
+    // A folder with no registration and no lock holds nothing: it goes, so one is not left per
+    // workspace ever used. Another process's lock or registration keeps it (ENOTEMPTY).
+    try {
+      rmdirSync(folder);
+    } catch {
+      // in use
+    }
+  }
+}
+
+/** One try at the folder's lock; the folder is made again when another process has just removed it. */
+function take(folder: string, lock: string): boolean {
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  try {
+    return tryPidLock(lock, { mode: 0o600, youngMs: 1000 }).taken;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
   }
 }
 

@@ -7,7 +7,8 @@ import type { SandboxName } from '../../common/run-record';
 import { isExecutableFile, whichAll } from '../../server/binary-locator';
 import { runCommand } from '../../server/run-command';
 import { spawnCapture, type Captured } from '../tools/spawn-capture';
-import { holdDotGit } from './dot-git-holders';
+import { workerTmpDir } from '../../server/private-folder';
+import { dotGitRoot, holdDotGit } from './dot-git-holders';
 import { closeInheritedFds } from './inherited-fds';
 import { commandEnv } from './env';
 import {
@@ -203,6 +204,14 @@ async function probe(config: SandboxConfig): Promise<SandboxStatus> {
   if (config.mode === 'off') return { kind: 'none' };
   // Before any command: what this process inherited open would otherwise reach every sandbox.
   closeInheritedFds();
+  // The worker's fixed folders under /tmp must be its own before anything is written there.
+  try {
+    workerTmpDir();
+    dotGitRoot();
+  } catch (err) {
+    if (err instanceof ConfigError) return { kind: 'unavailable', reason: err.message };
+    throw err;
+  }
   const bin = findBwrap(config);
   if (!('path' in bin)) return { kind: 'unavailable', reason: bin.reason };
   const printed = await runCommand(bin.path, ['--version'], {

@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EVIDENCE_CHARS, runCommandCheck } from '../../../activities/checks/command';
-import { runScratchDir } from '../../../activities/checks/workspace';
+import { dotGitRoot } from '../../../activities/sandbox/dot-git-holders';
 import { ZERO_USAGE } from '../../../common/usage';
 import { waitNoneNamed } from '../tools/workspace';
 
@@ -13,7 +13,6 @@ beforeEach(() => {
   workspace = mkdtempSync(path.join(tmpdir(), 'loopwright-command-check-'));
 });
 afterEach(() => rmSync(workspace, { recursive: true, force: true }));
-afterAll(() => rmSync(runScratchDir(WORKFLOW_ID), { recursive: true, force: true }));
 
 const check = (command: string, timeout = '10s', candidate = 'the candidate') =>
   runCommandCheck({
@@ -63,6 +62,22 @@ describe('runCommandCheck', () => {
     expect(verdict.evidence).not.toContain(workspace);
     expect(verdict.evidence).not.toContain('WROTE');
     expect(verdict.evidence).toMatch(/^\/run\/loopwright\/input/);
+  });
+
+  test('the candidate is in the clear only while its check runs: 0600 in a private scratch folder, gone afterwards', async () => {
+    const scratch = path.join(tmpdir(), 'loopwright', 'scratch', WORKFLOW_ID.replace(/[^A-Za-z0-9._-]+/g, '_'));
+    const verdict = await check('stat -c %a "$LOOPWRIGHT_CANDIDATE_FILE"');
+    expect(verdict.evidence?.trim()).toBe('600');
+    expect(statSync(path.join(tmpdir(), 'loopwright')).mode & 0o777).toBe(0o700);
+    expect(existsSync(scratch)).toBe(false);
+  });
+
+  test('a command in a workspace without .git leaves no registration folder of its .git stand-in behind', async () => {
+    const folders = () => readdirSync(dotGitRoot()).length;
+    const before = folders();
+    await check('true');
+    expect(folders()).toBe(before);
+    expect(existsSync(path.join(workspace, '.git'))).toBe(false);
   });
 
   test('the verdict says which sandbox ran the command', async () => {
