@@ -297,7 +297,7 @@ export class LoopwrightClient {
   /**
    * Sends a human decision as the run's `decide` update and returns what the run applied. The
    * decision is signed with this process's SSH key when one is configured (LOOPWRIGHT_SIGNING_KEY,
-   * else git's user.signingkey), over the decision, the run's id and its current Temporal run id; unsigned, the run records
+   * else git's user.signingkey), over the decision, the run's id and its first Temporal run id; unsigned, the run records
    * it as unverified, or refuses it where signatures are required. A refusal (not its turn, a
    * bad signature, not an approver, malformed) is a DecisionRefusedError with the run's reason,
    * and the run is unharmed: a refused update never reaches its history.
@@ -310,9 +310,10 @@ export class LoopwrightClient {
     if (description.status.name !== 'RUNNING') {
       throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(description)})`);
     }
-    // Signed for this run (its Temporal run id), not only its workflow id: a later run under the
-    // same id never takes it (see decisionMessage).
-    const signature = this.sign(decisionMessage(workflowId, parsed.data, description.runId));
+    // Signed for this run (the first run id of its chain), not only its workflow id: a later run
+    // under the same id never takes it (see decisionMessage).
+    const firstRunId = description.raw.workflowExecutionInfo?.firstRunId || description.runId;
+    const signature = this.sign(decisionMessage(workflowId, parsed.data, firstRunId));
     const decision = signature ? { ...parsed.data, signature } : parsed.data;
     // No worker, no answer: say so at once, and send nothing that could be applied later unseen.
     if (!(await this.hasWorker(description.taskQueue))) {

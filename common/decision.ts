@@ -21,17 +21,19 @@ export type { Decision, DecisionInput, DecisionKind };
 
 /**
  * What a signature covers: the decision (defaults applied, without its signature), the run's
- * workflow id and, given `runId`, the Temporal run it is for (`v2`), so it cannot be replayed on
- * another run, turned into another decision, or sent to a later run under the same workflow id
- * (a `--force` event, a client's `reuse`, a raw start or a reset: any client may make one, and
- * read the signed decisions of the runs before it from their history). Runs that pinned their
- * trust with `decisionsForRun` take only `v2`; `v1` (no run id) is what older runs take.
+ * workflow id and, given `firstRunId`, the run it is for (`v2`): the Temporal run id of the first
+ * execution of its chain, which continuing as new and resets keep, and no other start under the
+ * same workflow id has. So it cannot be replayed on another run, turned into another decision, or
+ * sent to a later run under the same workflow id (a `--force` event, a client's `reuse`, a raw
+ * start once the first has closed: any client may make one, and read the signed decisions of the
+ * runs before it from their history). Runs that pinned their trust with `decisionsForRun` take
+ * only `v2`; `v1` (no run) is what older runs take.
  */
-export function decisionMessage(workflowId: string, decision: Decision, runId?: string): string {
+export function decisionMessage(workflowId: string, decision: Decision, firstRunId?: string): string {
   const { signature: _signature, ...rest } = decision;
-  return runId === undefined
+  return firstRunId === undefined
     ? `loopwright decision v1\n${canonicalJson({ workflowId, decision: rest })}`
-    : `loopwright decision v2\n${canonicalJson({ workflowId, runId, decision: rest })}`;
+    : `loopwright decision v2\n${canonicalJson({ workflowId, firstRunId, decision: rest })}`;
 }
 
 /**

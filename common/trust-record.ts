@@ -28,8 +28,8 @@ export interface Trust {
    */
   recheckSigners?: boolean;
   /**
-   * True when a signed decision must cover the Temporal run it decides (`loopwright decision v2`,
-   * see decisionMessage), not only the workflow id: a decision signed for an earlier run under the
+   * True when a signed decision must cover the run it decides (its first Temporal run id:
+   * `loopwright decision v2`, see decisionMessage), not only the workflow id: a decision signed for an earlier run under the
    * same id, read from its history, decides nothing in this one. Absent in runs pinned before it
    * (they take v1 signatures, and v2 ones).
    */

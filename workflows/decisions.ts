@@ -50,13 +50,14 @@ export class DecisionGate {
   private readonly verified = new Map<string, Verified>();
 
   /**
-   * `runId`: the Temporal run this gate judges for (the workflow's own run id). A run whose trust
-   * says `decisionsForRun` takes only signatures over it; without one, only v1 signatures verify.
+   * `firstRunId`: the run this gate judges for (the first run id of its chain: continuing as new
+   * and resets keep it, so the decisions a reset run replays verify as they did). A run whose
+   * trust says `decisionsForRun` takes only signatures over it; without one, only v1 ones verify.
    */
   constructor(
     private readonly workflowId: string,
     private readonly trust: () => Trust | null | undefined,
-    private readonly runId?: string,
+    private readonly firstRunId?: string,
   ) {}
 
   /** `raw` refused for `reason` (its bounded summary), as `judge` refuses. */
@@ -143,13 +144,13 @@ export class DecisionGate {
    * false), a v1 signature (the workflow id alone, what its clients made) is taken too.
    */
   private verifyForRun(decision: Decision, allowed: AllowedSigners, now: number, bound: boolean): Verified {
-    const v2 = this.runId === undefined ? undefined : this.verify(decision, allowed, now, this.runId);
+    const v2 = this.firstRunId === undefined ? undefined : this.verify(decision, allowed, now, this.firstRunId);
     if (v2?.ok) return v2;
     return bound && v2 ? v2 : this.verify(decision, allowed, now);
   }
 
-  private verify(decision: Decision, allowed: AllowedSigners, now: number, runId?: string): Verified {
-    const message = decisionMessage(this.workflowId, decision, runId);
+  private verify(decision: Decision, allowed: AllowedSigners, now: number, firstRunId?: string): Verified {
+    const message = decisionMessage(this.workflowId, decision, firstRunId);
     const key = `${decision.signature}\n${message}\n${Math.floor(now / 1000)}`;
     const known = this.verified.get(key);
     if (known) return known;
@@ -188,7 +189,7 @@ export function handleDecisions(
   take: (entry: AppliedDecision) => void,
   trustSettled: () => boolean = () => true,
 ): void {
-  const gate = new DecisionGate(workflowId, trust, workflowInfo().runId);
+  const gate = new DecisionGate(workflowId, trust, workflowInfo().firstExecutionRunId);
   const judge = (raw: unknown) => gate.judge(decisions(), raw, ctx, Date.now());
   /**
    * Until the run has pinned its trust (the first thing it does), no signature can be verified:

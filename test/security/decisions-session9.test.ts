@@ -109,6 +109,34 @@ test("a signed approval read from a run's history approves nothing in a later ru
   });
 });
 
+test('a reset run (same chain) replays the signed decisions its history holds as they were: verified, not refused', async () => {
+  const { stack: s } = await setup.with('reset-replay', script(workerSays(1, 'draft', { times: undefined })), {
+    env: trustEnv,
+  });
+  await s.run(async () => {
+    const { workflowId, runId } = await s.client.run('evaluate-optimize', reviewInput);
+    await s.client.wait(workflowId);
+    const alices = await clientAs(s, key('alice'));
+    expect(await alices.decide(workflowId, { kind: 'approve', by: 'alice' })).toMatchObject({ verified: true });
+    await s.client.temporal.workflow.getHandle(workflowId, runId).result();
+    // An operator resets the run to its last workflow task: the new run (a new run id, the same
+    // chain) replays alice's approval from the history it copied.
+    const history = await s.client.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+    const last = [...(history.events ?? [])].reverse().find((e) => e.workflowTaskCompletedEventAttributes);
+    const reset = await s.client.temporal.workflowService.resetWorkflowExecution({
+      namespace: 'default',
+      workflowExecution: { workflowId, runId },
+      reason: 'test',
+      workflowTaskFinishEventId: last!.eventId,
+      requestId: `reset-${Date.now()}`,
+    });
+    expect(reset.runId).not.toBe(runId);
+    const record = (await s.client.temporal.workflow.getHandle(workflowId, reset.runId!).result()) as RunRecord;
+    expect(record).toMatchObject({ state: 'completed' });
+    expect(record.decisions).toEqual([expect.objectContaining({ status: 'applied', by: 'alice', verified: true })]);
+  });
+});
+
 test("a publish naming an improvement on another task queue (a worker of the attacker's answers its state) is refused", async () => {
   const { stack: s } = await setup.with('forged-improvement', script(workerSays(1, 'draft', { times: undefined })), {
     env: trustEnv,
