@@ -93,6 +93,7 @@ export function sandboxNotice(status: SandboxStatus): { line: string; warning: b
           : []),
         ...(tmpSize ? [`${formatSize(limits.tmpBytes)} /tmp`] : []),
         `${formatSize(limits.fileBytes)} per file`,
+        ...(limits.nice > 0 ? [`CPU priority nice ${limits.nice}`] : []),
       ];
       const missing =
         cgroup.kind === 'cgroup'

@@ -11,7 +11,11 @@ import { ConfigError } from '../../common/errors';
  * - `memoryBytes`: memory of every process together, the private `/tmp` included (the cgroup
  *   `memory` controller, no swap): past it, the kernel kills a process of the command;
  * - `tmpBytes`: the size of the private `/tmp` and of `/dev/shm` (bubblewrap's `--size`);
- * - `fileBytes`: the largest file a process may write (`RLIMIT_FSIZE`, which binds root too).
+ * - `fileBytes`: the largest file a process may write (`RLIMIT_FSIZE`, which binds root too);
+ * - `nice`: the CPU priority the command runs at (`nice`, 0 to 19; default 10), so a command that
+ *   keeps every core busy (a test suite, a loop) leaves CPU to the worker and the Temporal server
+ *   beside it: their heartbeats and workflow tasks do not wait on it. Inside, a process may lower
+ *   its priority further but never raise it back (that needs CAP_SYS_NICE, which no sandbox has).
  *
  * The cgroup limits need a cgroup the worker may create: a worker running as root on cgroup v1,
  * or on cgroup v2 where it can enable `pids` and `memory` for a folder of its own. Where it cannot
@@ -23,6 +27,7 @@ export interface SandboxLimits {
   memoryBytes: number;
   tmpBytes: number;
   fileBytes: number;
+  nice: number;
 }
 
 const KiB = 1024;
@@ -35,12 +40,14 @@ const LIMIT_VARIABLES: ReadonlyArray<{
   env: string;
   default: number;
   min: number;
+  max?: number;
   size: boolean;
 }> = [
   { key: 'pids', env: 'LOOPWRIGHT_SANDBOX_PIDS', default: 1024, min: 16, size: false },
   { key: 'memoryBytes', env: 'LOOPWRIGHT_SANDBOX_MEMORY', default: 4 * GiB, min: 32 * MiB, size: true },
   { key: 'tmpBytes', env: 'LOOPWRIGHT_SANDBOX_TMP', default: 1 * GiB, min: 1 * MiB, size: true },
   { key: 'fileBytes', env: 'LOOPWRIGHT_SANDBOX_FILE_SIZE', default: 1 * GiB, min: 1 * MiB, size: true },
+  { key: 'nice', env: 'LOOPWRIGHT_SANDBOX_NICE', default: 10, min: 0, max: 19, size: false },
 ];
 
 /** The variable that sets each limit, for messages. */
@@ -73,7 +80,7 @@ export function formatSize(bytes: number): string {
 
 /**
  * The limits of this worker's environment (`LOOPWRIGHT_SANDBOX_PIDS`, `_MEMORY`, `_TMP`,
- * `_FILE_SIZE`); a value that is not a whole number (or size) at least the least sensible one is
+ * `_FILE_SIZE`, `_NICE`); a value that is not a whole number (or size) at least the least sensible one is
  * a ConfigError naming the variable.
  */
 export function sandboxLimitsFromEnv(env: Record<string, string | undefined>): SandboxLimits {
@@ -85,10 +92,12 @@ export function sandboxLimitsFromEnv(env: Record<string, string | undefined>): S
       continue;
     }
     const n = v.size ? parseSize(raw) : /^\d+$/.test(raw) ? Number(raw) : undefined;
-    if (n === undefined || n < v.min) {
+    if (n === undefined || n < v.min || (v.max !== undefined && n > v.max)) {
       const what = v.size
         ? `a size of at least ${formatSize(v.min)} (like 512m or 4g)`
-        : `a whole number of at least ${v.min}`;
+        : v.max !== undefined
+          ? `a whole number from ${v.min} to ${v.max}`
+          : `a whole number of at least ${v.min}`;
       throw new ConfigError(`${v.env}=${env[v.env]} is not ${what}: set it so, or unset it for ${describe(v)}`);
     }
     limits[v.key] = n;

@@ -334,7 +334,7 @@ async function runBwrapIn(
       // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
       // /proc/1/environ must hold nothing the command may not see. A shell first sets the limits
       // everything in the sandbox inherits (see limitShell), then execs bwrap.
-      running = spawnCapture([...limitShell(cgroupProcs, limits.limits.fileBytes), bwrap, ...args, ...argv], {
+      running = spawnCapture([...limitShell(cgroupProcs, limits.limits.fileBytes, limits.limits.nice), bwrap, ...args, ...argv], {
         cwd: workspace,
         env,
         timeoutMs: opts.timeoutMs,
@@ -359,20 +359,23 @@ async function runBwrapIn(
  * - the out-of-memory killer's first choice (`oom_score_adj` 1000), so a command that eats the
  *   machine's memory is killed before the worker or the Temporal server is;
  * - the command's cgroups (processes and memory, limits.ts), joined before anything else starts;
- * - the largest file it may write (`ulimit -f`, in POSIX's 512-byte blocks), which binds root too.
+ * - the largest file it may write (`ulimit -f`, in POSIX's 512-byte blocks), which binds root too;
+ * - its CPU priority (`nice -n`, limits.ts), which it may lower but not raise.
  * Exit 125 when a limit cannot be set: the command never runs without them.
  */
-function limitShell(cgroupProcs: string[], fileBytes: number): string[] {
+function limitShell(cgroupProcs: string[], fileBytes: number, nice: number): string[] {
   return [
     '/bin/sh',
     '-c',
     'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; n=$1; shift; ' +
       'while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; ' +
-      'ulimit -f "$1" || exit 125; shift; exec "$@"',
+      'ulimit -f "$1" || exit 125; shift; p=$1; shift; ' +
+      'if [ "$p" -gt 0 ]; then exec nice -n "$p" "$@"; fi; exec "$@"',
     'sh',
     String(cgroupProcs.length),
     ...cgroupProcs,
     String(Math.max(1, Math.floor(fileBytes / 512))),
+    String(nice),
   ];
 }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findCgroupHome, sandboxLimitsFromEnv } from '../../activities/sandbox/limits';
@@ -24,6 +24,7 @@ const LIMITS = {
   LOOPWRIGHT_SANDBOX_MEMORY: '128m',
   LOOPWRIGHT_SANDBOX_TMP: '16m',
   LOOPWRIGHT_SANDBOX_FILE_SIZE: '8m',
+  LOOPWRIGHT_SANDBOX_NICE: '15',
 };
 let dir: string;
 let ws: string;
@@ -132,6 +133,19 @@ test('no file in the workspace grows past the file-size limit', async () => {
   expect(statSync(path.join(ws, 'big')).size).toBeLessThanOrEqual(8 << 20);
 });
 
+test('a command runs at a lower CPU priority than the worker, which nothing inside raises back', async () => {
+  /** The nice value (field 19) of every /proc/<pid>/stat line in `out`. */
+  const nices = (out: string) =>
+    [...out.matchAll(/\) \S+((?: \S+){17})/g)].map((m) => Number(m[1]!.trim().split(' ')[15]));
+  const worker = nices(readFileSync('/proc/self/stat', 'utf8'))[0]!;
+  expect(nices(await sh(ctx(sandboxOf({})), 'cat /proc/self/stat'))).toEqual([worker + 10]);
+  const out = await sh(
+    ctx(sandboxOf()),
+    'cat /proc/self/stat; nice -n -15 cat /proc/self/stat; renice -n 0 -p $$; cat /proc/self/stat; nice -n 2 cat /proc/self/stat',
+  );
+  expect(nices(out)).toEqual([worker + 15, worker + 15, worker + 15, worker + 17]);
+});
+
 test('an honest command is not hurt by the defaults: threads, a few MB in /tmp and /dev/shm, a 32 MB file', async () => {
   const out = await sh(
     ctx(sandboxOf({})),
@@ -174,12 +188,14 @@ describe('configuration', () => {
       memoryBytes: 4 * 2 ** 30,
       tmpBytes: 2 ** 30,
       fileBytes: 2 ** 30,
+      nice: 10,
     });
     expect(sandboxLimitsFromEnv(LIMITS)).toEqual({
       pids: 64,
       memoryBytes: 128 << 20,
       tmpBytes: 16 << 20,
       fileBytes: 8 << 20,
+      nice: 15,
     });
     expect(sandboxLimitsFromEnv({ LOOPWRIGHT_SANDBOX_MEMORY: '2GiB' }).memoryBytes).toBe(2 * 2 ** 30);
   });
@@ -194,6 +210,12 @@ describe('configuration', () => {
     ],
     ['LOOPWRIGHT_SANDBOX_TMP', '-5', /LOOPWRIGHT_SANDBOX_TMP=-5 is not a size/],
     ['LOOPWRIGHT_SANDBOX_FILE_SIZE', '1.5g', /LOOPWRIGHT_SANDBOX_FILE_SIZE=1.5g is not a size/],
+    [
+      'LOOPWRIGHT_SANDBOX_NICE',
+      '20',
+      /LOOPWRIGHT_SANDBOX_NICE=20 is not a whole number from 0 to 19: set it so, or unset it for the default, 10/,
+    ],
+    ['LOOPWRIGHT_SANDBOX_NICE', '-5', /LOOPWRIGHT_SANDBOX_NICE=-5 is not a whole number from 0 to 19/],
     [
       'LOOPWRIGHT_SANDBOX_LIMITS',
       'strict',
