@@ -334,15 +334,18 @@ async function runBwrapIn(
       // bwrap itself starts with the allow-listed environment: it is pid 1 inside, and its
       // /proc/1/environ must hold nothing the command may not see. A shell first sets the limits
       // everything in the sandbox inherits (see limitShell), then execs bwrap.
-      running = spawnCapture([...limitShell(cgroupProcs, limits.limits.fileBytes, limits.limits.nice), bwrap, ...args, ...argv], {
-        cwd: workspace,
-        env,
-        timeoutMs: opts.timeoutMs,
-        capChars: opts.capChars,
-        signal: opts.signal,
-        heartbeat: opts.heartbeat,
-        ...(fd !== undefined ? { extraFds: [fd] } : {}),
-      });
+      running = spawnCapture(
+        [...limitShell(cgroupProcs, limits.limits.fileBytes, limits.limits.nice), bwrap, ...args, ...argv],
+        {
+          cwd: workspace,
+          env,
+          timeoutMs: opts.timeoutMs,
+          capChars: opts.capChars,
+          signal: opts.signal,
+          heartbeat: opts.heartbeat,
+          ...(fd !== undefined ? { extraFds: [fd] } : {}),
+        },
+      );
     } finally {
       // The child has its copy once spawn returned (spawnCapture spawns synchronously).
       if (fd !== undefined) closeSync(fd);
