@@ -21,6 +21,10 @@ import { commitAttempt } from './corpus-repo';
  *   always fails) to pass: it fails on base's code and passes on the change's, so it counted as a
  *   regression test, though as committed it tests nothing. The candidate's and the regression
  *   runs now mount test infrastructure read-only, as the overlay run did.
+ * - Go: base's test checks through a vendored module (`vendor/example.com/check`), which the
+ *   change made to assert nothing, or replaced by a no-op copy through a `go.work` it added (go
+ *   uses both by itself); nothing of it is a test file. A `vendor` folder and `go.work` are
+ *   runner configuration now, like `node_modules` and `site-packages`.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string>;
@@ -192,4 +196,90 @@ async function pyGate(ids: string[]) {
   `pytest: a .dist-info folder whose pytest11 entry point loads a plugin of the change's is rejected; an honest fix that bumps a committed .egg-info passes${SKIPPED}`,
   () => pyGate(['py-dist-info-plugin', 'py-honest-egg-info']),
   180_000,
+);
+
+const HAS_GO = spawnSync('go', ['version'], { encoding: 'utf8' }).status === 0;
+
+/** A Go module whose test checks through a vendored assertion module (go test uses vendor/ by itself). */
+const GO_FILES: Files = {
+  'go.mod': 'module example.com/calc\n\ngo 1.21\n\nrequire example.com/check v1.0.0\n',
+  'vendor/modules.txt': '# example.com/check v1.0.0\n## explicit\nexample.com/check\n',
+  'vendor/example.com/check/check.go': [
+    'package check',
+    '',
+    'import "testing"',
+    '',
+    'func Equal(t *testing.T, got, want int) {',
+    '\tt.Helper()',
+    '\tif got != want {',
+    '\t\tt.Fatalf("got %d, want %d", got, want)',
+    '\t}',
+    '}',
+    '',
+  ].join('\n'),
+  'calc.go': 'package calc\n\nfunc Add(a, b int) int { return a - b }\n',
+  'calc_test.go': [
+    'package calc',
+    '',
+    'import (',
+    '\t"testing"',
+    '',
+    '\t"example.com/check"',
+    ')',
+    '',
+    'func TestAdd(t *testing.T)   { check.Equal(t, Add(2, 3), 5) }',
+    'func TestOther(t *testing.T) { check.Equal(t, 1, 1) }',
+    '',
+  ].join('\n'),
+};
+/** A new function and its test, which fails on base's code (it does not build there). */
+const GO_SUB: Files = {
+  'calc.go': 'package calc\n\nfunc Add(a, b int) int { return a - b }\n\nfunc Sub(a, b int) int { return a - b }\n',
+  'sub_test.go':
+    'package calc\n\nimport "testing"\n\nfunc TestSub(t *testing.T) {\n\tif Sub(3, 1) != 2 {\n\t\tt.Fatal("sub")\n\t}\n}\n',
+};
+/** The vendored assertion module made to assert nothing. */
+const NOOP_CHECK = 'package check\n\nimport "testing"\n\nfunc Equal(t *testing.T, got, want int) {}\n';
+
+const GO_CASES: Case[] = [
+  {
+    id: 'go-vendor-noop',
+    base: GO_FILES,
+    allowed: ['calc.go', 'sub_test.go', 'vendor/'],
+    change: { ...GO_SUB, 'vendor/example.com/check/check.go': NOOP_CHECK },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+  },
+  {
+    id: 'go-work-replace',
+    base: GO_FILES,
+    allowed: ['calc.go', 'sub_test.go', 'go.work', 'fakecheck/'],
+    change: {
+      ...GO_SUB,
+      'go.work': 'go 1.21\n\nuse .\n\nreplace example.com/check => ./fakecheck\n',
+      'fakecheck/go.mod': 'module example.com/check\n\ngo 1.21\n',
+      'fakecheck/check.go': NOOP_CHECK,
+    },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+  },
+  {
+    id: 'go-honest',
+    base: GO_FILES,
+    change: {
+      'calc.go': 'package calc\n\nfunc Add(a, b int) int { return a + b }\n',
+      'add_test.go':
+        'package calc\n\nimport "testing"\n\nfunc TestAddOne(t *testing.T) {\n\tif Add(1, 1) != 2 {\n\t\tt.Fatal("add")\n\t}\n}\n',
+    },
+    allowed: ['calc.go', 'add_test.go'],
+    expect: { tests: [], policy: [] },
+  },
+];
+
+(HAS_GO ? test : test.skip)(
+  `go: a vendored dependency of base's tests made to assert nothing, or a go.work that replaces it with one, is rejected; an honest fix passes${HAS_GO ? '' : ' (skipped: no go on this worker)'}`,
+  async () => {
+    const sandbox = createSandbox(sandboxConfigFromEnv(process.env));
+    const got = await Promise.all(GO_CASES.map((c) => gate(c, sandbox, 'go test ./...', 'TestAdd')));
+    expect(got).toEqual(GO_CASES.map((c) => ({ id: c.id, ...c.expect })));
+  },
+  300_000,
 );

@@ -7,17 +7,20 @@ import { DEFAULT_TEST_PATTERN } from '../diff-policy/paths';
  * folders elsewhere, and the runners' configuration files. The gate runs base's versions of
  * all of it, and the change policy lets a change only add to it.
  *
- * A file in a `node_modules` or `site-packages` folder, and a `.pth` file, count as runner
- * configuration: one the change adds would be loaded in place of the package base's tests
- * require, or run when Python starts. So does a distribution's metadata (a `.dist-info` or
- * `.egg-info` folder, an `.egg-link`) anywhere: where it lies on sys.path (the root, under
- * `python -m pytest`), pytest loads every plugin its `entry_points.txt` declares (`[pytest11]`).
+ * A file in a `node_modules`, `site-packages` or `vendor` folder (Go's, Composer's, Bundler's:
+ * the toolchain takes a dependency from there by itself), a `go.work` (it points modules
+ * elsewhere), and a `.pth` file, count as runner configuration: one the change adds or changes
+ * would be loaded in place of the package base's tests require (a vendored assertion module
+ * made to assert nothing), or run when Python starts. So does a distribution's metadata (a
+ * `.dist-info` or `.egg-info` folder, an `.egg-link`) anywhere: where it lies on sys.path (the
+ * root, under `python -m pytest`), pytest loads every plugin its `entry_points.txt` declares
+ * (`[pytest11]`).
  *
  * `package.json` is not in it (a fix may need a dependency); a loop that wants it guarded keeps
  * it out of `allowedPaths`.
  */
 const INFRA_DIRS = String.raw`(^|/)(spec|specs|__mocks__|__fixtures__|__snapshots__|fixtures|testdata|test_data)/`;
-const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|\.?pytest\.ini|\.?pytest\.toml|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]sx?|setupTests\.[cm]?[jt]sx?|bunfig\.toml|\.swcrc|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?|node_modules/.+|site-packages/.+|[^/]+\.pth|[^/]+\.(dist|egg)-info/.+|[^/]+\.egg-link)$`;
+const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|\.?pytest\.ini|\.?pytest\.toml|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]sx?|setupTests\.[cm]?[jt]sx?|bunfig\.toml|\.swcrc|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?|node_modules/.+|site-packages/.+|vendor/.+|go\.work(\.sum)?|[^/]+\.pth|[^/]+\.(dist|egg)-info/.+|[^/]+\.egg-link)$`;
 
 /** True for a runner configuration file: the runner loads it by itself, so a new one changes how existing tests run. */
 export function runnerConfigMatcher(): (file: string) => boolean {
