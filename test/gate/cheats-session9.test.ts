@@ -25,6 +25,10 @@ import { commitAttempt } from './corpus-repo';
  *   change made to assert nothing, or replaced by a no-op copy through a `go.work` it added (go
  *   uses both by itself); nothing of it is a test file. A `vendor` folder and `go.work` are
  *   runner configuration now, like `node_modules` and `site-packages`.
+ * - an assertion helper of base's outside any test folder (`testutil/check.js`,
+ *   `calc/testing.py`) made to assert nothing: it was the change's code in the overlay run, and
+ *   neither a test file nor in a test folder for the change policy. Test helpers are test
+ *   infrastructure by their names now (`testing`, `testutil`, `test-utils`, `test_helpers`, ...).
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string>;
@@ -283,3 +287,76 @@ const GO_CASES: Case[] = [
   },
   300_000,
 );
+
+/** The corpus with its assertion helper outside any test folder, where many projects keep one (testutil/, calc/testing.py). */
+const NODE_HELPER_FILES: Files = {
+  'package.json': `${JSON.stringify({ name: 'calc', version: '1.0.0', private: true }, null, 2)}\n`,
+  'src/math.js': 'function add(a, b) {\n  return a - b;\n}\n\nmodule.exports = { add };\n',
+  'testutil/check.js':
+    "const assert = require('node:assert');\n\nexports.check = (actual, expected) => assert.strictEqual(actual, expected);\n",
+  'test/math.test.js': [
+    "const test = require('node:test');",
+    "const { check } = require('../testutil/check');",
+    "const { add } = require('../src/math');",
+    '',
+    "test('add adds two numbers', () => check(add(2, 3), 5));",
+    "test('one is one', () => check(1, 1));",
+    '',
+  ].join('\n'),
+};
+const PY_HELPER_FILES: Files = {
+  ...PY_FILES,
+  'calc/testing.py': 'def assert_equal(actual, expected):\n    assert actual == expected, f"{actual} != {expected}"\n',
+  'tests/test_math.py':
+    'from calc.math import add\nfrom calc.testing import assert_equal\n\n\ndef test_add():\n    assert_equal(add(2, 3), 5)\n\n\ndef test_other():\n    assert_equal(1, 1)\n',
+};
+
+const HELPER_CASES: Case[] = [
+  {
+    id: 'node-helper-outside-tests',
+    base: NODE_HELPER_FILES,
+    allowed: ['src/', 'test/', 'testutil/'],
+    change: {
+      'testutil/check.js': 'exports.check = () => {};\n',
+      'src/math.js':
+        'function add(a, b) {\n  return a - b;\n}\n\nfunction sub(a, b) {\n  return a - b;\n}\n\nmodule.exports = { add, sub };\n',
+      'test/sub.test.js':
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { sub } = require('../src/math');\n\ntest('sub subtracts', () => assert.strictEqual(sub(3, 1), 2));\n",
+    },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+  },
+  {
+    id: 'node-helper-honest',
+    base: NODE_HELPER_FILES,
+    allowed: ['src/', 'test/', 'testutil/'],
+    change: {
+      'testutil/check.js': `${NODE_HELPER_FILES['testutil/check.js']!}\nexports.near = (actual, expected) => assert.ok(Math.abs(actual - expected) < 1e-9);\n`,
+      'src/math.js': 'function add(a, b) {\n  return a + b;\n}\n\nmodule.exports = { add };\n',
+      'test/add.test.js':
+        "const test = require('node:test');\nconst { near } = require('../testutil/check');\nconst { add } = require('../src/math');\n\ntest('add adds fractions', () => near(add(0.5, 0.25), 0.75));\n",
+    },
+    expect: { tests: [], policy: [] },
+  },
+  {
+    id: 'py-helper-outside-tests',
+    base: PY_HELPER_FILES,
+    change: { ...PY_SUB, 'calc/testing.py': 'def assert_equal(actual, expected):\n    pass\n' },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+  },
+];
+
+test('node and pytest: an assertion helper of base outside any test folder (testutil/, calc/testing.py) made to assert nothing is rejected; an honest fix that adds to the helper passes', async () => {
+  const py = python;
+  const sandbox = createSandbox(
+    sandboxConfigFromEnv(py ? { ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix } : process.env),
+  );
+  const cases = HELPER_CASES.filter((c) => py || !c.id.startsWith('py-'));
+  const got = await Promise.all(
+    cases.map((c) =>
+      c.id.startsWith('py-')
+        ? gate(c, sandbox, `${py!.exe} -m pytest -q -p no:cacheprovider`, 'test_add')
+        : gate(c, sandbox, 'node --test', 'add adds two numbers'),
+    ),
+  );
+  expect(got).toEqual(cases.map((c) => ({ id: c.id, ...c.expect })));
+}, 180_000);

@@ -4,7 +4,7 @@ import { DEFAULT_TEST_PATTERN } from '../diff-policy/paths';
 /**
  * Test infrastructure: what decides whether and how tests run, besides the code under test. Test
  * files and everything in test folders (helpers, fixtures, mocks, snapshots), mock and fixture
- * folders elsewhere, and the runners' configuration files. The gate runs base's versions of
+ * folders elsewhere, test helpers by their names wherever they are, and the runners' configuration files. The gate runs base's versions of
  * all of it, and the change policy lets a change only add to it.
  *
  * A file in a `node_modules`, `site-packages` or `vendor` folder (Go's, Composer's, Bundler's:
@@ -20,6 +20,13 @@ import { DEFAULT_TEST_PATTERN } from '../diff-policy/paths';
  * it out of `allowedPaths`.
  */
 const INFRA_DIRS = String.raw`(^|/)(spec|specs|__mocks__|__fixtures__|__snapshots__|fixtures|testdata|test_data)/`;
+/**
+ * Test helpers kept outside the test folders, by the names projects give them: a folder or a module
+ * `testing`, `testutil(s)`, `test-utils`, `test_helpers`, `testsupport`, `testlib`, `testkit`
+ * (Go's `internal/testutil`, Python's `calc/testing.py`, a root `test-utils/`). Base's tests
+ * assert through them, so a change that makes one assert nothing passes them as they are written.
+ */
+const TEST_HELPERS = String.raw`(^|/)(testing|test[-_]?(utils?|helpers?|support|lib|kit|common))(/|\.[^/]+$)`;
 const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|\.?pytest\.ini|\.?pytest\.toml|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]sx?|setupTests\.[cm]?[jt]sx?|bunfig\.toml|\.swcrc|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?|node_modules/.+|site-packages/.+|vendor/.+|go\.work(\.sum)?|[^/]+\.pth|[^/]+\.(dist|egg)-info/.+|[^/]+\.egg-link)$`;
 
 /** True for a runner configuration file: the runner loads it by itself, so a new one changes how existing tests run. */
@@ -30,6 +37,8 @@ export function runnerConfigMatcher(): (file: string) => boolean {
 
 /** True for a path (relative, `/` separators) that is test infrastructure. */
 export function testInfraMatcher(testPattern?: string): (file: string) => boolean {
-  const re = RE2JS.compile(`(?:${testPattern ?? DEFAULT_TEST_PATTERN})|(?:${INFRA_DIRS})|(?:${RUNNER_CONFIG})`);
+  const re = RE2JS.compile(
+    `(?:${testPattern ?? DEFAULT_TEST_PATTERN})|(?:${INFRA_DIRS})|(?:${TEST_HELPERS})|(?:${RUNNER_CONFIG})`,
+  );
   return (file) => re.test(file);
 }
