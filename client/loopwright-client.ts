@@ -10,7 +10,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { readConfig, type LoopwrightConfig } from '../common/config';
-import { decisionMessage, type AppliedDecision, type DecisionInput } from '../common/decision';
+import { decisionMessage, decisionWait, type AppliedDecision, type DecisionInput } from '../common/decision';
 import { DecisionSchema } from '../common/decision-schema';
 import { zodIssues } from '../common/format';
 import { DECISION_NAMESPACE } from '../common/sshsig';
@@ -310,17 +310,20 @@ export class LoopwrightClient {
     if (description.status.name !== 'RUNNING') {
       throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(description)})`);
     }
-    // Signed for this run (the first run id of its chain), not only its workflow id: a later run
-    // under the same id never takes it (see decisionMessage).
-    const firstRunId = description.raw.workflowExecutionInfo?.firstRunId || description.runId;
-    const signature = this.sign(decisionMessage(workflowId, parsed.data, firstRunId));
-    const decision = signature ? { ...parsed.data, signature } : parsed.data;
     // No worker, no answer: say so at once, and send nothing that could be applied later unseen.
     if (!(await this.hasWorker(description.taskQueue))) {
       throw new LoopwrightError(
         `no worker polls task queue ${description.taskQueue}, so run ${workflowId} cannot take a decision now: start one with \`npx loopwright worker\`, then decide again (nothing was sent)`,
       );
     }
+    // Signed for this run (the first run id of its chain) and the wait it is in, not only its
+    // workflow id: a later run under the same id, or a later wait, never takes it (see
+    // decisionMessage). The wait is read from the run itself (its state query, as it answers it).
+    const firstRunId = description.raw.workflowExecutionInfo?.firstRunId || description.runId;
+    const key = signingKeyPath(this.env);
+    const wait = key ? decisionWait(await this.rawState(handle, workflowId)) : null;
+    const signature = this.sign(decisionMessage(workflowId, parsed.data, { firstRunId, wait }));
+    const decision = signature ? { ...parsed.data, signature } : parsed.data;
     // An update the server admitted but no worker accepted yet can be lost (the run's state was
     // evicted from the server's cache, a workflow task timed out on a busy worker). Resending it
     // with the same update id is safe: a run answers one update id once. So: try, and when there
@@ -428,6 +431,15 @@ export class LoopwrightClient {
 
   async close(): Promise<void> {
     await this.connection.close();
+  }
+
+  /** A running run's state as its query answers it (a loop run's or an improvement's record, unredacted). */
+  private async rawState(handle: WorkflowHandle, workflowId: string): Promise<unknown> {
+    try {
+      return await this.connection.withDeadline(Date.now() + 10_000, () => handle.query(stateQuery));
+    } catch (err) {
+      throw new NoWorkerError(workflowId, 'running', (err as Error).message);
+    }
   }
 
   private handle(workflowId: string): WorkflowHandle<typeof loopWorkflowV2> {

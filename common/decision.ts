@@ -21,19 +21,47 @@ export type { Decision, DecisionInput, DecisionKind };
 
 /**
  * What a signature covers: the decision (defaults applied, without its signature), the run's
- * workflow id and, given `firstRunId`, the run it is for (`v2`): the Temporal run id of the first
- * execution of its chain, which continuing as new and resets keep, and no other start under the
- * same workflow id has. So it cannot be replayed on another run, turned into another decision, or
- * sent to a later run under the same workflow id (a `--force` event, a client's `reuse`, a raw
- * start once the first has closed: any client may make one, and read the signed decisions of the
- * runs before it from their history). Runs that pinned their trust with `decisionsForRun` take
- * only `v2`; `v1` (no run) is what older runs take.
+ * workflow id and, given `run`, which run and which of its waits it decides (`v2`):
+ * - `firstRunId`: the Temporal run id of the first execution of the run's chain, which continuing
+ *   as new and resets keep, and no other start under the same workflow id has;
+ * - `wait`: the wait it decides ({@link decisionWait}), null when the run waits for nothing.
+ * So it cannot be replayed on another run, turned into another decision, sent to a later run under
+ * the same workflow id (a `--force` event, a client's `reuse`, a raw start once the first has
+ * closed), or to a later wait of the same run (one a reset to before the wait opened anew): any
+ * client may do those, and read the signed decisions of earlier runs from their history. Runs that
+ * pinned their trust with `decisionsForRun` take only `v2`; `v1` is what older runs take.
  */
-export function decisionMessage(workflowId: string, decision: Decision, firstRunId?: string): string {
+export function decisionMessage(
+  workflowId: string,
+  decision: Decision,
+  run?: { firstRunId: string; wait: string | null },
+): string {
   const { signature: _signature, ...rest } = decision;
-  return firstRunId === undefined
+  return run === undefined
     ? `loopwright decision v1\n${canonicalJson({ workflowId, decision: rest })}`
-    : `loopwright decision v2\n${canonicalJson({ workflowId, firstRunId, decision: rest })}`;
+    : `loopwright decision v2\n${canonicalJson({ workflowId, firstRunId: run.firstRunId, wait: run.wait, decision: rest })}`;
+}
+
+/**
+ * The wait a run's record (a loop run's or an improvement's, as its `state` query answers) says
+ * the run is in, as a signed decision names it; null when it waits for nothing. A loop run's wait
+ * is named by when it began (workflow time: the same when a history is replayed, new when a reset
+ * run waits again), an audit by when the run ended, an improvement's review by its candidate.
+ */
+export function decisionWait(record: unknown): string | null {
+  if (!record || typeof record !== 'object') return null;
+  const r = record as {
+    state?: unknown;
+    escalation?: { since?: unknown } | null;
+    audit?: { needed?: unknown; reviewedBy?: unknown } | null;
+    endedAt?: unknown;
+    candidate?: unknown;
+  };
+  if (r.state === 'awaiting_human' && typeof r.escalation?.since === 'string') return `human ${r.escalation.since}`;
+  if (r.state === 'awaiting_review') return `review ${canonicalJson(r.candidate ?? null)}`;
+  if (r.audit?.needed === true && r.audit.reviewedBy === undefined && typeof r.endedAt === 'string')
+    return `audit ${r.endedAt}`;
+  return null;
 }
 
 /**

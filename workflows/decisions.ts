@@ -32,6 +32,8 @@ export interface DecisionContext {
   approvers(d: Decision): string[];
   /** True when taking it lets the run apply effects (an approval of effects): signed by default. */
   effects(d: Decision): boolean;
+  /** The wait the run is in, as signatures name it (see decisionWait); absent or null: none. */
+  wait?(): string | null;
 }
 
 export type Judged =
@@ -101,7 +103,7 @@ export class DecisionGate {
     let fingerprint: string | undefined;
     // Without an allowed-signers list a signature proves nothing here: the decision is unverified.
     if (decision.signature !== undefined && allowed) {
-      const v = this.verifyForRun(decision, allowed, now, trust?.decisionsForRun === true);
+      const v = this.verifyForRun(decision, allowed, now, trust?.decisionsForRun === true, ctx.wait?.() ?? null);
       if (!v.ok) return refuse(`bad signature: ${v.reason}`, decision);
       verified = true;
       fingerprint = v.fingerprint;
@@ -135,22 +137,37 @@ export class DecisionGate {
   }
 
   /**
-   * Checks a decision's signature, once: an update's validator and its handler judge the same
-   * decision in one activation, and a verification costs milliseconds, so the last few results
-   * are kept (keyed by everything the result depends on).
+   * The signature checked over this run and its wait now (v2); in a run pinned before
+   * `decisionsForRun` (`bound` false), a v1 signature (the workflow id alone, what its clients
+   * made) is taken too.
    */
-  /**
-   * The signature checked over this run (v2); in a run pinned before `decisionsForRun` (`bound`
-   * false), a v1 signature (the workflow id alone, what its clients made) is taken too.
-   */
-  private verifyForRun(decision: Decision, allowed: AllowedSigners, now: number, bound: boolean): Verified {
-    const v2 = this.firstRunId === undefined ? undefined : this.verify(decision, allowed, now, this.firstRunId);
+  private verifyForRun(
+    decision: Decision,
+    allowed: AllowedSigners,
+    now: number,
+    bound: boolean,
+    wait: string | null,
+  ): Verified {
+    const v2 =
+      this.firstRunId === undefined
+        ? undefined
+        : this.verify(decision, allowed, now, { firstRunId: this.firstRunId, wait });
     if (v2?.ok) return v2;
     return bound && v2 ? v2 : this.verify(decision, allowed, now);
   }
 
-  private verify(decision: Decision, allowed: AllowedSigners, now: number, firstRunId?: string): Verified {
-    const message = decisionMessage(this.workflowId, decision, firstRunId);
+  /**
+   * Checks a decision's signature, once: an update's validator and its handler judge the same
+   * decision in one activation, and a verification costs milliseconds, so the last few results
+   * are kept (keyed by everything the result depends on).
+   */
+  private verify(
+    decision: Decision,
+    allowed: AllowedSigners,
+    now: number,
+    run?: { firstRunId: string; wait: string | null },
+  ): Verified {
+    const message = decisionMessage(this.workflowId, decision, run);
     const key = `${decision.signature}\n${message}\n${Math.floor(now / 1000)}`;
     const known = this.verified.get(key);
     if (known) return known;

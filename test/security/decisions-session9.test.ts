@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Decision } from '../../common/decision';
 import { currentHarness, publishHarness } from '../../harness/store';
@@ -137,6 +138,43 @@ test('a reset run (same chain) replays the signed decisions its history holds as
   });
 });
 
+test("a signed approval read from a run's history approves nothing at a wait a reset opened anew", async () => {
+  const { stack: s } = await setup.with('reset-wait', script(workerSays(1, 'draft', { times: undefined })), {
+    env: trustEnv,
+  });
+  await s.run(async () => {
+    const { workflowId, runId } = await s.client.run('evaluate-optimize', reviewInput);
+    await s.client.wait(workflowId);
+    const alices = await clientAs(s, key('alice'));
+    expect(await alices.decide(workflowId, { kind: 'approve', by: 'alice' })).toMatchObject({ verified: true });
+    await s.client.temporal.workflow.getHandle(workflowId, runId).result();
+    // The attacker reads alice's approval, resets the run to its first workflow task (before the
+    // agent's attempt: the reset run makes a new candidate and waits for a review again), and
+    // sends the approval to that new wait.
+    const [captured] = await decisionsInHistory(s, workflowId, runId);
+    const history = await s.client.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+    const first = (history.events ?? []).find((e) => e.workflowTaskCompletedEventAttributes);
+    const reset = await s.client.temporal.workflowService.resetWorkflowExecution({
+      namespace: 'default',
+      workflowExecution: { workflowId, runId },
+      reason: 'attack',
+      workflowTaskFinishEventId: first!.eventId,
+      // Nothing reapplied: the attacker sends what it wants when it wants.
+      resetReapplyType: temporal.api.enums.v1.ResetReapplyType.RESET_REAPPLY_TYPE_NONE,
+      requestId: `reset-${Date.now()}`,
+    });
+    await until(s, workflowId, (r) => r.state === 'awaiting_human');
+    const handle = s.client.temporal.workflow.getHandle(workflowId, reset.runId!);
+    expect(await outcome(handle.executeUpdate(decisionUpdate, { args: [captured!] }))).toMatch(/bad signature/);
+    const waiting = await s.client.status(workflowId);
+    expect(waiting).toMatchObject({ state: 'awaiting_human' });
+    expect(waiting.decisions.filter((d) => d.status === 'applied')).toEqual([]);
+    // Alice's approval of this wait is taken.
+    expect(await alices.decide(workflowId, { kind: 'approve', by: 'alice' })).toMatchObject({ verified: true });
+    expect(await until(s, workflowId, (r) => r.state === 'completed')).toMatchObject({ state: 'completed' });
+  });
+});
+
 test("a publish naming an improvement on another task queue (a worker of the attacker's answers its state) is refused", async () => {
   const { stack: s } = await setup.with('forged-improvement', script(workerSays(1, 'draft', { times: undefined })), {
     env: trustEnv,
@@ -149,7 +187,7 @@ test("a publish naming an improvement on another task queue (a worker of the att
   const connection = await NativeConnection.connect({ address: testAddress() });
   // The attacker holds no keys: its client and worker send plain payloads.
   const plain = await Connection.connect({ address: testAddress() });
-  const temporal = new Client({ connection: plain });
+  const attackerClient = new Client({ connection: plain });
   const attacker = await Worker.create({
     connection,
     taskQueue: queue,
@@ -159,7 +197,7 @@ test("a publish naming an improvement on another task queue (a worker of the att
     await s.run(() =>
       attacker.runUntil(async () => {
         const proposedBy = `improve/${loop}/forged-${Date.now()}`;
-        await temporal.workflow.start('improveWorkflow', {
+        await attackerClient.workflow.start('improveWorkflow', {
           taskQueue: queue,
           workflowId: proposedBy,
           args: [
@@ -194,7 +232,7 @@ test("a publish naming an improvement on another task queue (a worker of the att
         await expect(published).rejects.toThrow(/not an improvement of this deployment|task queue/);
         const current = await currentHarness(s.client.temporal, s.taskQueue, loop);
         expect(current?.harness.systemPrompt).not.toBe(evil.systemPrompt);
-        await temporal.workflow.getHandle(proposedBy).terminate('test over');
+        await attackerClient.workflow.getHandle(proposedBy).terminate('test over');
       }),
     );
   } finally {

@@ -6,7 +6,7 @@ import demoScript from '../../loops/fixtures/fix-test-demo.json';
 import { createSampleRepo, SAMPLE_FAILING_TEST } from '../../loops/fixtures/sample-repo';
 import { parseModelScript } from '../../model-server/script';
 import { startModelServer, type ModelServer } from '../../model-server/server';
-import { decisionMessage, type DecisionInput } from '../../common/decision';
+import { decisionMessage, decisionWait, type DecisionInput } from '../../common/decision';
 import { DecisionSchema } from '../../common/decision-schema';
 import { DecisionRefusedError, NotGrantedError } from '../../common/errors';
 import type { RunRecord } from '../../common/run-record';
@@ -81,12 +81,22 @@ const reviewInput = (approvers: string[]) => ({
   checks: [{ kind: 'human', name: 'editor', approvers }],
 });
 
-/** A decision signed by `signer` for run `workflowId`, its Temporal run `runId` (as the CLI signs it). */
-function signedFor(workflowId: string, runId: string, d: DecisionInput, signer: string): DecisionInput {
+/**
+ * A decision signed by `signer` for run `workflowId` (its first Temporal run `runId`) at the wait
+ * `record` shows (none: the run waits for nothing), as the CLI signs it.
+ */
+function signedFor(
+  workflowId: string,
+  runId: string,
+  d: DecisionInput,
+  signer: string,
+  record: unknown = null,
+): DecisionInput {
   const parsed = DecisionSchema.parse(d);
+  const run = { firstRunId: runId, wait: decisionWait(record) };
   return {
     ...parsed,
-    signature: signMessage(key(signer), DECISION_NAMESPACE, decisionMessage(workflowId, parsed, runId)),
+    signature: signMessage(key(signer), DECISION_NAMESPACE, decisionMessage(workflowId, parsed, run)),
   };
 }
 
@@ -148,7 +158,7 @@ test('an approval of effects must be signed by an allowed key for the name it cl
     // Alice's real signature, altered (the note changed after signing): refused.
     const handle = s.client.temporal.workflow.getHandle(workflowId);
     const altered = {
-      ...signedFor(workflowId, runId, { kind: 'approve', id: 'alter-1', by: 'alice', note: 'ok' }, 'alice'),
+      ...signedFor(workflowId, runId, { kind: 'approve', id: 'alter-1', by: 'alice', note: 'ok' }, 'alice', waiting),
       note: 'ok, and more',
     };
     expect(await refusal(handle.executeUpdate(decisionUpdate, { args: [altered as never] }))).toMatch(
@@ -209,7 +219,13 @@ test('where unsigned decisions are allowed they are recorded unverified; approve
       /^bob may not make this decision: it is for alice|bob may not make this decision/,
     );
     // Alice's signature for run B's decision, replayed on run A (same decision, same id): refused.
-    const forB = signedFor(b, bRun, { kind: 'approve', id: 'replay-1', by: 'alice' }, 'alice');
+    const forB = signedFor(
+      b,
+      bRun,
+      { kind: 'approve', id: 'replay-1', by: 'alice' },
+      'alice',
+      await s.client.status(b),
+    );
     const onA = s.client.temporal.workflow.getHandle(a);
     expect(await refusal(onA.executeUpdate(decisionUpdate, { args: [forB as never], updateId: 'replay-1' }))).toMatch(
       /does not match this decision/,

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { decisionMessage } from '../../common/decision';
+import { decisionMessage, decisionWait } from '../../common/decision';
 import { DecisionSchema } from '../../common/decision-schema';
 import { DecisionRefusedError } from '../../common/errors';
 import type { RunRecord } from '../../common/run-record';
@@ -61,7 +61,11 @@ test('a key removed from the allowed signers while a run waits no longer decides
       const handle = stack.client.temporal.workflow.getHandle(workflowId);
       await handle.signal(decisionSignal, {
         ...parsed,
-        signature: signMessage(key('bob'), DECISION_NAMESPACE, decisionMessage(workflowId, parsed, runId)),
+        signature: signMessage(
+          key('bob'),
+          DECISION_NAMESPACE,
+          decisionMessage(workflowId, parsed, { firstRunId: runId, wait: decisionWait(waiting) }),
+        ),
       });
       let live: RunRecord;
       do live = await stack.client.status(workflowId);

@@ -1,6 +1,6 @@
 import { condition, executeChild, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import { forDisplay } from '../../common/redact';
-import type { AppliedDecision, DecisionRecord } from '../../common/decision';
+import { decisionWait, type AppliedDecision, type DecisionRecord } from '../../common/decision';
 import { trustRecord, type Trust, type TrustRecord } from '../../common/trust-record';
 import { handleDecisions } from '../decisions';
 import { proposerCallSummary } from '../../common/activity-summary';
@@ -137,6 +137,7 @@ export async function improveWorkflow(input: ImproveInput): Promise<ImprovementR
       approvers: () => [],
       // Approving publishes a new harness for every later run of the loop: an effect.
       effects: (d) => d.kind === 'approve',
+      wait: () => decisionWait(record),
     },
     (entry) => (pending = entry),
     () => trustSettled,

@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { decisionWait } from '../../common/decision';
 import type { LoopInput } from '../../common/loop-input';
 import { runsCommands } from '../../common/loop-rules';
 import type { RunRecord } from '../../common/run-record';
@@ -128,6 +129,7 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
           : (record.escalation?.approvers ?? input.spec.escalation.approvers),
       // An approval that lets effects happen: signed by default where the worker has allowed signers.
       effects: (d) => letsEffectsHappen(record, run.trust, d),
+      wait: () => decisionWait(record),
     },
     (entry) => run.receive(entry),
     () => trustSettled,
