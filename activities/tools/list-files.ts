@@ -3,6 +3,7 @@ import { opendir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { resolveInsideAsync } from './confine';
+import { FD_PATH, openFolderNoFollow } from './no-follow';
 import { fsToolError, kindOf, Slicer, statPath } from './text-files';
 import { ToolError, type Tool, type ToolContext } from './types';
 
@@ -51,9 +52,13 @@ async function readNames(
   const names: Array<{ name: string; isSymlink: boolean }> = [];
   const slicer = new Slicer(ctx);
   let dir;
+  let pinned;
   try {
-    dir = await opendir(abs, { bufferSize: 256 });
+    // Opened without following a symlink swapped in on its path since it was checked (no-follow.ts).
+    pinned = await openFolderNoFollow(abs);
+    dir = await opendir(`${FD_PATH}${pinned.fd}`, { bufferSize: 256 });
   } catch (err) {
+    await pinned?.close();
     throw fsToolError(err, shown);
   }
   try {
@@ -66,6 +71,8 @@ async function readNames(
     }
   } catch (err) {
     throw fsToolError(err, shown);
+  } finally {
+    await pinned.close();
   }
   return { names, more: false };
 }

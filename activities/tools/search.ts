@@ -1,10 +1,12 @@
-import { opendir, realpath } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, opendir, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { RE2JS } from 're2js';
 import { z } from 'zod';
 import { workerProtectedPaths } from '../sandbox/protected';
 import { isProtected, resolveInsideAsync } from './confine';
 import { capHead } from './output';
+import { FD_PATH, openFolderNoFollow, underFd } from './no-follow';
 import { LineMatcher, MAX_MATCH_LINE_CHARS } from './search-matcher';
 import { formatBytes, looksBinary, MAX_READ_BYTES, readRegularFile, Slicer, statPath } from './text-files';
 import { ToolError, type Tool } from './types';
@@ -70,19 +72,34 @@ interface Budget {
 
 type Entry = { name: string; isDir: boolean; isFile: boolean };
 
+/** A regular file found by {@link walk}: its path, and the same relative to its open folder (to open it by). */
+interface Found {
+  file: string;
+  via: string;
+}
+
 /**
  * Regular files under `abs` in a stable order (sorted by name, depth first), not following
  * symlinks, skipping .git, node_modules and the worker's own files (LOOPWRIGHT_HOME and the
  * like, when they lie inside the workspace `root`). Async and iterative (no recursion, so a deep tree
- * cannot overflow the stack); stops reading directories once the entry budget is spent.
+ * cannot overflow the stack); stops reading directories once the entry budget is spent. Each
+ * folder is held open while its entries are visited, and a subfolder or file is opened relative
+ * to it (no-follow.ts): a folder swapped for a symlink meanwhile is not followed out of the workspace.
  */
-async function* walk(abs: string, root: string, budget: Budget, slicer: Slicer): AsyncGenerator<string> {
+async function* walk(abs: string, root: string, budget: Budget, slicer: Slicer): AsyncGenerator<Found> {
   const guarded = workerProtectedPaths();
-  const stack: Array<{ dir: string; entries: Entry[] }> = [];
-  const push = async (dir: string): Promise<void> => {
+  const stack: Array<{ dir: string; entries: Entry[]; handle: FileHandle }> = [];
+  const push = async (dir: string, parent?: FileHandle): Promise<void> => {
     const entries: Entry[] = [];
+    let handle: FileHandle | undefined;
     try {
-      for await (const entry of await opendir(dir, { bufferSize: 256 })) {
+      handle = parent
+        ? await open(
+            underFd(parent, path.basename(dir)),
+            constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW,
+          )
+        : await openFolderNoFollow(dir);
+      for await (const entry of await opendir(`${FD_PATH}${handle.fd}`, { bufferSize: 256 })) {
         if (budget.entries >= MAX_SEARCH_ENTRIES) {
           budget.stopped ??= `after ${MAX_SEARCH_ENTRIES} directory entries (the most one search walks)`;
           break;
@@ -92,23 +109,28 @@ async function* walk(abs: string, root: string, budget: Budget, slicer: Slicer):
         if (slicer.due()) await slicer.pause();
       }
     } catch (err) {
+      await handle?.close();
       if (slicer.aborted) throw err;
       return; // unreadable or gone: skipped
     }
     entries.sort((a, b) => (a.name < b.name ? 1 : a.name > b.name ? -1 : 0)); // reversed: popped from the end
-    stack.push({ dir, entries });
+    stack.push({ dir, entries, handle });
   };
-  await push(abs);
-  while (stack.length > 0) {
-    const top = stack.at(-1);
-    if (!top) break; // the loop runs while the stack is not empty
-    const entry = top.entries.pop();
-    if (!entry) stack.pop();
-    else if (entry.isDir && !SKIPPED_DIRS.has(entry.name)) {
-      // No symlink is followed, so the joined path is the real one: the worker's own files are skipped.
-      const dir = path.join(top.dir, entry.name);
-      if (!budget.stopped && !isProtected(root, dir, guarded)) await push(dir);
-    } else if (entry.isFile) yield path.join(top.dir, entry.name);
+  try {
+    await push(abs);
+    while (stack.length > 0) {
+      const top = stack.at(-1);
+      if (!top) break; // the loop runs while the stack is not empty
+      const entry = top.entries.pop();
+      if (!entry) await stack.pop()?.handle.close();
+      else if (entry.isDir && !SKIPPED_DIRS.has(entry.name)) {
+        // No symlink is followed, so the joined path is the real one: the worker's own files are skipped.
+        const dir = path.join(top.dir, entry.name);
+        if (!budget.stopped && !isProtected(root, dir, guarded)) await push(dir, top.handle);
+      } else if (entry.isFile) yield { file: path.join(top.dir, entry.name), via: underFd(top.handle, entry.name) };
+    }
+  } finally {
+    for (const frame of stack) await frame.handle.close();
   }
 }
 
@@ -161,7 +183,7 @@ export const searchTool: Tool<SearchInput> = {
     let matches = 0;
     const matcher = new LineMatcher(input.pattern, ctx.signal);
     try {
-      for await (const file of isDir ? walk(start, realRoot, budget, slicer) : [start]) {
+      for await (const { file, via } of isDir ? walk(start, realRoot, budget, slicer) : [{ file: start, via: start }]) {
         if (slicer.due()) await slicer.pause();
         ctx.signal?.throwIfAborted();
         if (budget.files >= MAX_SEARCH_FILES) {
@@ -171,7 +193,7 @@ export const searchTool: Tool<SearchInput> = {
         let bytes: Buffer | null;
         try {
           // Refuses (the one file asked for) or skips (in a walk) FIFOs, sockets, devices.
-          ({ bytes } = await readRegularFile(file, shown));
+          ({ bytes } = await readRegularFile(via, shown));
         } catch (err) {
           if (!isDir) throw err;
           ctx.signal?.throwIfAborted();

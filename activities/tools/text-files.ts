@@ -1,6 +1,7 @@
 import { constants, type Stats } from 'node:fs';
-import { lstat, open, stat, type FileHandle } from 'node:fs/promises';
+import { lstat, stat, type FileHandle } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { openNoFollow } from './no-follow';
 import { ToolError, type ToolContext } from './types';
 
 /** Largest file read_file, edit_file and search read (bytes). */
@@ -12,7 +13,8 @@ export const BINARY_SNIFF_BYTES = 8 * 1024;
 
 // O_NONBLOCK: opening a FIFO must not wait for a writer (or a reader), and that open would
 // otherwise hold one of libuv's four threadpool threads for good. O_NOFOLLOW: the path was
-// resolved and checked by confine.ts; a symlink swapped in since then is refused, not followed.
+// resolved and checked by confine.ts; a symlink swapped in since then is refused, not followed,
+// on every component of the path (no-follow.ts), not only the last.
 const NO_WAIT = (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 const READ_FLAGS = constants.O_RDONLY | NO_WAIT;
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | NO_WAIT;
@@ -93,7 +95,7 @@ export async function openRegular(
 ): Promise<{ handle: FileHandle; stats: Stats }> {
   let handle: FileHandle;
   try {
-    handle = await open(abs, mode === 'read' ? READ_FLAGS : WRITE_FLAGS, 0o666);
+    handle = await openNoFollow(abs, mode === 'read' ? READ_FLAGS : WRITE_FLAGS, 0o666);
   } catch (err) {
     // A FIFO without a reader refuses a non-blocking write open (ENXIO): say what it is.
     const stats = await lstat(abs).catch(() => undefined);

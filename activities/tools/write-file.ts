@@ -1,7 +1,7 @@
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { resolveInsideAsync } from './confine';
+import { openFolderNoFollow } from './no-follow';
 import { checkWriteSize, fsToolError, writeTextFile } from './text-files';
 import type { Tool } from './types';
 
@@ -31,8 +31,9 @@ export const writeFileTool: Tool<WriteFileInput> = {
     checkWriteSize(bytes, `content for ${input.path}`);
     const abs = await resolveInsideAsync(ctx.root, input.path, { forWrite: true });
     try {
-      // The part of `abs` that does not exist yet was checked to hold no symlinks.
-      await mkdir(path.dirname(abs), { recursive: true });
+      // The part of `abs` that does not exist yet was checked to hold no symlinks; folders are
+      // made without following one swapped in since (no-follow.ts).
+      await (await openFolderNoFollow(path.dirname(abs), true)).close();
     } catch (err) {
       throw fsToolError(err, input.path);
     }

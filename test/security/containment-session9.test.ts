@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { snapshotWorkingTree } from '../../activities/git/snapshot';
@@ -161,5 +170,59 @@ describe('tool output that breaks the run’s history', () => {
     });
     expect(reply.text).toBe('ok');
     expect(sent[0]).toContain('emoji.txt:1: a');
+  });
+});
+
+describe('symlinks swapped in between the file tools’ check and their open', () => {
+  test('a command swapping a folder for a symlink out of the workspace gets no write_file, read_file, list_files or search through it', async () => {
+    const SECRET = 'secret-73c1-outside-the-workspace';
+    mkdirSync(path.join(ws, 'd'));
+    writeFileSync(path.join(ws, 'd', 's.txt'), 'inside\n');
+    const out = path.join(dir, 'out');
+    mkdirSync(out);
+    writeFileSync(path.join(out, 's.txt'), `${SECRET}\n`);
+    // Another run working in the same folder (L1 runs of one repository), or anything else that
+    // writes there while the worker's file tools run: here a command of a loop that allows sh.
+    const c = toolContext(sandboxOf(), ws, ['sh'], 15_000);
+    const racer = sh(
+      c,
+      `end=$(($(date +%s)+6)); while [ $(date +%s) -lt $end ]; do mv d d.real; ln -s ${out} d; rm d; mv d.real d; done; echo raced`,
+    );
+    const seen: string[] = [];
+    const until = Date.now() + 5_000;
+    for (let i = 0; Date.now() < until; i++) {
+      const calls = [
+        callTool(c, 'write_file', { path: `d/new${i % 50}/x.txt`, content: 'pwned\n' }),
+        callTool(c, 'write_file', { path: 'd/x.txt', content: 'pwned\n' }),
+        callTool(c, 'read_file', { path: 'd/s.txt' }),
+        callTool(c, 'list_files', { path: 'd' }),
+        callTool(c, 'search', { pattern: 'secret-73c1', path: 'd' }),
+      ];
+      for (const r of await Promise.all(calls)) if (r.content.includes(SECRET)) seen.push(r.content);
+      if (seen.length > 0 || existsSync(path.join(out, 'x.txt'))) break;
+    }
+    expect(await racer).toContain('raced');
+    // Before the fix: a write landed in the folder outside, or the secret came back.
+    expect({ outside: readdirSync(out), seen }).toEqual({ outside: ['s.txt'], seen: [] });
+    expect(readFileSync(path.join(out, 's.txt'), 'utf8')).toBe(`${SECRET}\n`);
+    // Honest use: the same calls without the racer, through a symlink inside the workspace too.
+    // (the racer may have left d in pieces: write_file made d while it was gone)
+    expect(await sh(c, 'mkdir h && echo inside > h/s.txt && ln -s h link && echo ok')).toContain('ok');
+    expect(await callTool(c, 'write_file', { path: 'link/deep/er/y.txt', content: 'y\n' })).toMatchObject({
+      isError: false,
+    });
+    expect(await callTool(c, 'read_file', { path: 'h/deep/er/y.txt' })).toMatchObject({ content: 'y\n' });
+    expect(await callTool(c, 'read_file', { path: 'link/s.txt' })).toMatchObject({ content: 'inside\n' });
+    expect(await callTool(c, 'list_files', { path: 'link' })).toMatchObject({
+      content: expect.stringContaining('s.txt'),
+    });
+    expect(await callTool(c, 'search', { pattern: 'inside' })).toMatchObject({
+      content: expect.stringContaining('h/s.txt:1: inside'),
+    });
+    expect(
+      await callTool(c, 'edit_file', { path: 'link/s.txt', old_text: 'inside', new_text: 'edited' }),
+    ).toMatchObject({
+      isError: false,
+    });
   });
 });
