@@ -29,6 +29,11 @@ import { commitAttempt } from './corpus-repo';
  *   `calc/testing.py`) made to assert nothing: it was the change's code in the overlay run, and
  *   neither a test file nor in a test folder for the change policy. Test helpers are test
  *   infrastructure by their names now (`testing`, `testutil`, `test-utils`, `test_helpers`, ...).
+ * - code that fixes the bug only when it sees the gate's overlay run (here: the canary file beside
+ *   base's tests; its held-out folder, or its own tests missing, would do as well): the failing
+ *   test passed there, and the change as committed was judged only by its own tests. The named
+ *   failing test must now pass in the committed run too where it is still there, and a test that
+ *   passed at base must not fail there.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string>;
@@ -360,3 +365,51 @@ test('node and pytest: an assertion helper of base outside any test folder (test
   );
   expect(got).toEqual(cases.map((c) => ({ id: c.id, ...c.expect })));
 }, 180_000);
+
+/** add() fixed only where the gate's canary lies beside base's tests: in the overlay run, not in the change as committed. */
+const PY_FIXED_UNDER_GATE = [
+  'import os as _os',
+  '',
+  '_ROOT = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))',
+  '_GATE = _os.path.exists(_os.path.join(_ROOT, "tests", "test_zz_" + "canary.py"))',
+  '',
+  '',
+  'def add(a, b):',
+  '    return a + b if _GATE else a - b',
+  '',
+  '',
+  'def sub(a, b):',
+  '    return a - b',
+  '',
+].join('\n');
+
+const DETECT_CASES: Case[] = [
+  {
+    id: 'py-fixed-only-in-overlay',
+    base: PY_FILES,
+    change: { 'calc/math.py': PY_FIXED_UNDER_GATE, 'tests/test_sub.py': PY_SUB['tests/test_sub.py']! },
+    expect: { tests: ['fail to pass'], policy: [] },
+  },
+  {
+    id: 'py-honest-appended',
+    base: PY_FILES,
+    change: {
+      'calc/math.py': 'def add(a, b):\n    return a + b\n',
+      'tests/test_math.py': `${PY_FILES['tests/test_math.py']!}\n\ndef test_add_negative():\n    assert add(-2, -3) == -5\n`,
+    },
+    expect: { tests: [], policy: [] },
+  },
+];
+
+(python ? test : test.skip)(
+  `pytest: code that fixes the bug only when it sees the gate's overlay run (the canary beside base's tests) is rejected: the failing test must pass in the change as committed too; an honest fix with a regression test appended to base's file passes${SKIPPED}`,
+  async () => {
+    const py = python!;
+    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const got = await Promise.all(
+      DETECT_CASES.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),
+    );
+    expect(got).toEqual(DETECT_CASES.map((c) => ({ id: c.id, ...c.expect })));
+  },
+  180_000,
+);

@@ -117,20 +117,40 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
           correction: `fix the code so that ${listed(still.map((f) => `"${f.test}"`))} passes as it is written at base (the gate runs base's version of every existing test file, helper and runner config)`,
         });
       }
+      // Where the change as committed still has the test, it passes there too: code that tells the gate's run from the
+      // committed one (the canary's file, its held-out folder, the change's own tests absent) cannot fix the bug for one only.
+      const notCommitted = named
+        .map((t) => ({ test: testId(t), outcome: candidate.get(testId(t))?.outcome }))
+        .filter((f) => f.outcome !== undefined && f.outcome !== 'passed');
+      if (still.length === 0 && notCommitted.length > 0) {
+        failures.push({
+          rule: 'fail to pass',
+          reason: `the failing test passes with base's tests but not in the change as committed: ${listed(notCommitted.map((f) => `${f.test} ${f.outcome}`))}`,
+          correction: `fix the code so that ${listed(notCommitted.map((f) => `"${f.test}"`))} passes in every run, the commit's own included: do not make the code behave differently when it sees the gate`,
+        });
+      }
     }
   }
 
   const passedAtBase = [...base.values()].filter((t) => t.outcome === 'passed');
-  const broken = passedAtBase.filter((t) => outcome(overlay, testId(t)) !== 'passed');
+  // A test that passed at base breaks when it does not pass with base's tests, or fails in the change as committed.
+  const broken = passedAtBase.filter(
+    (t) => outcome(overlay, testId(t)) !== 'passed' || candidate.get(testId(t))?.outcome === 'failed',
+  );
+  const brokenAs = (t: TestResult): string =>
+    outcome(overlay, testId(t)) !== 'passed' ? outcome(overlay, testId(t)) : 'failed in the change as committed';
   evidence.passToPass = {
     total: passedAtBase.length,
     passing: passedAtBase.length - broken.length,
-    broken: broken.map((t) => ({ test: testId(t), outcome: outcome(overlay, testId(t)) })),
+    broken: broken.map((t) => ({
+      test: testId(t),
+      outcome: outcome(overlay, testId(t)) !== 'passed' ? outcome(overlay, testId(t)) : 'failed',
+    })),
   };
   if (broken.length > 0) {
     failures.push({
       rule: 'pass to pass',
-      reason: `${broken.length} of the ${passedAtBase.length} tests that passed at base no longer pass: ${listed(broken.map((t) => `${where(t)} ${outcome(overlay, testId(t))}`))}`,
+      reason: `${broken.length} of the ${passedAtBase.length} tests that passed at base no longer pass: ${listed(broken.map((t) => `${where(t)} ${brokenAs(t)}`))}`,
       correction: `keep ${listed(broken.map((t) => `"${testId(t)}"`))} passing: they are run as base wrote them`,
     });
   }
