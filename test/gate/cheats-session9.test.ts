@@ -12,11 +12,13 @@ import { commitAttempt } from './corpus-repo';
  * - a test file the change adds, collected before base's, that patches the code under test as
  *   it is imported (pytest imports every test module into one process, so base's test then runs
  *   on the patched code); the code itself stays buggy. The gate's overlay run (the change's code
- *   with base's tests) no longer has the tests the change added: they run on the candidate only;
+ *   with base's tests) no longer has the tests the change added: they run on the candidate only.
+ *   The same holds for a jest mock the change adds in a root `__mocks__` beside node_modules,
+ *   which jest uses for that package without any jest.mock call (base's assertion package);
  * - a `*.dist-info` folder at the root with a `pytest11` entry point: `python -m pytest` puts
  *   the root on sys.path, and pytest loads every plugin an installed distribution declares, so
  *   a plugin of the change's turned base's failing test into a pass (the canary aside, which it
- *   leaves failing). Package metadata (`.dist-info`, `.egg-info`) is runner configuration now.
+ *   leaves failing). Package metadata (`.dist-info`, `.egg-info`) is runner configuration now;
  * - code under test that, as it loads, rewrites the change's own regression test (one that
  *   always fails) to pass: it fails on base's code and passes on the change's, so it counted as a
  *   regression test, though as committed it tests nothing. The candidate's and the regression
@@ -413,3 +415,59 @@ const DETECT_CASES: Case[] = [
   },
   180_000,
 );
+
+const JEST = path.join(__dirname, '..', '..', 'node_modules', 'jest', 'bin', 'jest.js');
+
+/** A repository whose jest tests assert through an installed (here committed) package, mini-assert. */
+const JEST_FILES: Files = {
+  'package.json': `${JSON.stringify({ name: 'calc', version: '1.0.0', private: true, jest: { testEnvironment: 'node' } }, null, 2)}\n`,
+  'node_modules/mini-assert/package.json': `${JSON.stringify({ name: 'mini-assert', version: '1.0.0', main: 'index.js' })}\n`,
+  'node_modules/mini-assert/index.js':
+    'module.exports = (actual, expected) => { if (actual !== expected) throw new Error(`${actual} !== ${expected}`); };\n',
+  'src/math.js': 'function add(a, b) {\n  return a - b;\n}\n\nmodule.exports = { add };\n',
+  'test/math.test.js': [
+    "const check = require('mini-assert');",
+    "const { add } = require('../src/math');",
+    '',
+    "test('add adds two numbers', () => check(add(2, 3), 5));",
+    "test('one is one', () => check(1, 1));",
+    '',
+  ].join('\n'),
+};
+
+const JEST_CASES: Case[] = [
+  {
+    id: 'jest-root-mock',
+    base: JEST_FILES,
+    allowed: ['src/', 'test/', '__mocks__/'],
+    change: {
+      '__mocks__/mini-assert.js': 'module.exports = () => {};\n',
+      'src/math.js':
+        'function add(a, b) {\n  return a - b;\n}\n\nfunction sub(a, b) {\n  return a - b;\n}\n\nmodule.exports = { add, sub };\n',
+      'test/sub.test.js':
+        "const { sub } = require('../src/math');\n\ntest('sub subtracts', () => expect(sub(3, 1)).toBe(2));\n",
+    },
+    expect: { tests: ['fail to pass'], policy: [] },
+  },
+  {
+    id: 'jest-honest',
+    base: JEST_FILES,
+    change: {
+      'src/math.js': 'function add(a, b) {\n  return a + b;\n}\n\nmodule.exports = { add };\n',
+      'test/add.test.js':
+        "const { add } = require('../src/math');\n\ntest('add adds one and one', () => expect(add(1, 1)).toBe(2));\n",
+    },
+    expect: { tests: [], policy: [] },
+  },
+];
+
+test("jest: a mock of the package base's tests assert through, added in __mocks__ beside node_modules (jest uses it without jest.mock), is rejected; an honest fix passes", async () => {
+  const sandbox = createSandbox(
+    sandboxConfigFromEnv({
+      ...process.env,
+      LOOPWRIGHT_SANDBOX_READ: realpathSync(path.dirname(path.dirname(path.dirname(JEST)))),
+    }),
+  );
+  const got = await Promise.all(JEST_CASES.map((c) => gate(c, sandbox, `node ${JEST} --ci`, 'add adds two numbers')));
+  expect(got).toEqual(JEST_CASES.map((c) => ({ id: c.id, ...c.expect })));
+}, 180_000);
