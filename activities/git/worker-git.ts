@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { ConfigError } from '../../common/errors';
 import { activityCancellation } from '../activity-context';
+import { parseSize } from '../sandbox/limits';
 import { workerGitEnv } from './git-env';
 import { nestedRefusal, nestedRepositoryProblem } from './nested-repos';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
@@ -190,7 +192,15 @@ function runGit(
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(opts.signal.reason);
     const maxBuffer = opts.maxBuffer ?? DEFAULT_MAX_BUFFER;
-    const child = spawn('git', ['--no-pager', ...staticConfigArgs(), ...bareRule(cwd), ...args], {
+    const gitArgs = ['--no-pager', ...staticConfigArgs(), ...bareRule(cwd), ...args];
+    const dataKib = gitMemoryKib(process.env);
+    // Through a shell that sets the data limit git then inherits (where a lower hard limit is set
+    // already, that one binds).
+    const [command, ...argv] =
+      dataKib === undefined
+        ? ['git', ...gitArgs]
+        : ['/bin/sh', '-c', 'ulimit -d "$1" 2>/dev/null; shift; exec git "$@"', 'sh', String(dataKib), ...gitArgs];
+    const child = spawn(command!, argv, {
       cwd,
       env,
       detached: true,
@@ -243,6 +253,28 @@ function runGit(
       child.stdin!.end(opts.input);
     }
   });
+}
+
+/** The default of `LOOPWRIGHT_GIT_MEMORY`. */
+const DEFAULT_GIT_MEMORY = 2 * 1024 * 1024 * 1024;
+
+/**
+ * The data limit (`RLIMIT_DATA`, in KiB) of every git process of the worker, from
+ * `LOOPWRIGHT_GIT_MEMORY` (a size like 2g, the default; `off` for none). The worker's git runs
+ * outside the sandbox and its cgroup, on files the agent wrote: `git diff` of a 270 MB text file
+ * it made holds 5 GB, and read tools run side by side, so a few git_diff calls in one turn took
+ * all of the machine's memory. Read-only mappings (packs, the files hashed) do not count, only
+ * what git allocates. A bad value is a ConfigError.
+ */
+export function gitMemoryKib(env: Record<string, string | undefined>): number | undefined {
+  const raw = (env.LOOPWRIGHT_GIT_MEMORY ?? '').trim().toLowerCase();
+  if (raw === 'off' || raw === 'none') return undefined;
+  const bytes = raw === '' ? DEFAULT_GIT_MEMORY : parseSize(raw);
+  if (bytes === undefined || bytes < 64 * 1024 * 1024)
+    throw new ConfigError(
+      `LOOPWRIGHT_GIT_MEMORY=${env.LOOPWRIGHT_GIT_MEMORY} is not a memory limit for the worker's git: give a size of at least 64m (like 2g, the default), or off`,
+    );
+  return Math.floor(bytes / 1024);
 }
 
 /**

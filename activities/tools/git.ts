@@ -16,6 +16,27 @@ const MAX_BUFFER = 64 * 1024 * 1024;
  * tool's timeout and cancellation. A failure is a ToolError the model reads.
  */
 async function git(args: string[], ctx: ToolContext): Promise<string> {
+  // One at a time per workspace: read tools run side by side, and each git on a large file the
+  // agent made may take up to its memory limit (LOOPWRIGHT_GIT_MEMORY, worker-git.ts).
+  let release!: () => void;
+  const mine = new Promise<void>((resolve) => (release = resolve));
+  const before = queues.get(ctx.root) ?? Promise.resolve();
+  const tail = before.then(() => mine);
+  queues.set(ctx.root, tail);
+  try {
+    await before;
+    ctx.signal?.throwIfAborted();
+    return await runGit(args, ctx);
+  } finally {
+    release();
+    if (queues.get(ctx.root) === tail) queues.delete(ctx.root);
+  }
+}
+
+/** The end of each workspace's queue of git tool calls. */
+const queues = new Map<string, Promise<void>>();
+
+async function runGit(args: string[], ctx: ToolContext): Promise<string> {
   try {
     return await workerGit(realpathSync(ctx.root), args, {
       timeoutMs: ctx.commandTimeoutMs,

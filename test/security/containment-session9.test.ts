@@ -226,3 +226,38 @@ describe('symlinks swapped in between the file tools’ check and their open', (
     });
   });
 });
+
+describe('the worker’s own git on files the agent made', () => {
+  test('git_diff of a large text file the agent wrote is held to the git memory limit (before: about 19 times the file)', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'f.txt'), 'start\n');
+    writeFileSync(path.join(ws, 'small.txt'), 'a\n');
+    git(ws, 'add', '.');
+    git(ws, 'commit', '-q', '-m', 'a');
+    const c = ctx(sandboxOf());
+    // 40 MB of short lines: git diff held about 750 MB for it (5 GB for 270 MB), outside the
+    // sandbox and its cgroup, once per git_diff call, and a turn's read calls run side by side.
+    const out = await sh(
+      c,
+      'python3 -c "import sys; sys.stdout.write(\\"\\".join(\\"line %d\\\\n\\" % i for i in range(4000000)))" > f.txt && echo written',
+    );
+    expect(out).toContain('written');
+    const before = process.env.LOOPWRIGHT_GIT_MEMORY;
+    process.env.LOOPWRIGHT_GIT_MEMORY = '256m';
+    try {
+      const diffs = await Promise.all([callTool(c, 'git_diff'), callTool(c, 'git_diff')]);
+      for (const d of diffs)
+        expect(d).toMatchObject({ isError: true, content: expect.stringMatching(/out of memory/i) });
+      // An honest change is diffed as before, under the same limit.
+      await sh(c, 'echo start > f.txt && echo b > small.txt');
+      expect(await callTool(c, 'git_diff')).toMatchObject({ isError: false, content: expect.stringContaining('+b') });
+      expect(await callTool(c, 'git_status')).toMatchObject({
+        isError: false,
+        content: expect.stringContaining(' M small.txt'),
+      });
+    } finally {
+      if (before === undefined) delete process.env.LOOPWRIGHT_GIT_MEMORY;
+      else process.env.LOOPWRIGHT_GIT_MEMORY = before;
+    }
+  });
+});
