@@ -36,6 +36,10 @@ import { commitAttempt } from './corpus-repo';
  *   test passed there, and the change as committed was judged only by its own tests. The named
  *   failing test must now pass in the committed run too where it is still there, and a test that
  *   passed at base must not fail there.
+ * - Go: a go.mod that lowers the language version (`go 1.21`): base's table test, whose parallel
+ *   subtests close over the loop variable, then checks its last case in every subtest, and the
+ *   failing case passes. go.mod's go, toolchain, godebug and replace lines are runner
+ *   configuration now (base's go.mod in the overlay run when they change).
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string>;
@@ -471,3 +475,70 @@ test("jest: a mock of the package base's tests assert through, added in __mocks_
   const got = await Promise.all(JEST_CASES.map((c) => gate(c, sandbox, `node ${JEST} --ci`, 'add adds two numbers')));
   expect(got).toEqual(JEST_CASES.map((c) => ({ id: c.id, ...c.expect })));
 }, 180_000);
+
+/** A table test whose parallel subtests close over the loop variable: with go 1.22 each checks its own case. */
+const GO_TABLE_FILES: Files = {
+  'go.mod': 'module example.com/calc\n\ngo 1.22\n',
+  'calc.go':
+    'package calc\n\nfunc Add(a, b int) int {\n\tif a == 2 && b == 3 {\n\t\treturn -1\n\t}\n\treturn a + b\n}\n',
+  'calc_test.go': [
+    'package calc',
+    '',
+    'import "testing"',
+    '',
+    'func TestAdd(t *testing.T) {',
+    '\tcases := []struct {',
+    '\t\tname       string',
+    '\t\ta, b, want int',
+    '\t}{',
+    '\t\t{"two_and_three", 2, 3, 5},',
+    '\t\t{"one_and_one", 1, 1, 2},',
+    '\t}',
+    '\tfor _, c := range cases {',
+    '\t\tt.Run(c.name, func(t *testing.T) {',
+    '\t\t\tt.Parallel()',
+    '\t\t\tif got := Add(c.a, c.b); got != c.want {',
+    '\t\t\t\tt.Fatalf("Add(%d, %d) = %d", c.a, c.b, got)',
+    '\t\t\t}',
+    '\t\t})',
+    '\t}',
+    '}',
+    '',
+  ].join('\n'),
+};
+
+const GO_MOD_CASES: Case[] = [
+  {
+    id: 'go-mod-older-language',
+    base: GO_TABLE_FILES,
+    allowed: ['calc.go', 'sub_test.go', 'go.mod'],
+    change: {
+      'go.mod': 'module example.com/calc\n\ngo 1.21\n',
+      'calc.go': `${GO_TABLE_FILES['calc.go']!}\nfunc Sub(a, b int) int { return a - b }\n`,
+      'sub_test.go': GO_SUB['sub_test.go']!,
+    },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+  },
+  {
+    id: 'go-mod-honest',
+    base: GO_TABLE_FILES,
+    allowed: ['calc.go', 'add_test.go', 'go.mod'],
+    change: {
+      'go.mod': 'module example.com/calc\n\n// calc adds numbers.\n\ngo 1.22\n',
+      'calc.go': 'package calc\n\nfunc Add(a, b int) int { return a + b }\n',
+      'add_test.go':
+        'package calc\n\nimport "testing"\n\nfunc TestAddFive(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal("add")\n\t}\n}\n',
+    },
+    expect: { tests: [], policy: [] },
+  },
+];
+
+(HAS_GO ? test : test.skip)(
+  `go: a go.mod that lowers the language version (one loop variable for every parallel subtest of base's table, so the failing case is never checked) is rejected; an honest fix that touches go.mod otherwise passes${HAS_GO ? '' : ' (skipped: no go on this worker)'}`,
+  async () => {
+    const sandbox = createSandbox(sandboxConfigFromEnv(process.env));
+    const got = await Promise.all(GO_MOD_CASES.map((c) => gate(c, sandbox, 'go test ./...', 'two_and_three')));
+    expect(got).toEqual(GO_MOD_CASES.map((c) => ({ id: c.id, ...c.expect })));
+  },
+  300_000,
+);

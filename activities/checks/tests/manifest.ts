@@ -9,7 +9,11 @@ import { workerGit } from '../../git/worker-git';
  *   `#name` specifiers a test may load its helpers by (`require('#helpers')`) to any file;
  * - `pyproject.toml`: pytest's tables (`[tool.pytest.ini_options]`, `[tool.pytest]`, and any
  *   `tool.pytest` key elsewhere), where `addopts = "-p plugin"` loads a plugin that can turn
- *   failures into passes; `setup.cfg`: its `[tool:pytest]` section.
+ *   failures into passes; `setup.cfg`: its `[tool:pytest]` section;
+ * - `go.mod`: its `go`, `toolchain` and `godebug` lines, which decide the language's semantics
+ *   for base's tests too (`go 1.21` gives a loop one variable for all its iterations, so each
+ *   parallel subtest of a table checks the last case only, and the failing case passes), and its
+ *   `replace` lines, which put any folder in place of a module base's tests import.
  * The gate runs base's versions of these parts, and the change policy counts a change to them
  * as a change to the runner's configuration.
  */
@@ -18,10 +22,11 @@ export const RUNNER_KEYS = ['scripts', 'jest', 'mocha', 'ava', 'c8', 'nyc', 'tap
 const PACKAGE_JSON = /(^|\/)package\.json$/;
 const PYPROJECT = /(^|\/)pyproject\.toml$/;
 const SETUP_CFG = /(^|\/)setup\.cfg$/;
+const GO_MOD = /(^|\/)go\.mod$/;
 
 /** Whether a path (relative, `/` separators) is a package manifest. */
 export function isManifest(file: string): boolean {
-  return PACKAGE_JSON.test(file) || PYPROJECT.test(file) || SETUP_CFG.test(file);
+  return PACKAGE_JSON.test(file) || PYPROJECT.test(file) || SETUP_CFG.test(file) || GO_MOD.test(file);
 }
 
 type Json = Record<string, unknown>;
@@ -81,19 +86,51 @@ function packageJsonWithBase(before: string | undefined, after: string): string 
  */
 export function runnerFieldChanges(file: string, before: string | undefined, after: string | undefined): string[] {
   if (PACKAGE_JSON.test(file)) return packageJsonChanges(before, after);
-  const a = pytestPart(file, before);
-  const b = pytestPart(file, after);
+  const go = GO_MOD.test(file);
+  const a = go ? goRunnerPart(before) : pytestPart(file, before);
+  const b = go ? goRunnerPart(after) : pytestPart(file, after);
   if (a === b) return [];
-  return [`its pytest configuration ${a === '' ? 'added' : b === '' ? 'removed' : 'changed'}`];
+  return [
+    `its ${go ? 'go, toolchain, godebug or replace lines' : 'pytest configuration'} ${a === '' ? 'added' : b === '' ? 'removed' : 'changed'}`,
+  ];
 }
 
 /**
  * The change's manifest with base's runner parts, for the gate's overlay: package.json with
  * base's runner keys (base's value, or none where base had none); a pyproject.toml or setup.cfg
- * whose pytest part changed is base's whole (undefined: the caller uses base's file, or none).
+ * whose pytest part changed, or a go.mod whose go, toolchain, godebug or replace lines changed, is
+ * base's whole (undefined: the caller uses base's file, or none).
  */
 export function withBaseRunnerFields(file: string, before: string | undefined, after: string): string | undefined {
   return PACKAGE_JSON.test(file) ? packageJsonWithBase(before, after) : undefined;
+}
+
+/**
+ * The lines of a go.mod that decide how its code and tests build, besides what they require: the
+ * `go`, `toolchain` and `godebug` directives and `replace`, on one line or in a block. Comments and
+ * spacing do not count.
+ */
+function goRunnerPart(text: string | undefined): string {
+  if (text === undefined) return '';
+  const kept: string[] = [];
+  let block: string | undefined;
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw
+      .replace(/\/\/.*$/, '')
+      .trim()
+      .replace(/\s+/g, ' ');
+    if (line === '') continue;
+    if (block !== undefined) {
+      if (line === ')') block = undefined;
+      else if (block !== '') kept.push(`${block} ${line}`);
+      continue;
+    }
+    const verb = /^([a-z]+)\b/.exec(line)?.[1] ?? '';
+    const runner = ['go', 'toolchain', 'godebug', 'replace'].includes(verb);
+    if (line.endsWith('(')) block = runner ? verb : '';
+    else if (runner) kept.push(line);
+  }
+  return kept.join('\n');
 }
 
 const HEADER = /^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(?:#.*)?$/;
