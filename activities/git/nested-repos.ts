@@ -1,5 +1,6 @@
 import type { Stats } from 'node:fs';
-import { lstat, opendir, readFile, realpath } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, opendir, readdir, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -103,7 +104,8 @@ export async function nestedRepositoryProblem(
   let gitDir = dotGit;
   if (st.isFile()) {
     if (st.size > 4096) return `${name}/.git is ${st.size} bytes`;
-    const m = /^gitdir: (.+)$/m.exec(await readFile(dotGit, 'utf8'));
+    const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+    const m = /^gitdir: (.+)$/m.exec(await readFile(dotGit, { encoding: 'utf8', flag: flags }));
     if (!m?.[1]) return undefined; // not a gitfile: git takes the folder for no repository
     gitDir = path.resolve(dir, m[1].trim());
   } else if (!st.isDirectory()) return `${name}/.git is ${kind(st)}`;
@@ -133,6 +135,51 @@ export async function nestedRepositoryProblem(
     if (problem) return problem;
   }
   return undefined;
+}
+
+/** Most entries of a working tree {@link unsafeNestedRepositories} walks; past it, the tree is refused. */
+export const MAX_WALK_ENTRIES = 2_000_000;
+/** Folders read at once while walking. */
+const WALK_BATCH = 64;
+
+/**
+ * The nested repositories of the working tree `top` (real path) that git must not look into,
+ * with why (see {@link nestedRepositoryProblem}): git looks into every one it meets, not only at
+ * gitlinks, since telling whether an untracked folder is a repository reads its `.git`, `HEAD`
+ * and `commondir` (following symlinks: a `commondir` symlinked to /dev/ptmx held `git status`
+ * and `ls-files --others` until their timeout). Every folder is walked (no symlink followed, the
+ * top's own `.git` left out), at most {@link MAX_WALK_ENTRIES} entries: past that a single
+ * problem says so.
+ */
+export async function unsafeNestedRepositories(
+  top: string,
+  trusted: string[],
+): Promise<Array<{ path: string; problem: string }>> {
+  const found: Array<{ path: string; problem: string }> = [];
+  let frontier = [top];
+  let seen = 0;
+  while (frontier.length > 0) {
+    const next: string[] = [];
+    for (let i = 0; i < frontier.length; i += WALK_BATCH) {
+      await Promise.all(
+        frontier.slice(i, i + WALK_BATCH).map(async (dir) => {
+          const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+          seen += entries.length;
+          for (const e of entries) {
+            if (e.name === '.git') {
+              if (dir === top) continue;
+              const problem = await nestedRepositoryProblem(top, dir, trusted);
+              if (problem) found.push({ path: path.relative(top, dir), problem });
+            } else if (e.isDirectory()) next.push(path.join(dir, e.name));
+          }
+        }),
+      );
+      if (seen > MAX_WALK_ENTRIES)
+        return [{ path: '.', problem: `the working tree holds over ${MAX_WALK_ENTRIES} entries, too many to check` }];
+    }
+    frontier = next;
+  }
+  return found.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /** The message of a refusal to look into a nested repository. */

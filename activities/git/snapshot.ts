@@ -1,8 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { lstat } from 'node:fs/promises';
-import { nestedRepositoryProblem } from './nested-repos';
+import { unsafeNestedRepositories } from './nested-repos';
 import { repositoryDirs, workerGit } from './worker-git';
 
 /** Listings of every path of a large repository fit. */
@@ -32,18 +31,29 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
       () => '',
     );
     await workerGit(root, start ? ['read-tree', start] : ['read-tree', '--empty'], { indexFile });
+    // A nested repository git must not look into (nested-repos.ts) is left out of every listing
+    // (an exclude pathspec: git does not even visit it) and stays as the base tree has it.
+    const repo = await repositoryDirs(root);
+    const unsafe = repo ? await unsafeNestedRepositories(repo.top, repo.gitDirs) : [];
+    const excluded = unsafe.map((u) => `:(exclude,top,literal)${u.path}`);
+    const outside = (p: string) =>
+      !repo || !unsafe.some((u) => isWithin(u.path, path.relative(repo.top, path.join(root, p))));
     // Tracked paths first, so a file that became a folder is removed before the folder's files
     // are added; an embedded repository is listed as `dir/` and added as a gitlink, as add -A does.
     const tracked = paths(
-      await workerGit(root, ['ls-files', '-z', '--cached', '--', '.'], { indexFile, maxBuffer: MAX_LISTING }),
-    );
-    const untracked = paths(
-      await workerGit(root, ['ls-files', '-z', '--others', '--exclude-standard', '--', '.'], {
+      await workerGit(root, ['ls-files', '-z', '--cached', '--', '.', ...excluded], {
         indexFile,
         maxBuffer: MAX_LISTING,
       }),
+    );
+    const untracked = paths(
+      await workerGit(root, ['ls-files', '-z', '--others', '--exclude-standard', '--', '.', ...excluded], {
+        indexFile,
+        maxBuffer: MAX_LISTING,
+        nestedExcluded: true,
+      }),
     ).map((p) => p.replace(/\/$/, ''));
-    const all = await withoutUnsafeRepositories(root, [...tracked, ...untracked]);
+    const all = [...tracked, ...untracked].filter(outside);
     if (all.length > 0)
       await workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
         indexFile,
@@ -55,22 +65,7 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
   }
 }
 
-/**
- * `paths` (relative to `root`) without the folders holding a nested repository that git must not
- * look into (nested-repos.ts): `update-index` would resolve its HEAD, following whatever symlink
- * the agent left among its refs. Such a repository is left as the base tree has it: a gitlink
- * there stays as it was, an untracked one is not added.
- */
-async function withoutUnsafeRepositories(root: string, paths: string[]): Promise<string[]> {
-  let repo: Awaited<ReturnType<typeof repositoryDirs>> | null = null;
-  const kept: string[] = [];
-  for (const p of paths) {
-    const abs = path.join(root, p);
-    if ((await lstat(abs).catch(() => undefined))?.isDirectory()) {
-      repo ??= (await repositoryDirs(root)) ?? { top: root, gitDirs: [] };
-      if (await nestedRepositoryProblem(repo.top, abs, repo.gitDirs)) continue;
-    }
-    kept.push(p);
-  }
-  return kept;
+function isWithin(outer: string, inner: string): boolean {
+  const rel = path.relative(outer, inner);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }

@@ -4,7 +4,7 @@ import { ConfigError } from '../../common/errors';
 import { activityCancellation } from '../activity-context';
 import { parseSize } from '../sandbox/limits';
 import { workerGitEnv } from './git-env';
-import { nestedRefusal, nestedRepositoryProblem } from './nested-repos';
+import { nestedRefusal, unsafeNestedRepositories } from './nested-repos';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
 
 /**
@@ -36,6 +36,11 @@ export interface WorkerGitOptions {
   signal?: AbortSignal;
   /** Kills git after this long and rejects. Default 10 minutes. */
   timeoutMs?: number;
+  /**
+   * The caller found the unsafe nested repositories itself (nested-repos.ts) and excludes each
+   * from the command's pathspec, so the command is not refused for them.
+   */
+  nestedExcluded?: boolean;
 }
 
 /** A git command that failed: `git <args> failed in <cwd>: <reason>`. */
@@ -88,7 +93,8 @@ export async function workerGitBytes(cwd: string, args: string[], given: WorkerG
   );
   const config = configEnv(driverOverrides(listing.toString('utf8')));
   const withConfig = workerGitEnv(extra, config);
-  if (comparesWorktree(args) && bareRule(cwd).length > 0) await refuseUnsafeGitlinks(cwd, withConfig, opts, args);
+  if (comparesWorktree(args) && !opts.nestedExcluded && bareRule(cwd).length > 0)
+    await refuseUnsafeNested(cwd, withConfig, opts, args);
   return runGit(cwd, args, withConfig, opts, args);
 }
 
@@ -107,9 +113,9 @@ export async function repositoryDirs(
 }
 
 /**
- * Commands that compare paths of the working tree with the index (a refresh, a status, a diff
- * against the working tree, a checkout that verifies files are up to date): for a gitlink, git
- * resolves the HEAD of the repository nested there (see nested-repos.ts).
+ * Commands that look at the working tree (a refresh, a status, a diff against the working tree,
+ * a listing of untracked files, a checkout that verifies files are up to date): git looks into
+ * the repositories nested there, to resolve a gitlink or to tell an untracked one (nested-repos.ts).
  */
 const WORKTREE_COMMANDS = new Set([
   'status',
@@ -147,39 +153,33 @@ export function comparesWorktree(args: string[]): boolean {
     case 'update-index':
       return has('--refresh', '--really-refresh', '--again', '-g');
     case 'ls-files':
-      return has('-m', '--modified');
+      return has('-m', '--modified', '-o', '--others');
     default:
       return WORKTREE_COMMANDS.has(command);
   }
 }
 
 /**
- * Throws a GitError, running nothing, when a gitlink of the index `cwd`'s git uses lies where a
- * nested repository git must not look into (nested-repos.ts); the command would resolve it.
+ * Throws a GitError, running nothing, when the working tree at `cwd` holds a nested repository
+ * git must not look into (nested-repos.ts): the command would read or follow it.
  */
-async function refuseUnsafeGitlinks(
+async function refuseUnsafeNested(
   cwd: string,
   env: Record<string, string>,
   opts: WorkerGitOptions & { timeoutMs: number },
   shown: string[],
 ): Promise<void> {
-  const quiet = { ...opts, input: undefined, maxBuffer: DEFAULT_MAX_BUFFER * 4 };
   const dirs = await runGit(
     cwd,
     ['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir'],
     env,
-    quiet,
+    { ...opts, input: undefined, maxBuffer: DEFAULT_MAX_BUFFER },
     shown,
   ).catch(() => undefined);
   const [top, ...gitDirs] = (dirs?.toString('utf8') ?? '').split('\n').filter(Boolean);
   if (!top) return; // not a working tree: the command fails on its own
-  const staged = await runGit(cwd, ['ls-files', '-z', '-s', '--full-name', '--', ':/'], env, quiet, shown);
-  for (const entry of staged.toString('utf8').split('\0')) {
-    if (!entry.startsWith('160000 ')) continue;
-    const rel = entry.slice(entry.indexOf('\t') + 1);
-    const problem = await nestedRepositoryProblem(top, path.join(top, rel), gitDirs);
-    if (problem) throw new GitError(shown, cwd, null, '', '', `refused: ${nestedRefusal(problem)}`);
-  }
+  const [unsafe] = await unsafeNestedRepositories(top, gitDirs);
+  if (unsafe) throw new GitError(shown, cwd, null, '', '', `refused: ${nestedRefusal(unsafe.problem)}`);
 }
 
 function runGit(

@@ -123,6 +123,35 @@ describe('nested repositories the agent plants for the worker’s git', () => {
       content: expect.stringContaining(' M a.txt'),
     });
   });
+  test('an untracked one whose commondir is a symlink held git_status, git_diff and the snapshot’s listing of untracked files', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'a.txt'), '1\n');
+    git(ws, 'add', '.');
+    git(ws, 'commit', '-q', '-m', 'a');
+    const c = ctx(sandboxOf());
+    // Telling whether an untracked folder is a repository reads its commondir, following the symlink.
+    const out = await sh(
+      c,
+      'mkdir -p deep/cd/.git/objects deep/cd/.git/refs && printf "ref: refs/heads/x\\n" > deep/cd/.git/HEAD && ' +
+        'ln -s /dev/ptmx deep/cd/.git/commondir && echo 2 > a.txt && echo new > b.txt && echo planted',
+    );
+    expect(out).toContain('planted');
+    for (const tool of ['git_status', 'git_diff']) {
+      const started = Date.now();
+      // Before the fix: "timed out" after the tool's 5 s.
+      expect(await callTool(c, tool)).toMatchObject({
+        isError: true,
+        content: expect.stringContaining('deep/cd/.git/commondir'),
+      });
+      expect(Date.now() - started).toBeLessThan(4_000);
+    }
+    const tree = await within(snapshotWorkingTree(ws), 20_000);
+    expect(tree).not.toBe('hung');
+    const listing = git(ws, 'ls-tree', '-r', tree as string);
+    expect(listing).toMatch(/\ta\.txt$/m);
+    expect(listing).toMatch(/\tb\.txt$/m);
+    expect(listing).not.toContain('deep');
+  });
 });
 
 describe('tool output that breaks the run’s history', () => {
