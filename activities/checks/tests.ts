@@ -118,12 +118,17 @@ export async function runTestsCheck(
     if (isInfra(file) && differs(entry, baseFiles.get(file))) theirs.set(file, entry);
   // Where the held-out tests go is the gate's: nothing of the change's is there or on the way (a file, or a symlink the copy would follow).
   const into = check.heldOut?.into?.replace(/\/+$/, '');
+  const clearInto = new Map<string, TreeEntry | null>();
   if (into)
     for (const file of candFiles.keys())
-      if (!baseFiles.has(file) && (file === into || file.startsWith(`${into}/`) || into.startsWith(`${file}/`)))
+      if (!baseFiles.has(file) && (file === into || file.startsWith(`${into}/`) || into.startsWith(`${file}/`))) {
         restore.set(file, null);
+        clearInto.set(file, null);
+      }
   const trees = {
     overlay: await editTree(root, candTree, restore),
+    // The held-out tests run in the change as committed too (code that tells the gate's overlay run apart must be general there).
+    candidate: clearInto.size > 0 ? await editTree(root, candTree, clearInto) : candTree,
     regression: await editTree(root, baseTree, theirs),
   };
 
@@ -165,6 +170,27 @@ export async function runTestsCheck(
     check.failingTest ? matchFailingTest(baseRun.results, check.failingTest) : [],
     changedCode,
   );
+  /** The loop's command in a checkout with the held-out tests copied in (if any), its test infrastructure and `gates` read-only. */
+  const runWithHeldOut = async (dir: string, files: Iterable<string>, gates: string[]): Promise<TestRun> => {
+    if (check.heldOut)
+      await cp(check.heldOut.dir, path.join(dir, check.heldOut.into), {
+        recursive: true,
+        dereference: false,
+        errorOnExist: false,
+        force: true,
+      });
+    const readOnly = readOnlyInfra(dir, files, isInfra, gates);
+    const main = await run(dir, check.command, readOnly);
+    if (!check.heldOut?.command) return main;
+    const held = await run(dir, check.heldOut.command, readOnly);
+    return {
+      ...main,
+      results: [
+        ...main.results.filter((t) => !t.file?.startsWith(`${heldOutDir}/`)),
+        ...held.results.filter((t) => t.file?.startsWith(`${heldOutDir}/`)),
+      ],
+    };
+  };
   const overlayFiles = [...(await listTree(root, trees.overlay)).keys()];
   const overlayRun = await inCheckout(trees.overlay, 'overlay', async (c) => {
     if (canary) {
@@ -173,34 +199,17 @@ export async function runTestsCheck(
       await rm(file, { force: true, recursive: true });
       await writeFile(file, canary.source, { flag: 'wx' });
     }
-    if (check.heldOut)
-      await cp(check.heldOut.dir, path.join(c.dir, check.heldOut.into), {
-        recursive: true,
-        dereference: false,
-        errorOnExist: false,
-        force: true,
-      });
     // The change's code runs here: base's tests, the held-out ones and the canary are read-only to it.
     const gates = [canary?.file, into].filter((p): p is string => p !== undefined);
-    const readOnly = readOnlyInfra(c.dir, overlayFiles, isInfra, gates);
-    const main = await run(c.dir, check.command, readOnly);
-    if (!check.heldOut?.command) return main;
-    const held = await run(c.dir, check.heldOut.command, readOnly);
-    return {
-      ...main,
-      results: [
-        ...main.results.filter((t) => !t.file?.startsWith(`${heldOutDir}/`)),
-        ...held.results.filter((t) => t.file?.startsWith(`${heldOutDir}/`)),
-      ],
-    };
+    return runWithHeldOut(c.dir, overlayFiles, gates);
   });
   // Trees that came out the same are not run twice (the canary's result is ignored outside the overlay). In every run the
   // test infrastructure is read-only: code under test that rewrote the change's regression test as it loads would pass it.
   const candidateRun =
     trees.overlay === candTree && !check.heldOut
       ? { ...overlayRun, results: overlayRun.results.filter((t) => t.file !== canary?.file) }
-      : await inCheckout(candTree, 'candidate', async (c) =>
-          run(c.dir, check.command, readOnlyInfra(c.dir, candFiles.keys(), isInfra)),
+      : await inCheckout(trees.candidate, 'candidate', async (c) =>
+          runWithHeldOut(c.dir, candFiles.keys(), into ? [into] : []),
         );
   const regressionRun =
     trees.regression === baseTree

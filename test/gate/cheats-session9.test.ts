@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { runTestsCheck } from '../../activities/checks/tests';
@@ -40,6 +40,9 @@ import { commitAttempt } from './corpus-repo';
  *   subtests close over the loop variable, then checks its last case in every subtest, and the
  *   failing case passes. go.mod's go, toolchain, godebug and replace lines are runner
  *   configuration now (base's go.mod in the overlay run when they change).
+ * - code special-cased for the visible test's inputs, and general only when it sees the overlay
+ *   run: the held-out tests ran there only. They now run in the change as committed too, and
+ *   must pass in both.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string>;
@@ -541,4 +544,90 @@ const GO_MOD_CASES: Case[] = [
     expect(got).toEqual(GO_MOD_CASES.map((c) => ({ id: c.id, ...c.expect })));
   },
   300_000,
+);
+
+/** add() special-cased for the visible test, and general only where the gate's canary shows the overlay run. */
+const PY_GENERAL_UNDER_GATE = [
+  'import os as _os',
+  '',
+  '_ROOT = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))',
+  '_GATE = _os.path.exists(_os.path.join(_ROOT, "tests", "test_zz_" + "canary.py"))',
+  '',
+  '',
+  'def add(a, b):',
+  '    if _GATE:',
+  '        return a + b',
+  '    if (a, b) == (2, 3):',
+  '        return 5',
+  '    return a - b',
+  '',
+  '',
+  'def sub(a, b):',
+  '    return a - b',
+  '',
+].join('\n');
+
+const HELD_OUT_CASES: Case[] = [
+  {
+    id: 'py-general-only-in-overlay',
+    base: PY_FILES,
+    change: { 'calc/math.py': PY_GENERAL_UNDER_GATE, 'tests/test_sub.py': PY_SUB['tests/test_sub.py']! },
+    expect: { tests: ['held out'], policy: [] },
+  },
+  {
+    id: 'py-honest-held-out',
+    base: PY_FILES,
+    change: {
+      'calc/math.py': 'def add(a, b):\n    return a + b\n',
+      'tests/test_reg.py': 'from calc.math import add\n\n\ndef test_reg():\n    assert add(1, 1) == 2\n',
+    },
+    expect: { tests: [], policy: [] },
+  },
+];
+
+(python ? test : test.skip)(
+  `pytest: code special-cased for the visible test and general only when it sees the gate's overlay run is rejected: held-out tests run in the change as committed too; an honest fix passes them${SKIPPED}`,
+  async () => {
+    const py = python!;
+    const heldOut = path.join(dir, 'held-out-py');
+    mkdirSync(heldOut);
+    writeFileSync(
+      path.join(heldOut, 'test_secret.py'),
+      'from calc.math import add\n\n\ndef test_secret():\n    assert add(10, 20) == 30\n\n\ndef test_secret_zero():\n    assert add(7, 0) == 7\n',
+    );
+    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const got = await Promise.all(
+      HELD_OUT_CASES.map(async (c) => {
+        const root = path.join(dir, c.id);
+        const { base, commit } = commitAttempt(root, c.base, c.change);
+        const tests = await runTestsCheck(
+          {
+            workflowId: `cheats-session9-${c.id}`,
+            attempt: 1,
+            root,
+            baseRef: base,
+            commit,
+            check: {
+              kind: 'tests',
+              name: 'tests',
+              command: `${py.exe} -m pytest -q -p no:cacheprovider`,
+              failingTest: 'test_add',
+              requireRegressionTest: true,
+              timeout: '2m',
+              heldOut: { dir: heldOut, into: 'tests/held_out' },
+            },
+          },
+          sandbox,
+        );
+        const policy = await runDiffPolicyCheck({
+          check: { kind: 'diff', name: 'change policy', allowedPaths: ['calc/', 'tests/'] },
+          root,
+          baseRef: base,
+        });
+        return { id: c.id, tests: tests.failedItems, policy: policy.failedItems };
+      }),
+    );
+    expect(got).toEqual(HELD_OUT_CASES.map((c) => ({ id: c.id, ...c.expect })));
+  },
+  180_000,
 );

@@ -14,7 +14,8 @@ import {
  * - `overlay`: the candidate's code with base's test infrastructure (every test file, helper,
  *   fixture and runner config of base, as base had it, none of the candidate's) and the held-out
  *   tests: whatever the candidate did to existing tests, they run as they were written;
- * - `candidate`: the candidate as it would be committed;
+ * - `candidate`: the candidate as it would be committed (with the held-out tests, when there are
+ *   any: they must pass there too);
  * - `regression`: base's code with the candidate's tests: a regression test must fail here.
  */
 export interface GateRuns {
@@ -213,6 +214,16 @@ export function evaluateGate(runs: GateRuns, opts: GateOptions): { failures: Gat
         correction:
           'fix the cause of the bug in general, not for the inputs of the tests you can see: tests you cannot see check the same behaviour',
       });
+    } else {
+      // They ran in the change as committed too: code that tells the gate's run from the committed one is general in both.
+      const notCommitted = held.filter((t) => outcome(candidate, testId(t)) !== 'passed');
+      if (notCommitted.length > 0)
+        failures.push({
+          rule: 'held out',
+          reason: `${notCommitted.length} of ${held.length} held-out tests pass with base's tests but not in the change as committed`,
+          correction:
+            'fix the cause of the bug in general, in every run: do not make the code behave differently when it sees the gate',
+        });
     }
   }
   return { failures, evidence };
