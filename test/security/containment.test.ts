@@ -176,7 +176,8 @@ test("fix-test: an attack in a test file the agent writes fails from run_command
   const repo = createSampleRepo(path.join(outside, 'repo'));
   const base = git(repo, 'rev-parse', 'main');
   const config = readFileSync(path.join(repo, '.git', 'config'), 'utf8');
-  const attack = attackSource(targets({ repoGit: path.join(repo, '.git'), reportDir: 'test/.attack' }), true);
+  // The report goes under src/ (an allowed path): the gate's runs mount test folders read-only.
+  const attack = attackSource(targets({ repoGit: path.join(repo, '.git'), reportDir: 'src/.attack' }), true);
   await serve([
     turnCalls(1, [
       ['write_file', { path: 'test/attack.test.js', content: attack }],
@@ -208,7 +209,7 @@ test("fix-test: an attack in a test file the agent writes fails from run_command
     base: 'passed',
   });
 
-  const found = reports(path.join(waiting.workspace!.root, 'test', '.attack'));
+  const found = reports(path.join(waiting.workspace!.root, 'src', '.attack'));
   expect(found).toHaveLength(1); // the agent's run_command; the gate's checkouts are gone
   for (const report of found) expectAllBlocked(report);
   expect(found[0]?.['connect to temporal']).toMatch(/^blocked/);
