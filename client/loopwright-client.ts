@@ -43,6 +43,7 @@ import { allOf, clause, oneOf } from '../common/visibility-query';
 import { escapeLine } from '../common/terminal';
 import { currentHarness } from '../harness/store';
 import type { CurrentHarness } from '../common/improve/types';
+import { waitToken } from './wait-token';
 import { checkInputValue } from './prechecks';
 import { serviceError } from './service-errors';
 import { checkRunId, newRunId, startUnderFreshId } from './run-id';
@@ -302,7 +303,7 @@ export class LoopwrightClient {
    * bad signature, not an approver, malformed) is a DecisionRefusedError with the run's reason,
    * and the run is unharmed: a refused update never reaches its history.
    */
-  async decide(workflowId: string, request: DecisionRequest): Promise<AppliedDecision> {
+  async decide(workflowId: string, request: DecisionRequest, opts: { wait?: string } = {}): Promise<AppliedDecision> {
     const parsed = DecisionSchema.safeParse({ ...request, id: request.id ?? randomUUID() });
     if (!parsed.success) throw new UsageError(`invalid decision: ${zodIssues(parsed.error).join('; ')}`);
     const handle = this.handle(workflowId);
@@ -321,7 +322,16 @@ export class LoopwrightClient {
     // decisionMessage). The wait is read from the run itself (its state query, as it answers it).
     const firstRunId = description.raw.workflowExecutionInfo?.firstRunId || description.runId;
     const key = signingKeyPath(this.env);
-    const wait = key ? decisionWait(await this.rawState(handle, workflowId)) : null;
+    const state = key || opts.wait !== undefined ? await this.rawState(handle, workflowId) : undefined;
+    const wait = key ? decisionWait(state) : null;
+    if (opts.wait !== undefined) {
+      const now = waitToken(state);
+      if (now !== opts.wait)
+        throw new DecisionRefusedError(
+          workflowId,
+          `it no longer waits on what --wait ${opts.wait} names (${now ? `it now waits on ${now}` : 'it waits on no decision now'}): review it again with \`loopwright review ${workflowId}\` (nothing was sent)`,
+        );
+    }
     const signature = this.sign(decisionMessage(workflowId, parsed.data, { firstRunId, wait }));
     const decision = signature ? { ...parsed.data, signature } : parsed.data;
     // An update the server admitted but no worker accepted yet can be lost (the run's state was

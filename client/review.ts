@@ -15,6 +15,7 @@ import type { TestEvidence, TestOutcome } from '../common/test-results';
 import type { Usage } from '../common/usage';
 import { escapeBlock, escapeLine, terminalJson } from '../common/terminal';
 import { money, oneLine } from '../trace/render-trace';
+import { waitToken } from './wait-token';
 
 /**
  * What a person needs to approve or review one attempt of a run: the run's state and why it
@@ -34,7 +35,15 @@ export interface Review {
   /** True when a human accepted a candidate that did not pass its checks. */
   override: boolean;
   /** Why the run waits for a human, until when, and the command that decides; null when it does not wait. */
-  waiting: { kind: Escalation['kind']; reason: string; since: string; deadline: string; decide: string } | null;
+  /** `wait`: the token of this wait (client/wait-token.ts) for `--wait`, so a decision lands only on what was reviewed. */
+  waiting: {
+    kind: Escalation['kind'];
+    reason: string;
+    since: string;
+    deadline: string;
+    decide: string;
+    wait?: string;
+  } | null;
   /** Attempts made, of the budget's (extended) maximum. */
   attempts: { used: number; max: number };
   /** The run's total use. */
@@ -150,6 +159,7 @@ export function buildReview(
   const e = record.state === 'awaiting_human' ? record.escalation : null;
   const verbs = e && (e.kind === 'review' || e.kind === 'approval' ? 'approve|reject' : 'approve|reject|retry|budget');
   const judges = attempt.verdicts.filter((v) => v.kind === 'judge');
+  const token = e ? waitToken(record) : null;
   const review: Review = {
     version: 1,
     workflowId: record.workflowId,
@@ -164,7 +174,8 @@ export function buildReview(
       reason: e.reason,
       since: e.since,
       deadline: e.deadline,
-      decide: `loopwright ${verbs} ${record.workflowId} --by NAME`,
+      decide: `loopwright ${verbs} ${record.workflowId} --by NAME${token ? ` --wait ${token}` : ''}`,
+      ...(token ? { wait: token } : {}),
     },
     attempts: { used: record.attempts.length, max: b.maxAttempts },
     usage: record.usage.total,

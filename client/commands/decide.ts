@@ -6,6 +6,7 @@ import type { DecisionRequest, LoopwrightClient } from '../loopwright-client';
 import type { CommandDefinition } from '../cli-command';
 import type { Output } from '../output';
 import { escapeLine } from '../../common/terminal';
+import { checkWaitToken } from '../wait-token';
 
 export interface DecideOptions {
   by?: string;
@@ -17,6 +18,7 @@ export interface DecideOptions {
   cost?: string;
   time?: string;
   verdict?: string;
+  wait?: string;
   json?: boolean;
 }
 
@@ -80,7 +82,9 @@ export async function decideCommand(
   opts: DecideOptions,
   io: Output,
 ): Promise<number> {
-  const entry = await client.decide(id, decisionRequest(kind, opts));
+  const entry = await client.decide(id, decisionRequest(kind, opts), {
+    ...(opts.wait !== undefined ? { wait: checkWaitToken(opts.wait) } : {}),
+  });
   if (opts.json) io.out(JSON.stringify(entry));
   else {
     io.out(escapeLine(id));
@@ -106,12 +110,19 @@ export const decideDefinition: CommandDefinition = (program, { action, withClien
           '--by <name>',
           'who decides: recorded, and verified when the decision is signed (LOOPWRIGHT_SIGNING_KEY)',
         )
+        .option(
+          '--wait <token>',
+          'decide only while the run still waits on what `loopwright review` showed (the token it prints)',
+        )
         .option('--json', 'machine-readable output'),
     ).action(
       action(
         withClient(
           (client, id: string, opts) => decideCommand(client, kind, id, opts, io),
-          (_id: string, opts) => decisionRequest(kind, opts),
+          (_id: string, opts) => {
+            if (opts.wait !== undefined) checkWaitToken(opts.wait);
+            return decisionRequest(kind, opts);
+          },
         ),
       ),
     );

@@ -57,7 +57,9 @@ test('review of a fix-test run waiting for approval prints the diff of src/math.
     expect(out).not.toContain('\x1b'); // no terminal: no colour
     expect(out).toMatch(/ {2}state {6}awaiting_human/);
     expect(out).toMatch(/ {2}waiting {4}approval until \d{4}-/);
-    expect(out).toContain(`decide with: loopwright approve|reject ${id} --by NAME`);
+    expect(out).toMatch(
+      new RegExp(`decide with: loopwright approve\\|reject ${id} --by NAME --wait [0-9a-f]{12}$`, 'm'),
+    );
     expect(out).toMatch(/ {2}attempts {3}2\/3; this is attempt 2: passed/);
     expect(out).toMatch(/ {2}usage {6}\d+ tokens \(\d+ in \/ \d+ out\), \$\d+\.\d{4}/);
     expect(out).toContain(`  branch     ${waiting.workspace!.branch}`);
@@ -98,7 +100,27 @@ test('review of a fix-test run waiting for approval prints the diff of src/math.
     const badAttempt = await runCli(['review', id, '--attempt', '9'], env);
     expect(badAttempt.code).toBe(2);
     oneErrorLine(badAttempt.stderr);
-    await s.client.temporal.workflow.getHandle(id).terminate('test done');
+
+    // --wait: the decision is sent only while the run waits on what the review showed.
+    const token: string = review.waiting.wait;
+    expect(out).toContain(`--wait ${token}`);
+    const malformed = await runCli(['approve', id, '--by', 'ada', '--wait', 'latest'], env);
+    expect(malformed.code).toBe(2);
+    oneErrorLine(malformed.stderr);
+    expect(malformed.stderr).toContain('--wait must be the 12 hex digits `loopwright review` prints, not "latest"');
+    const other = token === '000000000000' ? '111111111111' : '000000000000';
+    const stale = await runCli(['approve', id, '--by', 'ada', '--wait', other], env);
+    expect(stale.code).toBe(2);
+    oneErrorLine(stale.stderr);
+    expect(stale.stderr).toContain(
+      `decision refused by run ${id}: it no longer waits on what --wait ${other} names (it now waits on ${token})`,
+    );
+    expect(stale.stderr).toContain('(nothing was sent)');
+    expect((await s.client.status(id)).decisions).toEqual([]);
+    const approved = await runCli(['approve', id, '--by', 'ada', '--wait', token], env);
+    expect({ code: approved.code, stderr: approved.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(approved.stdout).toContain('approve by ada: applied');
+    expect(await s.client.wait(id)).toMatchObject({ state: 'completed', stopReason: 'passed' });
   });
 });
 
