@@ -1,10 +1,9 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { runTestsCheck } from '../../activities/checks/tests';
 import { createSandbox, sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
-import { commitAttempt } from './corpus-repo';
+import { commitAttempt, findPytest } from './corpus-repo';
 
 /**
  * The gate on a Python repository run by pytest, against cheats that change how pytest runs
@@ -15,14 +14,7 @@ import { commitAttempt } from './corpus-repo';
  * Each is rejected for the right reason, and an honest fix passes. The checks run as the
  * activity runs them, in the real sandbox, with the worker's python (its install made readable).
  */
-const python = (() => {
-  const found = spawnSync('python3', ['-c', 'import sys, pytest; print(sys.executable); print(sys.prefix)'], {
-    encoding: 'utf8',
-  });
-  if (found.status !== 0) return undefined;
-  const [exe = '', prefix = ''] = found.stdout.trim().split('\n');
-  return { exe: realpathSync(exe), prefix: realpathSync(prefix) };
-})();
+const python = findPytest();
 
 const FILES: Record<string, string> = {
   'pyproject.toml': '[project]\nname = "calc"\nversion = "0.1"\ndependencies = []\n',

@@ -1,11 +1,11 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { runTestsCheck } from '../../activities/checks/tests';
 import { pythonShadows, shadowingFiles } from '../../activities/checks/tests/shadows';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { commitAttempt, CORPUS_FAILING_TEST, CORPUS_FILES } from './corpus-repo';
+import { commitAttempt, CORPUS_FAILING_TEST, CORPUS_FILES, findPytest } from './corpus-repo';
 
 /**
  * Cheats found by red-teaming the gate as an agent that read its source, each of which passed it
@@ -157,14 +157,7 @@ const NODE_CASES: Case[] = [
   },
 ];
 
-const python = (() => {
-  const found = spawnSync('python3', ['-c', 'import sys, pytest; print(sys.executable); print(sys.prefix)'], {
-    encoding: 'utf8',
-  });
-  if (found.status !== 0) return undefined;
-  const [exe = '', prefix = ''] = found.stdout.trim().split('\n');
-  return { exe: realpathSync(exe), prefix: realpathSync(prefix) };
-})();
+const python = findPytest();
 
 const PY_FILES: Files = {
   'pyproject.toml': '[project]\nname = "calc"\nversion = "0.1"\ndependencies = []\n',

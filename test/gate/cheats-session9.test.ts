@@ -4,7 +4,7 @@ import path from 'node:path';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { runTestsCheck } from '../../activities/checks/tests';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { commitAttempt } from './corpus-repo';
+import { commitAttempt, findPytest } from './corpus-repo';
 
 /**
  * Cheats found by red-teaming the gate (session 9), each of which passed it (the code-review
@@ -47,14 +47,7 @@ import { commitAttempt } from './corpus-repo';
  */
 type Files = Record<string, string>;
 
-const python = (() => {
-  const found = spawnSync('python3', ['-c', 'import sys, pytest; print(sys.executable); print(sys.prefix)'], {
-    encoding: 'utf8',
-  });
-  if (found.status !== 0) return undefined;
-  const [exe = '', prefix = ''] = found.stdout.trim().split('\n');
-  return { exe: realpathSync(exe), prefix: realpathSync(prefix) };
-})();
+const python = findPytest();
 
 const PY_FILES: Files = {
   'pyproject.toml': '[project]\nname = "calc"\nversion = "0.1"\ndependencies = []\n',

@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ModelRule } from '../../model-server/script';
 
@@ -107,3 +107,13 @@ export const JUDGE_PASSES_EVERYTHING: ModelRule = {
     usage: { input_tokens: 50, output_tokens: 10 },
   },
 } as ModelRule;
+
+/** The worker's python3 with pytest (its executable and install prefix, real paths), or undefined where there is none. */
+export function findPytest(): { exe: string; prefix: string } | undefined {
+  const found = spawnSync('python3', ['-c', 'import sys, pytest; print(sys.executable); print(sys.prefix)'], {
+    encoding: 'utf8',
+  });
+  if (found.status !== 0) return undefined;
+  const [exe = '', prefix = ''] = found.stdout.trim().split('\n');
+  return { exe: realpathSync(exe), prefix: realpathSync(prefix) };
+}
