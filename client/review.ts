@@ -34,8 +34,11 @@ export interface Review {
   stopReason: StopReason | null;
   /** True when a human accepted a candidate that did not pass its checks. */
   override: boolean;
-  /** Why the run waits for a human, until when, and the command that decides; null when it does not wait. */
-  /** `wait`: the token of this wait (client/wait-token.ts) for `--wait`, so a decision lands only on what was reviewed. */
+  /**
+   * Why the run waits for a human, until when, and the command that decides; null when it does
+   * not wait. `wait` is the token of this wait (client/wait-token.ts) for `--wait`, so a decision
+   * lands only on what was reviewed.
+   */
   waiting: {
     kind: Escalation['kind'];
     reason: string;
