@@ -157,7 +157,8 @@ describe('the call enforces its own limits', () => {
     expect(failure.type).toBe(MODEL_RETRYABLE);
     expect(failure.message).toMatch(/model stream idle: no stream event for 2s \(the idle limit\) after 1 event/);
     expect(ms).toBeGreaterThanOrEqual(1_950);
-    expect(ms).toBeLessThan(3_500);
+    // far below the 30 s total deadline, the other limit that could have cut it (slack for load)
+    expect(ms).toBeLessThan(10_000);
     expect(carried(failure)).toMatchObject({ ...tokens(sent?.usage)!, outputTokens: 1 });
   });
 
@@ -166,7 +167,8 @@ describe('the call enforces its own limits', () => {
     const failure = (outcome as { error: ApplicationFailure }).error;
     expect(failure.message).toMatch(/model stream idle: no response headers for 1.5s/);
     expect(ms).toBeGreaterThanOrEqual(1_450);
-    expect(ms).toBeLessThan(3_000);
+    // far below the 20 s the server would take to answer (slack for load)
+    expect(ms).toBeLessThan(10_000);
     expect(carried(failure)).toBeUndefined();
     // the server saw the client leave
     for (let i = 0; i < 40 && server!.requests[0]?.status !== 499; i++) await new Promise((r) => setTimeout(r, 50));
