@@ -130,6 +130,18 @@ function mask(p: string, empty: string): string[] {
 }
 
 /**
+ * The folders strictly between the workspace `ws` and each path of `masked` that exists inside
+ * it (outermost first), leaving out paths inside another masked folder, which hides them anyway.
+ */
+export function pinnedFolders(ws: string, masked: string[]): string[] {
+  const inside = masked.filter((p) => p !== ws && isWithin(ws, p) && kindOf(p) !== null);
+  const shown = inside.filter((p) => !inside.some((q) => q !== p && isWithin(q, p) && kindOf(q) === 'dir'));
+  const pins = new Set<string>();
+  for (const p of shown) for (let a = path.dirname(p); a !== ws && isWithin(ws, a); a = path.dirname(a)) pins.add(a);
+  return [...pins].sort((a, b) => a.split(path.sep).length - b.split(path.sep).length || (a < b ? -1 : 1));
+}
+
+/**
  * bubblewrap's arguments for `layout`, ending with `--` (the command follows). The order
  * matters: later mounts cover earlier ones, so the system comes first, then its masks, the
  * extra read-only paths, the masks inside them, the workspace (writable), its git directories
@@ -185,6 +197,12 @@ export function bwrapArgs(
   }
 
   args.push('--bind', ws, ws);
+  // Each folder between the workspace and a path masked inside it is bound onto itself: a mount
+  // point cannot be renamed or removed (EBUSY). Otherwise a command could rename a folder above
+  // the masked path (`mv vendor v2`, LOOPWRIGHT_HOME being vendor/loopwright/.loopwright) and
+  // take it, mask and all, to a path that neither the next sandbox nor the file tools mask:
+  // both mask by path.
+  for (const p of pinnedFolders(ws, layout.masked)) args.push('--bind', p, p);
   const gitPaths = [...layout.gitDirs, path.join(ws, '.git')].filter(
     (p, i, all) => all.indexOf(p) === i && kindOf(p) !== null,
   );

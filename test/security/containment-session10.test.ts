@@ -1,0 +1,93 @@
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Sandbox } from '../../activities/sandbox/sandbox';
+import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+
+/**
+ * A hostile agent against the containment, through the real tools (run_command in the real
+ * bubblewrap sandbox, the file tools on the worker's side), for holes beyond those of
+ * containment.test.ts, containment-more.test.ts, containment-redteam.test.ts,
+ * containment-session9.test.ts and limits.test.ts. Each test here failed on the code before its fix.
+ */
+const KEY = 'key-51e0a7-of-the-worker';
+let dir: string;
+let ws: string;
+
+beforeEach(() => {
+  dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-session10-')));
+  ws = path.join(dir, 'ws');
+  mkdirSync(ws);
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const ctx = (sandbox: Sandbox) => toolContext(sandbox, ws, ['sh'], 20_000);
+
+/** Runs `fn` with these variables in this process's environment too (the file tools read the worker's own). */
+async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+describe('protected paths deeper inside the workspace', () => {
+  test('a command that renames a folder above LOOPWRIGHT_HOME or a key file does not carry them out of their masks', async () => {
+    // LOOPWRIGHT_HOME's default is <package>/.loopwright: a repository that vendors Loopwright holds it two folders down.
+    const home = path.join(ws, 'vendor', 'loopwright', '.loopwright');
+    mkdirSync(home, { recursive: true });
+    writeFileSync(path.join(home, 'keys'), `k1=${KEY}\n`);
+    const certs = path.join(ws, 'deploy', 'certs');
+    mkdirSync(certs, { recursive: true });
+    writeFileSync(path.join(certs, 'client.key'), `-----BEGIN PRIVATE KEY-----\n${KEY}\n`);
+    writeFileSync(path.join(ws, 'vendor', 'README'), 'vendored\n');
+    const vars = { LOOPWRIGHT_HOME: home, TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(certs, 'client.key') };
+    await withEnv(vars, async () => {
+      const c = ctx(sandboxIn(dir, vars));
+      // Every way to take a folder on the way somewhere the next sandbox and the file tools do not mask.
+      const moved = await runShell(
+        c,
+        [
+          'mv vendor v2',
+          'mv vendor/loopwright vendor/lw2',
+          'mv deploy d2',
+          'mv deploy/certs deploy/c2',
+          'mkdir -p x && mv x vendor',
+          'rm -rf vendor/loopwright',
+          'true',
+        ].join('; '),
+      );
+      expect(moved).toContain('[exit code 0]');
+      const candidates = [
+        'v2/loopwright/.loopwright/keys',
+        'vendor/lw2/.loopwright/keys',
+        'v2/lw2/.loopwright/keys',
+        'd2/certs/client.key',
+        'deploy/c2/client.key',
+        'vendor/loopwright/.loopwright/keys',
+        'deploy/certs/client.key',
+      ];
+      const read = await runShell(c, `cat ${candidates.join(' ')} 2>&1; grep -r "${KEY}" . 2>&1; true`);
+      expect(read).not.toContain(KEY);
+      for (const p of candidates) expect((await callTool(c, 'read_file', { path: p })).content).not.toContain(KEY);
+      // (The pattern matches the key without holding it: a search echoes its pattern.)
+      expect((await callTool(c, 'search', { pattern: KEY.replace('-of-', '.of.') })).content).not.toContain(KEY);
+      // The worker's own files are where the worker keeps them.
+      expect(readFileSync(path.join(home, 'keys'), 'utf8')).toContain(KEY);
+      expect(readFileSync(path.join(certs, 'client.key'), 'utf8')).toContain(KEY);
+      // Honest work around them still works: files beside them are written, moved and removed.
+      const honest = await runShell(
+        c,
+        'echo x > vendor/new && mv vendor/README vendor/README.md && rm vendor/new && mkdir -p a/b && mv a c && ls vendor c',
+      );
+      expect(honest).toContain('[exit code 0]');
+      expect(honest).toContain('README.md');
+    });
+  });
+});
