@@ -1,6 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { workerProtectedPaths } from '../sandbox/protected';
+import { realOrSelf } from '../sandbox/real-path';
 import { unsafeNestedRepositories } from './nested-repos';
 import { repositoryDirs, workerGit } from './worker-git';
 
@@ -35,7 +37,12 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
     // (an exclude pathspec: git does not even visit it) and stays as the base tree has it.
     const repo = await repositoryDirs(root);
     const unsafe = repo ? await unsafeNestedRepositories(repo.top, repo.gitDirs) : [];
-    const excluded = unsafe.map((u) => `:(exclude,top,literal)${u.path}`);
+    // So is every path of the worker's own that the sandbox masks inside the working tree
+    // (LOOPWRIGHT_HOME, a key file the environment names): written into the repository as an
+    // object, it would be read by the next command (every object is readable there), and by the
+    // gate's test run in a checkout of the tree.
+    const own = repo ? protectedInside(repo.top, root) : [];
+    const excluded = [...unsafe.map((u) => u.path), ...own].map((p) => `:(exclude,top,literal)${p}`);
     const outside = (p: string) =>
       !repo || !unsafe.some((u) => isWithin(u.path, path.relative(repo.top, path.join(root, p))));
     // Tracked paths first, so a file that became a folder is removed before the folder's files
@@ -63,6 +70,18 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The paths of {@link workerProtectedPaths} in the working tree at `top`, relative to it: those
+ * that lie inside it without holding `root` (an L2 worktree lies in LOOPWRIGHT_HOME).
+ */
+function protectedInside(top: string, root: string): string[] {
+  const realTop = realOrSelf(top);
+  const realRoot = realOrSelf(root);
+  return workerProtectedPaths()
+    .filter((p) => p !== realTop && isWithin(realTop, p) && !isWithin(p, realRoot))
+    .map((p) => path.relative(realTop, p));
 }
 
 function isWithin(outer: string, inner: string): boolean {

@@ -1,6 +1,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { snapshotWorkingTree } from '../../activities/git/snapshot';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
 import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 
@@ -20,6 +22,12 @@ beforeEach(() => {
   mkdirSync(ws);
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
+    cwd,
+    encoding: 'utf8',
+  });
 
 const ctx = (sandbox: Sandbox) => toolContext(sandbox, ws, ['sh'], 20_000);
 
@@ -88,6 +96,35 @@ describe('protected paths deeper inside the workspace', () => {
       );
       expect(honest).toContain('[exit code 0]');
       expect(honest).toContain('README.md');
+    });
+  });
+});
+
+describe('the worker’s own snapshot of the workspace', () => {
+  test('LOOPWRIGHT_HOME or a key file inside the workspace, not ignored, is not written into the repository, where a command reads every object', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'app.js'), 'module.exports = 1;\n');
+    git(ws, 'add', '.');
+    git(ws, 'commit', '-q', '-m', 'base');
+    const home = path.join(ws, 'vendor', 'loopwright', '.loopwright');
+    mkdirSync(home, { recursive: true });
+    writeFileSync(path.join(home, 'keys'), `k1=${KEY}\n`);
+    const certs = path.join(ws, 'certs');
+    mkdirSync(certs);
+    writeFileSync(path.join(certs, 'client.key'), `${KEY}\n`);
+    const vars = { LOOPWRIGHT_HOME: home, TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(certs, 'client.key') };
+    await withEnv(vars, async () => {
+      const c = ctx(sandboxIn(dir, vars));
+      expect(await runShell(c, 'echo "module.exports = 2;" > app.js && echo changed')).toContain('changed');
+      // What the diff policy, the judge and the gate's checkout of the candidate take: the working state as a tree.
+      const tree = await snapshotWorkingTree(ws);
+      // The objects lie in the repository's .git, which every command reads: the agent's code reads them all.
+      const objects = await runShell(c, 'git cat-file --batch-all-objects --batch | grep -a "key-" ; true');
+      expect(objects).not.toContain(KEY);
+      const listing = git(ws, 'ls-tree', '-r', '--name-only', tree);
+      expect(listing).toContain('app.js');
+      expect(listing).not.toContain('keys');
+      expect(listing).not.toContain('client.key');
     });
   });
 });
