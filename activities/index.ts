@@ -35,6 +35,7 @@ import {
   type ProposeInput,
   type ProposeResult,
 } from './improve';
+import { currentActivityContext } from './activity-context';
 import { defaultWorkspace } from './checks/workspace';
 import { publishRefusal, type PublishClaim } from './publish-check';
 import { checkStoreRequest, type StoreRequestCheck, type StoreRequestCheckInput } from './store-request';
@@ -324,7 +325,13 @@ export function createActivities(deps: ActivityDeps) {
       switch (input.check.kind) {
         case 'command':
           return runCommandCheck(
-            { ...input, check: input.check, workspace: input.workspace ?? defaultWorkspace(input.workflowId) },
+            {
+              ...input,
+              check: input.check,
+              workspace:
+                input.workspace ??
+                defaultWorkspace(input.workflowId, currentActivityContext()?.info.workflowExecution?.runId),
+            },
             sandbox,
           ).catch((err: unknown) => {
             throw sandboxFailure(err);

@@ -1,9 +1,15 @@
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities, type RunCheckInput } from '../../activities';
+import type { ModelClient } from '../../activities/model-port';
+import { createFileLedger } from '../../activities/tools/ledger';
+import { createFileBlobStore } from '../../activities/transcript/store';
 import { snapshotWorkingTree } from '../../activities/git/snapshot';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
+import type { Verdict } from '../../common/run-record';
 import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 
 /**
@@ -126,5 +132,56 @@ describe('the worker’s own snapshot of the workspace', () => {
       expect(listing).not.toContain('keys');
       expect(listing).not.toContain('client.key');
     });
+  });
+});
+
+describe('the default workspace of a command check', () => {
+  test('a later run under the same id (or one the folder name confuses with it) starts empty: nothing the earlier candidate left is there', async () => {
+    const acts = createActivities({
+      model: {} as ModelClient,
+      sandbox: sandboxIn(dir),
+      store: createFileBlobStore(path.join(dir, 'transcripts')),
+      ledger: createFileLedger(path.join(dir, 'ledger')),
+      env: { PATH: process.env.PATH },
+    });
+    const tag = `s10-${process.pid}-${Date.now()}`;
+    // The candidate is what a model wrote (here: code the check runs); it plants a file and reads what it finds.
+    const check = async (workflowId: string, runId: string, candidate: string) => {
+      const input: RunCheckInput = {
+        workflowId,
+        attempt: 1,
+        task: 't',
+        candidate,
+        check: {
+          kind: 'command',
+          name: 'command',
+          timeout: '30s',
+          command: 'cat found-* 2>/dev/null; cp "$LOOPWRIGHT_CANDIDATE_FILE" "found-$(date +%s%N)"; echo ok',
+        },
+      };
+      const verdict: Verdict = await new MockActivityEnvironment({ workflowExecution: { workflowId, runId } }).run(
+        acts.runCheck,
+        input,
+      );
+      return verdict.evidence ?? '';
+    };
+    try {
+      expect(await check(`nightly/${tag}`, 'run-a', 'left by run A')).toContain('ok');
+      // The same execution's next attempt still finds it (the workspace is the run's).
+      expect(await check(`nightly/${tag}`, 'run-a', 'run A again')).toContain('left by run A');
+      // The id reused by a later run (--reuse), and another id that the folder's name confuses with it.
+      for (const [id, runId] of [
+        [`nightly/${tag}`, 'run-b'],
+        [`nightly_${tag}`, 'run-c'],
+      ]) {
+        const seen = await check(id!, runId!, `run ${runId}`);
+        expect(seen).toContain('ok');
+        expect(seen).not.toContain('run A');
+      }
+    } finally {
+      const workspaces = path.join(tmpdir(), 'loopwright', 'workspaces');
+      for (const name of readdirSync(workspaces).filter((n) => n.includes(tag)))
+        rmSync(path.join(workspaces, name), { recursive: true, force: true });
+    }
   });
 });
