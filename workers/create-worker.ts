@@ -94,6 +94,9 @@ export function sandboxNotice(status: SandboxStatus): { line: string; warning: b
         ...(tmpSize ? [`${formatSize(limits.tmpBytes)} /tmp`] : []),
         `${formatSize(limits.fileBytes)} per file`,
         ...(limits.nice > 0 ? [`CPU priority nice ${limits.nice}`] : []),
+        ...(limits.diskFreeBytes > 0
+          ? [`stopped with less than ${formatSize(limits.diskFreeBytes)} of disk free`]
+          : []),
       ];
       const missing =
         cgroup.kind === 'cgroup'

@@ -12,6 +12,11 @@ import { ConfigError } from '../../common/errors';
  *   `memory` controller, no swap): past it, the kernel kills a process of the command;
  * - `tmpBytes`: the size of the private `/tmp` and of `/dev/shm` (bubblewrap's `--size`);
  * - `fileBytes`: the largest file a process may write (`RLIMIT_FSIZE`, which binds root too);
+ * - `diskFreeBytes`: what the command must leave free on the disk its workspace lies on
+ *   (`LOOPWRIGHT_SANDBOX_DISK_FREE`, default 2 GiB; 0 for no check): the worker watches the
+ *   disk while the command runs and stops it when less is free (sandbox.ts), so files in the
+ *   workspace, each under `fileBytes`, cannot fill the disk the worker, its database and the
+ *   Temporal server write to;
  * - `nice`: the CPU priority the command runs at (`nice`, 0 to 19; default 10), so a command that
  *   keeps every core busy (a test suite, a loop) leaves CPU to the worker and the Temporal server
  *   beside it: their heartbeats and workflow tasks do not wait on it. Inside, a process may lower
@@ -27,6 +32,7 @@ export interface SandboxLimits {
   memoryBytes: number;
   tmpBytes: number;
   fileBytes: number;
+  diskFreeBytes: number;
   nice: number;
 }
 
@@ -47,6 +53,7 @@ const LIMIT_VARIABLES: ReadonlyArray<{
   { key: 'memoryBytes', env: 'LOOPWRIGHT_SANDBOX_MEMORY', default: 4 * GiB, min: 32 * MiB, size: true },
   { key: 'tmpBytes', env: 'LOOPWRIGHT_SANDBOX_TMP', default: 1 * GiB, min: 1 * MiB, size: true },
   { key: 'fileBytes', env: 'LOOPWRIGHT_SANDBOX_FILE_SIZE', default: 1 * GiB, min: 1 * MiB, size: true },
+  { key: 'diskFreeBytes', env: 'LOOPWRIGHT_SANDBOX_DISK_FREE', default: 2 * GiB, min: 0, size: true },
   { key: 'nice', env: 'LOOPWRIGHT_SANDBOX_NICE', default: 10, min: 0, max: 19, size: false },
 ];
 
@@ -80,7 +87,7 @@ export function formatSize(bytes: number): string {
 
 /**
  * The limits of this worker's environment (`LOOPWRIGHT_SANDBOX_PIDS`, `_MEMORY`, `_TMP`,
- * `_FILE_SIZE`, `_NICE`); a value that is not a whole number (or size) at least the least sensible one is
+ * `_FILE_SIZE`, `_DISK_FREE`, `_NICE`); a value that is not a whole number (or size) at least the least sensible one is
  * a ConfigError naming the variable.
  */
 export function sandboxLimitsFromEnv(env: Record<string, string | undefined>): SandboxLimits {

@@ -17,7 +17,11 @@ import path from 'node:path';
  * per-attempt commit and of the diff policy): a FIFO left there held it until its timeout, ten
  * minutes for each command of a snapshot. So do the kernel's keyrings (not
  * namespaced: `/proc/keys` inside lists the host's), bpf, perf_event_open and userfaultfd, which
- * Docker's default profile refuses too: kernel surface no command needs. Syscalls of another ABI
+ * Docker's default profile refuses too: kernel surface no command needs. `fallocate` fails with
+ * EOPNOTSUPP, as on a file system without it (posix_fallocate then writes the blocks, and callers
+ * that only preallocate go on without): it takes a gigabyte of disk in a millisecond, faster than
+ * the worker's watch of the free disk (LOOPWRIGHT_SANDBOX_DISK_FREE, sandbox.ts) can stop it,
+ * where writing the same takes the command the time the watch needs. Syscalls of another ABI
  * (x32, i386 on x86-64) fail with ENOSYS. Everything else is allowed.
  */
 
@@ -31,6 +35,7 @@ const ALLOW = 0x7fff0000;
 const ERRNO = 0x00050000;
 const EPERM = 1;
 const ENOSYS = 38;
+const EOPNOTSUPP = 95;
 const S_ISUID_ISGID = 0o6000;
 const S_IFMT = 0o170000;
 const S_IFIFO = 0o010000;
@@ -44,6 +49,8 @@ interface Abi {
   mknod: number[];
   /** Syscalls refused with ENOSYS. */
   nosys: number[];
+  /** Syscalls refused with EOPNOTSUPP (fallocate). */
+  notsup: number[];
   /** Whether syscall numbers with the x32 bit must be refused. */
   x32?: boolean;
 }
@@ -66,6 +73,7 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
     mknod: [133, 259],
     // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
     nosys: [437, 425, 248, 249, 250, 321, 298, 323],
+    notsup: [285],
     x32: true,
   },
   arm64: {
@@ -81,6 +89,7 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
     mknod: [33],
     // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
     nosys: [437, 425, 217, 218, 219, 280, 241, 282],
+    notsup: [47],
   },
 };
 
@@ -103,6 +112,10 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
   for (const nr of abi.nosys) {
     prog.push([JEQ_K, 0, 1, nr]);
     prog.push(nosys);
+  }
+  for (const nr of abi.notsup) {
+    prog.push([JEQ_K, 0, 1, nr]);
+    prog.push([RET_K, 0, 0, ERRNO | EOPNOTSUPP]);
   }
   // Each mode syscall: if it is this one, load its mode argument (low 32 bits: little-endian) and
   // test it; for mknod(at), its file type too.

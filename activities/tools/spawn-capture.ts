@@ -10,6 +10,8 @@ export interface Captured {
   code: number | null;
   signal: NodeJS.Signals | null;
   timedOut: boolean;
+  /** Why the command was stopped by the caller's `stop` signal, if it was. */
+  stopped?: string;
 }
 
 /** Options of {@link spawnCapture}. */
@@ -20,6 +22,11 @@ export interface SpawnOptions {
   capChars: number;
   signal?: AbortSignal;
   heartbeat?: () => void;
+  /**
+   * Stops the command (its whole group killed, as on timeout) when it fires; the promise resolves
+   * with `stopped` set to its reason. Unlike `signal`, this is not a cancellation of the caller.
+   */
+  stop?: AbortSignal;
   /** Open descriptors the child gets as fd 3, 4, ... (a seccomp filter for bubblewrap); the caller closes them after the call. */
   extraFds?: number[];
 }
@@ -52,6 +59,7 @@ export function spawnCapture(argv: string[], opts: SpawnOptions): Promise<Captur
       stream.on('end', () => buffer.push(decoder.end()));
     }
     let timedOut = false;
+    let stopped: string | undefined;
     let settled = false;
     let exit: { code: number | null; signal: NodeJS.Signals | null } = { code: null, signal: null };
     let grace: NodeJS.Timeout | undefined;
@@ -69,8 +77,9 @@ export function spawnCapture(argv: string[], opts: SpawnOptions): Promise<Captur
       clearTimeout(grace);
       if (beat) clearInterval(beat);
       opts.signal?.removeEventListener('abort', onAbort);
+      opts.stop?.removeEventListener('abort', onStop);
       if (err !== undefined) reject(err);
-      else resolve({ output: buffer.toString(), ...exit, timedOut });
+      else resolve({ output: buffer.toString(), ...exit, timedOut, ...(stopped !== undefined ? { stopped } : {}) });
     };
     const killAndFinish = () => {
       killGroup();
@@ -84,12 +93,18 @@ export function spawnCapture(argv: string[], opts: SpawnOptions): Promise<Captur
       killAndFinish();
       finish(opts.signal?.reason);
     };
+    const onStop = () => {
+      stopped ??= String(opts.stop?.reason ?? 'stopped');
+      killAndFinish();
+    };
     const timer = setTimeout(() => {
       timedOut = true;
       killAndFinish();
     }, opts.timeoutMs);
     const beat = opts.heartbeat ? setInterval(opts.heartbeat, 1000) : undefined;
     opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.stop?.aborted) onStop();
+    else opts.stop?.addEventListener('abort', onStop, { once: true });
     child.on('error', (err: NodeJS.ErrnoException) => {
       const reason = err.code === 'ENOENT' ? `${argv[0]} was not found on the worker's PATH` : err.message;
       finish(new ToolError(`cannot run ${argv[0]}: ${reason}`));

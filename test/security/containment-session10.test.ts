@@ -1,4 +1,14 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statfsSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -183,5 +193,30 @@ describe('the default workspace of a command check', () => {
       for (const name of readdirSync(workspaces).filter((n) => n.includes(tag)))
         rmSync(path.join(workspaces, name), { recursive: true, force: true });
     }
+  });
+});
+
+describe('the disk the workspace lies on', () => {
+  test('a command that fills it with files, each under the file size limit, is stopped while the disk still has LOOPWRIGHT_SANDBOX_DISK_FREE; fallocate is refused', async () => {
+    const st = statfsSync(ws);
+    // The reserve is set 300 MiB below what is free now, so this test writes at most a few hundred MiB (other work on the machine may move it).
+    const keep = Math.max(0, Math.floor((st.bavail * st.bsize) / 2 ** 20) - 300);
+    const c = ctx(sandboxIn(dir, { LOOPWRIGHT_SANDBOX_DISK_FREE: `${keep}m` }));
+    const run = await runShell(
+      c,
+      'fallocate -l 512M pre 2>&1; ls pre 2>&1; for i in $(seq 1 16); do dd if=/dev/zero of=f$i bs=1M count=256 2>/dev/null; done; echo wrote all',
+    );
+    expect(run).toContain('[sandbox: stopped: the disk holding the workspace has');
+    expect(run).toContain('LOOPWRIGHT_SANDBOX_DISK_FREE');
+    expect(run).not.toContain('wrote all');
+    expect(run).toMatch(/fallocate: fallocate failed: Operation not supported/);
+    const written = readdirSync(ws).reduce((n, f) => n + lstatSync(path.join(ws, f)).size, 0);
+    expect(written).toBeLessThan(16 * 256 * 2 ** 20);
+    // Once the disk is that full, the next command is stopped before it writes anything; with room again, commands run.
+    expect(await runShell(c, 'echo started')).toContain('[sandbox: stopped');
+    for (const f of readdirSync(ws)) rmSync(path.join(ws, f), { force: true });
+    const again = await runShell(c, 'dd if=/dev/zero of=small bs=1M count=8 2>&1 | tail -1; echo done');
+    expect(again).toContain('done');
+    expect(again).not.toContain('[sandbox: stopped');
   });
 });

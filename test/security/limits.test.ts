@@ -190,6 +190,7 @@ describe('configuration', () => {
       memoryBytes: 4 * 2 ** 30,
       tmpBytes: 2 ** 30,
       fileBytes: 2 ** 30,
+      diskFreeBytes: 2 * 2 ** 30,
       nice: 10,
     });
     expect(sandboxLimitsFromEnv(LIMITS)).toEqual({
@@ -197,8 +198,10 @@ describe('configuration', () => {
       memoryBytes: 128 << 20,
       tmpBytes: 16 << 20,
       fileBytes: 8 << 20,
+      diskFreeBytes: 2 * 2 ** 30,
       nice: 0,
     });
+    expect(sandboxLimitsFromEnv({ LOOPWRIGHT_SANDBOX_DISK_FREE: '0' }).diskFreeBytes).toBe(0);
     expect(sandboxLimitsFromEnv({ LOOPWRIGHT_SANDBOX_MEMORY: '2GiB' }).memoryBytes).toBe(2 * 2 ** 30);
   });
 
