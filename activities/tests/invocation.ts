@@ -7,8 +7,24 @@ export interface Invocation {
   command: string;
   /** Variables added to the command's environment. */
   env: Record<string, string>;
-  /** Where the results are read from after the run (for `junit`, nothing: the loop's `junitPath`). */
+  /** Where the results are read from after the run (for `junit`, nothing: the loop's `junitPath`; with `channel`, nothing). */
   resultsFile?: string;
+}
+
+/**
+ * The module the worker wrote for a run whose results go through the results socket
+ * (channel-reporters.ts), read-only in the sandbox: jest's and vitest's reporter, pytest's plugin
+ * (`<folder>/<module>.py`, the folder on PYTHONPATH), go's wrapper (run by `node`).
+ */
+export interface ChannelModule {
+  file: string;
+  /** go: the node binary that runs the wrapper (the worker's own, readable in the sandbox). */
+  node?: string;
+}
+
+/** Where pytest's plugin (`<folder>/<module>.py`) has its junitxml write: a path in its read-only folder, caught in memory. */
+export function pytestReportPath(pluginFile: string): string {
+  return pluginFile.replace(/\.py$/, '.xml');
 }
 
 /** The file names inside the results folder. */
@@ -52,14 +68,25 @@ export function appendArgs(command: string, args: string[]): string {
  *   place of base's helper or test module: an unchecked-hash one never compares its source.
  * - go: `-json`, with the command's stdout (the test2json events) sent to a file.
  * - junit: the command as it is; the loop says where its runner writes JUnit XML.
+ *
+ * With `dirs.channel` (the gate's runs), jest, vitest, pytest and go write no results file: their
+ * module (channel-reporters.ts) sends the same report through the worker's results socket.
+ * - jest: `--reporters=default --reporters=<file> --testLocationInResults` (the command line's
+ *   reporters replace the configuration's; the results are the same).
+ * - vitest: `--reporter=default --reporter=<file> --includeTaskLocation`.
+ * - pytest: `-p <module> --junitxml=<path in the module's folder> -o junit_family=xunit1`, the
+ *   module's folder first on PYTHONPATH, PYTHONPYCACHEPREFIX as above.
+ * - go: the node wrapper, which runs `<command> -json` (NODE_OPTIONS as the loop set it) and
+ *   forwards its stdout; the wrapper itself runs without NODE_OPTIONS.
  */
 export function runnerInvocation(
   runner: TestRunner,
   command: string,
-  dirs: { resultsDir: string; reporterFile?: string },
+  dirs: { resultsDir: string; reporterFile?: string; channel?: ChannelModule },
   env: Record<string, string> = {},
 ): Invocation {
   if (runner === 'junit') return { command, env: {} };
+  if (dirs.channel && runner !== 'node') return channelInvocation(runner, command, dirs.resultsDir, dirs.channel, env);
   const resultsFile = path.join(dirs.resultsDir, RESULTS_FILES[runner]);
   switch (runner) {
     case 'node': {
@@ -99,5 +126,47 @@ export function runnerInvocation(
     case 'go':
       // The newline ends a trailing comment in the command; the group's stdout is the event stream.
       return { command: `{ ${appendArgs(command, ['-json'])}\n} > ${sh(resultsFile)}`, env: {}, resultsFile };
+  }
+}
+
+function channelInvocation(
+  runner: 'jest' | 'vitest' | 'pytest' | 'go',
+  command: string,
+  resultsDir: string,
+  channel: ChannelModule,
+  env: Record<string, string>,
+): Invocation {
+  const file = channel.file;
+  switch (runner) {
+    case 'jest':
+      return {
+        command: appendArgs(command, ['--reporters=default', `--reporters=${sh(file)}`, '--testLocationInResults']),
+        env: {},
+      };
+    case 'vitest':
+      return {
+        command: appendArgs(command, ['--reporter=default', `--reporter=${sh(file)}`, '--includeTaskLocation']),
+        env: {},
+      };
+    case 'pytest': {
+      const module = path.basename(file).replace(/\.py$/, '');
+      const pythonPath = [path.dirname(file), env.PYTHONPATH].filter(Boolean).join(':');
+      return {
+        command: appendArgs(command, [
+          '-p',
+          module,
+          `--junitxml=${sh(pytestReportPath(file))}`,
+          '-o',
+          'junit_family=xunit1',
+        ]),
+        env: { PYTHONPATH: pythonPath, PYTHONPYCACHEPREFIX: path.join(path.dirname(resultsDir), 'pyc') },
+      };
+    }
+    case 'go': {
+      if (!channel.node) throw new Error('go needs the node binary that runs its wrapper');
+      const nodeOptions = env.NODE_OPTIONS === undefined ? '' : `export NODE_OPTIONS=${sh(env.NODE_OPTIONS)}\n`;
+      const inner = `${nodeOptions}{ ${appendArgs(command, ['-json'])}\n}`;
+      return { command: `unset NODE_OPTIONS; exec ${sh(channel.node)} ${sh(file)} ${sh(inner)}`, env: {} };
+    }
   }
 }

@@ -2,7 +2,8 @@ import { chmod } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 
 /**
- * Where node's test runner sends its results: a Unix socket the worker listens on, bound into the
+ * Where a test runner sends its results (node's, and jest's, vitest's, pytest's and go's through
+ * the modules of channel-reporters.ts): a Unix socket the worker listens on, bound into the
  * sandbox read-only (see run-tests.ts), instead of a file in a folder the tests can write.
  *
  * A results file in a writable folder is no evidence: any process of the run (a test file the
@@ -40,7 +41,16 @@ export interface ChannelResults {
 /** The last line a reporter sends before it closes its connection. */
 export const END_MARKER = '{"type":"loopwright:end"}';
 
-export async function openResultsChannel(socketPath: string, capBytes: number): Promise<ResultsChannel> {
+/**
+ * Listens at `socketPath`. With `single` (jest, vitest, pytest, go: the runner's module sends one
+ * whole report), the first connection is the only one: any other, even after it ended, is an
+ * intrusion. Without it (node), a connection that ended with the end marker lets another follow.
+ */
+export async function openResultsChannel(
+  socketPath: string,
+  capBytes: number,
+  opts: { single?: boolean } = {},
+): Promise<ResultsChannel> {
   const chunks: string[] = [];
   const problems: string[] = [];
   let bytes = 0;
@@ -58,6 +68,7 @@ export async function openResultsChannel(socketPath: string, capBytes: number): 
       return;
     }
     active = socket;
+    if (opts.single) accepting = false;
     let text = '';
     socket.setEncoding('utf8');
     socket.on('data', (data: string) => {
@@ -83,7 +94,7 @@ export async function openResultsChannel(socketPath: string, capBytes: number): 
               "the test runner's reporter stopped before the runner finished (was it killed?): results after it are not accepted",
             );
           }
-          if (!ended) accepting = false;
+          if (!ended || opts.single) accepting = false;
           resolve();
         }),
       ),

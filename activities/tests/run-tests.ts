@@ -1,4 +1,5 @@
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,14 +9,15 @@ import { isWithin } from '../sandbox/profile';
 import type { Sandbox, SandboxName } from '../sandbox/sandbox';
 import { capHeadTail } from '../tools/output';
 import { detectRunner, UnknownTestRunnerError } from './detect-runner';
-import { runnerInvocation } from './invocation';
+import { pytestReportPath, runnerInvocation, type ChannelModule } from './invocation';
 import { LIMITS, TestResultsError } from './limits';
 import { nodeReporterSource } from './node-reporter';
+import { goWrapperSource, jestReporterSource, pytestPluginSource, vitestReporterSource } from './channel-reporters';
 import { parseGoTestJson, goOutputText } from './parse-go';
 import { parseJestJson, parseVitestJson } from './parse-jest';
 import { parseJunitXml } from './parse-junit';
 import { parseNodeEvents } from './parse-node';
-import { junitTarget, readJunitReports, readResultsFile } from './read-results';
+import { junitTarget, readJunitReports } from './read-results';
 import { openResultsChannel, type ResultsChannel } from './results-channel';
 
 export { detectRunner, UnknownTestRunnerError };
@@ -55,17 +57,17 @@ export interface TestRun {
   /** Why results are missing or incomplete; absent when the runner reported normally. */
   problem?: string;
   /**
-   * Why the results cannot be trusted as the runner's own (node: another process of the run
-   * tried to send results, or the runner was cut off and something else could follow it).
+   * Why the results cannot be trusted as the runner's own: another process of the run tried to
+   * send results, or the runner was cut off (and something else could follow it).
    */
   tampered?: string;
 }
 
 const NO_RESULTS_HINT: Record<TestRunner, string> = {
   node: "did the command run node's test runner (node --test, or a file that uses node:test)?",
-  jest: 'did the command run jest, and does it end with jest (the flags --json --outputFile are appended to it)? A test file that calls process.exit stops jest before it writes its report',
+  jest: 'did the command run jest, and does it end with jest (the flags --reporters are appended to it)? A test file that calls process.exit stops jest before it writes its report',
   vitest: 'did the command run vitest, and does it end with vitest (its --reporter flags are appended to it)?',
-  pytest: 'did the command run pytest, and does it end with pytest (--junitxml is appended to it)?',
+  pytest: 'did the command run pytest, and does it end with pytest (-p and --junitxml are appended to it)?',
   go: 'did the command run go test, and does it end with it (-json is appended to it)?',
   junit: 'did the command run the tests, and does the runner write JUnit XML to junitPath?',
 };
@@ -105,6 +107,32 @@ function reportedAgain(perConnection: TestResult[][]): string[] {
   return [...again];
 }
 
+/**
+ * The module that sends `runner`'s results to `socket`, and where it goes in `dir`. pytest's has a
+ * name no file of the repository can have taken beforehand (`python -m pytest` puts the working
+ * folder on sys.path ahead of PYTHONPATH, where a module of the same name would win).
+ */
+function channelModuleFile(
+  runner: Exclude<TestRunner, 'junit'>,
+  dir: string,
+  socket: string,
+): { file: string; source: string } {
+  switch (runner) {
+    case 'node':
+      return { file: path.join(dir, 'reporter.mjs'), source: nodeReporterSource({ socket }) };
+    case 'jest':
+      return { file: path.join(dir, 'reporter.cjs'), source: jestReporterSource(socket) };
+    case 'vitest':
+      return { file: path.join(dir, 'reporter.mjs'), source: vitestReporterSource(socket) };
+    case 'pytest': {
+      const file = path.join(dir, `r${randomBytes(8).toString('hex')}.py`);
+      return { file, source: pytestPluginSource(socket, pytestReportPath(file)) };
+    }
+    case 'go':
+      return { file: path.join(dir, 'run.mjs'), source: goWrapperSource(socket, LIMITS.fileBytes) };
+  }
+}
+
 function parse(runner: Exclude<TestRunner, 'junit'>, text: string, workspace: string): TestResult[] {
   switch (runner) {
     case 'node':
@@ -129,12 +157,15 @@ function parse(runner: Exclude<TestRunner, 'junit'>, text: string, workspace: st
  * `workspace`, killed at `timeoutMs` or when `signal` aborts, heartbeating; a worker without a
  * sandbox throws SandboxUnavailableError.
  *
- * Results go to a folder the worker makes outside the workspace (under the OS temporary folder,
- * writable inside the sandbox at the same path) and removes afterwards: nothing is written into
- * the workspace. node's results go instead through a socket the worker listens on
- * (results-channel.ts), which no process of the run can rewrite: when something else in the run
- * connects to it, or the runner is cut off, `tampered` says so, and the gate takes the run as no
- * evidence. For `junit` the reports are read from `junitPath` in the workspace; reports
+ * The worker makes a folder outside the workspace (under the OS temporary folder) and removes it
+ * afterwards: nothing is written into the workspace. Every runner but `junit` sends its results
+ * through a socket the worker listens on there (results-channel.ts), from a module the worker
+ * wrote for the run, read-only in the sandbox (node-reporter.ts, channel-reporters.ts), which
+ * connects before any of the repository's code runs: no results file lies where the run could
+ * write, make or rewrite it. When something else in the run connects to the socket, or the
+ * runner is cut off, `tampered` says so, and the gate takes the run as no evidence. A `results`
+ * folder there stays writable inside the sandbox, as before; nothing is read from it.
+ * For `junit` the reports are read from `junitPath` in the workspace; reports
  * older than the run are skipped. Whatever the runner wrote is untrusted (the run executed the
  * agent's code): it is size-capped and parsed, never executed, and a report that cannot be read
  * leaves `results` empty with the reason in `problem`.
@@ -160,26 +191,36 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
     const resultsDir = path.join(scratch, 'results');
     await mkdir(resultsDir, { mode: 0o700 });
     let reporterFile: string | undefined;
+    let channelModule: ChannelModule | undefined;
     let channel: ResultsChannel | undefined;
-    if (runner === 'node') {
-      await mkdir(path.join(scratch, 'reporter'), { mode: 0o700 });
-      reporterFile = path.join(scratch, 'reporter', 'reporter.mjs');
+    if (runner !== 'junit') {
+      const reporterDir = path.join(scratch, 'reporter');
+      await mkdir(reporterDir, { mode: 0o700 });
       const socket = path.join(scratch, 'r.sock');
       if (Buffer.byteLength(socket) > 100)
         throw new ConfigError(
           `the temporary folder ${os.tmpdir()} has too long a path for the test results socket: set TMPDIR on the worker to a shorter one`,
         );
-      channel = await openResultsChannel(socket, LIMITS.fileBytes);
-      await writeFile(reporterFile, nodeReporterSource({ socket: channel.path }), { mode: 0o444 });
+      // node: one runner after another may report (`node --test a && node --test b`); the others send one whole report.
+      channel = await openResultsChannel(socket, LIMITS.fileBytes, { single: runner !== 'node' });
+      const written = channelModuleFile(runner, reporterDir, channel.path);
+      await writeFile(written.file, written.source, { mode: 0o444 });
+      if (runner === 'node') reporterFile = written.file;
+      else channelModule = { file: written.file, ...(runner === 'go' ? { node: realpathSync(process.execPath) } : {}) };
     }
-    const inv = runnerInvocation(runner, spec.command, { resultsDir, reporterFile }, opts.env);
+    const inv = runnerInvocation(runner, spec.command, { resultsDir, reporterFile, channel: channelModule }, opts.env);
+    const moduleFile = reporterFile ?? channelModule?.file;
     const since = Date.now();
     const run = await opts.sandbox
       .run(['sh', '-c', inv.command], {
         workspace,
         // Exactly the agent's environment (the loop's declared variables), plus what the runner needs to report.
         env: { ...opts.env, ...inv.env },
-        readable: [...(reporterFile && channel ? [reporterFile, channel.path] : []), ...(opts.readOnly ?? [])],
+        // pytest's plugin is imported from its folder, with the path its junitxml writes to (caught in memory).
+        readable: [
+          ...(moduleFile && channel ? [runner === 'pytest' ? path.dirname(moduleFile) : moduleFile, channel.path] : []),
+          ...(opts.readOnly ?? []),
+        ],
         writable: [resultsDir],
         timeoutMs: opts.timeoutMs,
         capChars: LIMITS.output,
@@ -198,34 +239,33 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
     let tampered: string | undefined;
     if (channel) {
       const sent = await channel.close();
-      // Another runner may follow one that ended (`node --test a && node --test b`), but never
-      // report a test an earlier one reported: a process of the run that connects after the
-      // runner ended could otherwise add a worse outcome for a test (the canary's) to hide its own.
-      const again = reportedAgain(sent.connections.map((text) => parseNodeEvents(text, workspace)));
-      if (again.length > 0)
-        sent.problems.push(
-          `a later connection reported ${again.length === 1 ? 'a test' : 'tests'} an earlier runner had reported (${again.slice(0, 3).join(', ')}${again.length > 3 ? ', ...' : ''}): each test is reported by one runner only`,
-        );
-      if (sent.intrusions > 0 || (sent.cutOff && !run.timedOut) || again.length > 0)
-        tampered = sent.problems.join('; ');
+      if (runner === 'node') {
+        // Another runner may follow one that ended (`node --test a && node --test b`), but never
+        // report a test an earlier one reported: a process of the run that connects after the
+        // runner ended could otherwise add a worse outcome for a test (the canary's) to hide its own.
+        const again = reportedAgain(sent.connections.map((text) => parseNodeEvents(text, workspace)));
+        if (again.length > 0)
+          sent.problems.push(
+            `a later connection reported ${again.length === 1 ? 'a test' : 'tests'} an earlier runner had reported (${again.slice(0, 3).join(', ')}${again.length > 3 ? ', ...' : ''}): each test is reported by one runner only`,
+          );
+        if (again.length > 0) tampered = sent.problems.join('; ');
+        results = parseNodeEvents(sent.text, workspace);
+      } else if (runner !== 'junit' && sent.text.trim() !== '') {
+        try {
+          results = parse(runner, sent.text, workspace);
+        } catch (err) {
+          if (!(err instanceof TestResultsError)) throw err;
+          sent.problems.push(err.message);
+        }
+        if (runner === 'go')
+          output = capHeadTail(`${goOutputText(sent.text)}${run.output ? `\n${run.output}` : ''}`, LIMITS.output);
+      }
+      if (sent.intrusions > 0 || (sent.cutOff && !run.timedOut)) tampered = sent.problems.join('; ');
       problems.push(...sent.problems);
-      results = parseNodeEvents(sent.text, workspace);
-    } else if (runner === 'junit') {
+    } else {
       const read = await readJunitReports(workspace, spec.junitPath!, since);
       results = read.results;
       problems.push(...read.problems);
-    } else {
-      try {
-        const text = await readResultsFile(inv.resultsFile!);
-        if (text !== undefined) {
-          results = parse(runner, text, workspace);
-          if (runner === 'go')
-            output = capHeadTail(`${goOutputText(text)}${run.output ? `\n${run.output}` : ''}`, LIMITS.output);
-        }
-      } catch (err) {
-        if (!(err instanceof TestResultsError)) throw err;
-        problems.push(err.message);
-      }
     }
     if (results.length >= LIMITS.results) problems.push(`only the first ${LIMITS.results} results are kept`);
     if (results.length === 0 && problems.length === 0) {

@@ -87,4 +87,22 @@ describe('runnerInvocation', () => {
     });
     expect(runnerInvocation('junit', 'mvn test', dirs)).toEqual({ command: 'mvn test', env: {} });
   });
+  test('with the results channel: jest and vitest get the reporter module, pytest the plugin (its folder on PYTHONPATH), go the wrapper; no results file', () => {
+    const channel = (file: string) => ({ ...dirs, channel: { file, node: '/usr/bin/node' } });
+    expect(runnerInvocation('jest', 'npx jest', channel('/tmp/rep/reporter.cjs'))).toEqual({
+      command: "npx jest --reporters=default --reporters='/tmp/rep/reporter.cjs' --testLocationInResults",
+      env: {},
+    });
+    expect(runnerInvocation('vitest', 'vitest run', channel('/tmp/rep/reporter.mjs')).command).toBe(
+      "vitest run --reporter=default --reporter='/tmp/rep/reporter.mjs' --includeTaskLocation",
+    );
+    expect(runnerInvocation('pytest', 'pytest', channel('/tmp/rep/rab12.py'), { PYTHONPATH: 'src' })).toEqual({
+      command: "pytest -p rab12 --junitxml='/tmp/rep/rab12.xml' -o junit_family=xunit1",
+      env: { PYTHONPATH: '/tmp/rep:src', PYTHONPYCACHEPREFIX: '/tmp/pyc' },
+    });
+    // The wrapper runs without the loop's NODE_OPTIONS; the go command gets them back.
+    expect(runnerInvocation('go', 'go test ./...', channel('/tmp/rep/run.mjs'), { NODE_OPTIONS: '--x' }).command).toBe(
+      "unset NODE_OPTIONS; exec '/usr/bin/node' '/tmp/rep/run.mjs' 'export NODE_OPTIONS='\\''--x'\\''\n{ go test ./... -json\n}'",
+    );
+  });
 });

@@ -69,6 +69,16 @@ test('a runner cut off before its end marker ends the results: whatever connects
   expect(got.problems.join('\n')).toMatch(/stopped before the runner finished/);
 });
 
+test('single (jest, vitest, pytest, go: one whole report): any connection after the first is refused, even after it ended with its marker', async () => {
+  const channel = await openResultsChannel(path.join(dir, 'r.sock'), 1024 * 1024, { single: true });
+  await send(channel.path, `${line('runner')}${END_MARKER}\n`);
+  await send(channel.path, `${line('forged')}${END_MARKER}\n`);
+  const got = await channel.close();
+  expect(got.connections).toEqual([line('runner')]);
+  expect(got.intrusions).toBe(1);
+  expect(got.cutOff).toBe(false);
+});
+
 const FAILING = [
   "const test = require('node:test');",
   "const assert = require('node:assert');",
