@@ -5,6 +5,7 @@ import { EVIDENCE_CHARS } from './command';
 import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from './diff-policy/git';
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
+import { testFrameworkUsers } from './tests/frameworks';
 import { blobText, isManifest, runnerFieldChanges } from './tests/manifest';
 import { pythonShadows, shadowingFiles } from './tests/shadows';
 import { pythonImports } from './tests/python-imports';
@@ -78,11 +79,18 @@ interface Failure {
  */
 export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdict> {
   const { check, root } = input;
-  const isInfra = infraMatcher(check);
+  const byName = infraMatcher(check);
   const isRunnerConfig = runnerConfigMatcher();
   const isAllowed = compileAllowedPaths(check.allowedPaths);
   const { base, baseTree, workTree } = await resolveTrees(root, input.baseRef);
   const changes = await diffTrees(root, baseTree, workTree);
+  // A file that imports a test framework at base, or one the change adds that does, is test infrastructure whatever its name.
+  const [atBase, inChange] = await Promise.all([
+    testFrameworkUsers(root, [baseTree]),
+    testFrameworkUsers(root, [workTree]),
+  ]);
+  const addedNow = new Set(changes.filter((c) => c.status === 'A').map((c) => c.path));
+  const isInfra = (file: string) => byName(file) || atBase.has(file) || (inChange.has(file) && addedNow.has(file));
 
   const failures: Failure[] = [];
   const outside = [
@@ -130,7 +138,8 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
   }
   const probes: TestProbe[] = [];
   for (const c of changes)
-    if (c.newOid && c.status !== 'D' && !isInfra(c.path) && isProbedCode(c.path))
+    // Code the change made use a test framework is still read for test detection (it may import one to look at the run).
+    if (c.newOid && c.status !== 'D' && !byName(c.path) && !atBase.has(c.path) && isProbedCode(c.path))
       probes.push(...testProbes(c.path, await addedLines(root, c.oldOid, c.newOid).catch(() => [])));
   const added = changes.filter((c) => c.status === 'A' || c.status === 'R').map((c) => c.path);
   const baseFiles = [...(await listTree(root, baseTree)).keys()];

@@ -20,6 +20,7 @@ import { currentActivityContext } from '../activity-context';
 import { gateScratchDir } from './workspace';
 import { evaluateGate, matchFailingTest, type GateFailure } from './tests/evaluate';
 import { testInfraMatcher } from './tests/infra';
+import { testFrameworkUsers } from './tests/frameworks';
 import { checkOutTree, editTree, listTree, type Checkout, type TreeEntry } from './tests/trees';
 import { canaryFor } from './tests/canary';
 import { readOnlyInfra } from './tests/read-only';
@@ -82,7 +83,14 @@ export async function runTestsCheck(
   const baseTree = await treeOf(root, base);
   const candTree = commit ? await treeOf(root, commit) : await snapshotWorkingTree(root, 'HEAD');
   const [baseFiles, candFiles] = await Promise.all([listTree(root, baseTree), listTree(root, candTree)]);
-  const isInfra = testInfraMatcher(check.testPattern);
+  // Test infrastructure by its name, and by what it uses: a file that imports a test framework at base, or one the change adds
+  // that does. A file of base's code the change makes import one stays code (the canary and the change policy look at it).
+  const byName = testInfraMatcher(check.testPattern);
+  const [atBase, inChange] = await Promise.all([
+    testFrameworkUsers(root, [baseTree]),
+    testFrameworkUsers(root, [candTree]),
+  ]);
+  const isInfra = (file: string) => byName(file) || atBase.has(file) || (inChange.has(file) && !baseFiles.has(file));
   const restore = new Map<string, TreeEntry | null>();
   for (const [file, entry] of baseFiles)
     if (isInfra(file) && differs(entry, candFiles.get(file))) restore.set(file, entry);

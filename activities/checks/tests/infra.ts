@@ -25,6 +25,8 @@ const INFRA_DIRS = String.raw`(^|/)(spec|specs|__mocks__|__fixtures__|__snapshot
  * `testing`, `testutil(s)`, `test-utils`, `test_helpers`, `testsupport`, `testlib`, `testkit`
  * (Go's `internal/testutil`, Python's `calc/testing.py`, a root `test-utils/`). Base's tests
  * assert through them, so a change that makes one assert nothing passes them as they are written.
+ * Helpers with other names count by what they use (a test framework: frameworks.ts), which the
+ * gate and the change policy add to this matcher.
  */
 const TEST_HELPERS = String.raw`(^|/)(testing|test[-_]?(utils?|helpers?|support|lib|kit|common))(/|\.[^/]+$)`;
 const RUNNER_CONFIG = String.raw`(^|/)(conftest\.py|\.?pytest\.ini|\.?pytest\.toml|tox\.ini|noxfile\.py|\.coveragerc|jest\.config\.[cm]?[jt]s|jest\.config\.json|jest\.setup\.[cm]?[jt]sx?|setupTests\.[cm]?[jt]sx?|bunfig\.toml|\.swcrc|vitest\.config\.[cm]?[jt]s|vitest\.workspace\.[cm]?[jt]s|vite\.config\.[cm]?[jt]s|\.mocharc(\.[a-z]+)?|karma\.conf\.[cm]?[jt]s|ava\.config\.[cm]?js|babel\.config\.[cm]?js(on)?|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|phpunit\.xml(\.dist)?|sitecustomize\.py|usercustomize\.py|\.npmrc|\.yarnrc(\.yml)?|\.env(\..*)?|node_modules/.+|site-packages/.+|vendor/.+|go\.work(\.sum)?|[^/]+\.pth|[^/]+\.(dist|egg)-info/.+|[^/]+\.egg-link)$`;
