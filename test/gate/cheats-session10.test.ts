@@ -19,6 +19,10 @@ import { commitAttempt, findPytest } from './corpus-repo';
  *   validation (Python would load it in place of the source without reading the source). It
  *   fails already: pytest runs with a bytecode cache prefix outside the checkout
  *   (activities/tests/invocation.ts), so no `__pycache__` of the checkout is read;
+ * - `package.json`'s `exports` re-pointed: base's tests load their helper by the package's own
+ *   name (`require('calc/check')`, a self-reference, which resolves through `exports`), and the
+ *   change mapped `./check` to a helper of its own that asserts nothing. `exports`, `main`,
+ *   `module` and `browser` are runner keys now (base's in the overlay run when they change).
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string | Buffer>;
@@ -274,3 +278,58 @@ const GO_CASES: Case[] = [
   },
   300_000,
 );
+
+/** node: base's tests load their helper by the package's own name (a self-reference, resolved through exports). */
+const EXPORTS_PKG = {
+  name: 'calc',
+  version: '1.0.0',
+  private: true,
+  exports: { '.': './src/math.js', './check': './lib/check.js' },
+};
+const EXPORTS_FILES: Files = {
+  'package.json': `${JSON.stringify(EXPORTS_PKG, null, 2)}\n`,
+  'src/math.js': JS_MATH,
+  'lib/check.js':
+    "const assert = require('node:assert');\n\nexports.check = (actual, expected) => assert.strictEqual(actual, expected);\n",
+  'test/math.test.js': [
+    "const test = require('node:test');",
+    "const { check } = require('calc/check');",
+    "const { add } = require('calc');",
+    '',
+    "test('add adds two numbers', () => check(add(2, 3), 5));",
+    "test('one is one', () => check(1, 1));",
+    '',
+  ].join('\n'),
+};
+
+const EXPORTS_CASES: Case[] = [
+  {
+    id: 'node-exports-repointed',
+    base: EXPORTS_FILES,
+    change: {
+      'package.json': `${JSON.stringify({ ...EXPORTS_PKG, exports: { ...EXPORTS_PKG.exports, './check': './lib/loose.js' } }, null, 2)}\n`,
+      'lib/loose.js': 'exports.check = () => {};\n',
+      'src/math.js': JS_MATH_SUB,
+      'test/sub.test.js':
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { sub } = require('calc');\n\ntest('sub subtracts', () => assert.strictEqual(sub(3, 1), 2));\n",
+    },
+    expect: { tests: ['fail to pass'], policy: ['tests append-only'] },
+  },
+  {
+    id: 'node-exports-honest',
+    base: EXPORTS_FILES,
+    change: {
+      'package.json': `${JSON.stringify({ ...EXPORTS_PKG, description: 'adds numbers' }, null, 2)}\n`,
+      'src/math.js': JS_FIXED,
+      'test/add.test.js':
+        "const test = require('node:test');\nconst { check } = require('calc/check');\nconst { add } = require('calc');\n\ntest('add adds one and one', () => check(add(1, 1), 2));\n",
+    },
+    expect: { tests: [], policy: [] },
+  },
+];
+
+test("node: package.json exports re-pointed so that base's tests, loading their helper by the package's own name, get one that asserts nothing, is rejected; an honest fix that edits package.json otherwise passes", async () => {
+  const sandbox = createSandbox(sandboxConfigFromEnv(process.env));
+  const got = await Promise.all(EXPORTS_CASES.map((c) => gate(c, sandbox, 'node --test', 'add adds two numbers')));
+  expect(got).toEqual(EXPORTS_CASES.map((c) => ({ id: c.id, ...c.expect })));
+}, 180_000);

@@ -6,7 +6,12 @@ import { workerGit } from '../../git/worker-git';
  * - `package.json`: the scripts (`npm test` runs `pretest`, `test` and `posttest`, and any of
  *   them can run anything, such as a preload that patches the code under test or a `sed` over
  *   it), the runners' own configuration keys, the module type, and `imports`, which maps the
- *   `#name` specifiers a test may load its helpers by (`require('#helpers')`) to any file;
+ *   `#name` specifiers a test may load its helpers by (`require('#helpers')`) to any file; and
+ *   what the package's own name resolves to: `exports` (a test may load the package, or a helper
+ *   it exports such as `calc/check`, by its name: node resolves that self-reference through
+ *   `exports` before any node_modules, so a change that re-pointed `./check` to a stub that
+ *   asserts nothing passed base's tests), `main` (`require('..')`), and `module` and `browser`,
+ *   which vitest and jest's browser environments read in place of `main`;
  * - `pyproject.toml`: pytest's tables (`[tool.pytest.ini_options]`, `[tool.pytest]`, and any
  *   `tool.pytest` key elsewhere), where `addopts = "-p plugin"` loads a plugin that can turn
  *   failures into passes; `setup.cfg`: its `[tool:pytest]` section;
@@ -17,7 +22,22 @@ import { workerGit } from '../../git/worker-git';
  * The gate runs base's versions of these parts, and the change policy counts a change to them
  * as a change to the runner's configuration.
  */
-export const RUNNER_KEYS = ['scripts', 'jest', 'mocha', 'ava', 'c8', 'nyc', 'tap', 'babel', 'type', 'imports'] as const;
+export const RUNNER_KEYS = [
+  'scripts',
+  'jest',
+  'mocha',
+  'ava',
+  'c8',
+  'nyc',
+  'tap',
+  'babel',
+  'type',
+  'imports',
+  'exports',
+  'main',
+  'module',
+  'browser',
+] as const;
 
 const PACKAGE_JSON = /(^|\/)package\.json$/;
 const PYPROJECT = /(^|\/)pyproject\.toml$/;
