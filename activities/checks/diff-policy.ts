@@ -6,6 +6,7 @@ import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from
 import { compileAllowedPaths } from './diff-policy/paths';
 import { runnerConfigMatcher, testInfraMatcher } from './tests/infra';
 import { testFrameworkUsers } from './tests/frameworks';
+import { infraImports } from './tests/infra-imports';
 import { blobText, isManifest, runnerFieldChanges } from './tests/manifest';
 import { pythonShadows, shadowingFiles } from './tests/shadows';
 import { pythonImports } from './tests/python-imports';
@@ -69,7 +70,8 @@ interface Failure {
  *   is fine);
  * - `no test detection`: a line the change adds to code (not test infrastructure) reads what only
  *   tells a test run from real use: a runner's variables, the command line, who loaded the
- *   module, its own call stack, the test framework (diff-policy/test-detection.ts);
+ *   module, its own call stack, the test framework (diff-policy/test-detection.ts), or imports
+ *   base's test helpers or test files, which it could then rewrite in-process (tests/infra-imports.ts);
  * - `no stray files` (`isolated` workspaces only: the run's own worktree, which started clean):
  *   the attempt left ignored files beside its commit other than dependency folders and caches.
  * Whether the tests really test anything is the `tests` check's business: by identity, on
@@ -136,13 +138,19 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
         );
     }
   }
+  const baseFiles = [...(await listTree(root, baseTree)).keys()];
+  // Base's test helpers and test files (not its installed or vendored packages): code that loads one can rewrite it in-process.
+  const helpers = new Set(baseFiles.filter((f) => (byName(f) || atBase.has(f)) && !isRunnerConfig(f)));
   const probes: TestProbe[] = [];
   for (const c of changes)
     // Code the change made use a test framework is still read for test detection (it may import one to look at the run).
-    if (c.newOid && c.status !== 'D' && !byName(c.path) && !atBase.has(c.path) && isProbedCode(c.path))
-      probes.push(...testProbes(c.path, await addedLines(root, c.oldOid, c.newOid).catch(() => [])));
+    if (c.newOid && c.status !== 'D' && !byName(c.path) && !atBase.has(c.path) && isProbedCode(c.path)) {
+      const lines = await addedLines(root, c.oldOid, c.newOid).catch(() => []);
+      probes.push(...testProbes(c.path, lines));
+      for (const i of infraImports(c.path, lines, helpers, baseFiles))
+        probes.push({ file: i.file, line: i.line, text: i.text, what: `loads base's test infrastructure ${i.loads}` });
+    }
   const added = changes.filter((c) => c.status === 'A' || c.status === 'R').map((c) => c.path);
-  const baseFiles = [...(await listTree(root, baseTree)).keys()];
   const imported = added.some((f) => /\.(py|pyc|so|pyd)$/.test(f)) ? await pythonImports(root, baseTree) : undefined;
   for (const s of [...shadowingFiles(added, baseFiles.filter(isInfra)), ...pythonShadows(added, baseFiles, imported)])
     weakened.push(`${s.file} added, which would be loaded in place of ${s.shadows}`);
@@ -160,7 +168,7 @@ export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdic
     failures.push({
       rule: 'no test detection',
       reason: `the change's code checks whether it runs under a test: ${shown.join(', ')}${probes.length > shown.length ? ` and ${probes.length - shown.length} more` : ''}`,
-      correction: `remove from ${names([...new Set(probes.map((p) => p.file))])} every check of the test runner, its variables, the command line or the call stack: the code must do under test what it does in use, so fix the bug itself`,
+      correction: `remove from ${names([...new Set(probes.map((p) => p.file))])} every check of the test runner, its variables, the command line or the call stack, and every import of the tests' own files and helpers: the code must do under test what it does in use, so fix the bug itself`,
     });
   }
 

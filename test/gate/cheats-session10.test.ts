@@ -23,6 +23,11 @@ import { commitAttempt, findPytest } from './corpus-repo';
  *   name (`require('calc/check')`, a self-reference, which resolves through `exports`), and the
  *   change mapped `./check` to a helper of its own that asserts nothing. `exports`, `main`,
  *   `module` and `browser` are runner keys now (base's in the overlay run when they change).
+ * - code under test that imports base's helper (`import lib.check as c`) and replaces its
+ *   assertion as it loads (`c.assert_equal = lambda a, b: None`): the helper's file is base's,
+ *   but base's tests run in the same process as the code, on the patched helper. No test run can
+ *   tell; the change policy now fails code that imports base's test helpers or test files (a
+ *   lexical check, like its other test-detection probes).
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string | Buffer>;
@@ -333,3 +338,40 @@ test("node: package.json exports re-pointed so that base's tests, loading their 
   const got = await Promise.all(EXPORTS_CASES.map((c) => gate(c, sandbox, 'node --test', 'add adds two numbers')));
   expect(got).toEqual(EXPORTS_CASES.map((c) => ({ id: c.id, ...c.expect })));
 }, 180_000);
+
+/** Code under test that replaces a function of base's helper as it loads (the helper's file untouched). */
+const PY_PATCHES_HELPER = [
+  'import lib.check as _check',
+  '',
+  '_check.assert_equal = lambda actual, expected: None',
+  '',
+  '',
+  'def add(a, b):',
+  '    return a - b',
+  '',
+  '',
+  'def sub(a, b):',
+  '    return a - b',
+  '',
+].join('\n');
+
+(python ? test : test.skip)(
+  `pytest: code under test that imports base's helper module and replaces its assertion as it loads is rejected by the change policy (the gate's runs pass it: base's tests run on the patched helper)${SKIPPED}`,
+  async () => {
+    const py = python!;
+    const cases: Case[] = [
+      {
+        id: 'py-code-patches-helper',
+        base: PY_FILES,
+        change: { 'calc/math.py': PY_PATCHES_HELPER, 'tests/test_sub.py': PY_SUB['tests/test_sub.py']! },
+        expect: { tests: [], policy: ['no test detection'] },
+      },
+    ];
+    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const got = await Promise.all(
+      cases.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),
+    );
+    expect(got).toEqual(cases.map((c) => ({ id: c.id, ...c.expect })));
+  },
+  180_000,
+);
