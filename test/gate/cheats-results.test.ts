@@ -275,7 +275,7 @@ test("jest: results forged by another process, written before the runner (a) or 
       LOOPWRIGHT_SANDBOX_READ: realpathSync(path.dirname(path.dirname(path.dirname(JEST)))),
     }),
   );
-  await judge('jest', sandbox, `node ${JEST} --ci`);
+  await judge('jest', sandbox, `node ${realpathSync(JEST)} --ci`);
 }, 240_000);
 
 (HAS_VITEST ? test : test.skip)(
