@@ -1,6 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { activityCancellation } from '../activity-context';
+import { sandboxLimitsFromEnv, watchDisk } from '../sandbox/limits';
 import { workerProtectedPaths } from '../sandbox/protected';
 import { realOrSelf } from '../sandbox/real-path';
 import { unsafeNestedRepositories } from './nested-repos';
@@ -61,11 +63,25 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
       }),
     ).map((p) => p.replace(/\/$/, ''));
     const all = [...tracked, ...untracked].filter(outside);
-    if (all.length > 0)
-      await workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
-        indexFile,
-        input: `${all.join('\0')}\0`,
-      });
+    if (all.length > 0) {
+      // Hashing what the agent's commands wrote copies it into the repository's objects: watched
+      // as those commands are (LOOPWRIGHT_SANDBOX_DISK_FREE), or files that filled the disk up to
+      // the commands' limit would fill the rest of it here.
+      const disk = watchDisk(root, sandboxLimitsFromEnv(process.env).diskFreeBytes);
+      try {
+        await workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
+          indexFile,
+          input: `${all.join('\0')}\0`,
+          ...(disk ? { signal: anySignal(disk.signal, activityCancellation()) } : {}),
+        });
+      } catch (err) {
+        if (disk?.signal.aborted)
+          throw new Error(`the working tree under ${root} was not snapshotted: ${String(disk.signal.reason)}`);
+        throw err;
+      } finally {
+        disk?.end();
+      }
+    }
     return (await workerGit(root, ['write-tree'], { indexFile })).trim();
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -87,4 +103,9 @@ function protectedInside(top: string, root: string): string[] {
 function isWithin(outer: string, inner: string): boolean {
   const rel = path.relative(outer, inner);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** A signal that fires when either does (the activity's cancellation, when there is one, is not dropped). */
+function anySignal(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
+  return b ? AbortSignal.any([a, b]) : a;
 }

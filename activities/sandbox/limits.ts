@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, statfsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../../common/errors';
 
@@ -377,4 +377,44 @@ function tryRmdir(dir: string): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT';
   }
+}
+
+/** How often the free disk is looked at while a command runs. */
+const DISK_WATCH_MS = 100;
+
+/**
+ * Watches the disk `dir` lies on while a command runs there (or the worker's own git writes what
+ * a command left there: snapshot.ts): `signal` fires (the command is then stopped, see
+ * spawnCapture's `stop`) once less than `keep` bytes, or less than 1% of its inodes,
+ * are free, including before it starts. Files in the workspace are each under the file size limit,
+ * but many of them filled the disk the worker, its database and the Temporal server write to.
+ * What a command can write between two looks (at most about what its memory limit lets it hold
+ * as dirty pages, since `fallocate` is refused: seccomp.ts) is what `keep` must cover. `keep` 0:
+ * nothing is watched.
+ */
+export function watchDisk(dir: string, keep: number): { signal: AbortSignal; end(): void } | undefined {
+  if (keep <= 0) return undefined;
+  const stop = new AbortController();
+  const look = () => {
+    let st;
+    try {
+      st = statfsSync(dir);
+    } catch {
+      return; // gone or unreadable: the command fails on its own
+    }
+    const free = st.bavail * st.bsize;
+    const why =
+      free < keep
+        ? `${Math.floor(free / 2 ** 20)} MiB free, less than the ${formatSize(keep)} commands must leave (LOOPWRIGHT_SANDBOX_DISK_FREE)`
+        : st.files > 0 && st.ffree < st.files / 100
+          ? `${st.ffree} inodes free, less than 1% of its ${st.files}`
+          : undefined;
+    if (why) {
+      stop.abort(`the disk holding the workspace has ${why}`);
+      clearInterval(timer);
+    }
+  };
+  const timer = setInterval(look, DISK_WATCH_MS);
+  look();
+  return { signal: stop.signal, end: () => clearInterval(timer) };
 }

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, statfsSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,10 +14,10 @@ import { commandEnv } from './env';
 import {
   createCommandCgroup,
   findCgroupHome,
-  formatSize,
   sandboxLimitsFromEnv,
   type CgroupHome,
   type SandboxLimits,
+  watchDisk,
 } from './limits';
 import { sanitizedConfigMounts } from './git-config';
 import { workspaceGitDirs } from './git-dirs';
@@ -281,51 +281,15 @@ async function runBwrap(
   const disk = watch ? watchDisk(realOrSelf(opts.workspace), limits.limits.diskFreeBytes) : undefined;
   try {
     const run = await runBwrapIn(config, bwrap, version, limits, cgroup?.procs ?? [], argv, opts, disk?.signal);
-    const hits = [...(cgroup?.hits() ?? []), ...(run.stopped ? [`[sandbox: ${run.stopped}]`] : [])];
+    const hits = [
+      ...(cgroup?.hits() ?? []),
+      ...(run.stopped ? [`[sandbox: stopped: ${run.stopped}; remove what the command wrote there]`] : []),
+    ];
     return hits.length > 0 ? { ...run, output: [run.output.trimEnd(), ...hits].join('\n') } : run;
   } finally {
     disk?.end();
     await cgroup?.remove();
   }
-}
-
-/** How often the free disk is looked at while a command runs. */
-const DISK_WATCH_MS = 100;
-
-/**
- * Watches the disk `dir` lies on while a command runs there: `signal` fires (the command is then
- * stopped, see spawnCapture's `stop`) once less than `keep` bytes, or less than 1% of its inodes,
- * are free, including before it starts. Files in the workspace are each under the file size limit,
- * but many of them filled the disk the worker, its database and the Temporal server write to.
- * What a command can write between two looks (at most about what its memory limit lets it hold
- * as dirty pages, since `fallocate` is refused: seccomp.ts) is what `keep` must cover. `keep` 0:
- * nothing is watched.
- */
-function watchDisk(dir: string, keep: number): { signal: AbortSignal; end(): void } | undefined {
-  if (keep <= 0) return undefined;
-  const stop = new AbortController();
-  const look = () => {
-    let st;
-    try {
-      st = statfsSync(dir);
-    } catch {
-      return; // gone or unreadable: the command fails on its own
-    }
-    const free = st.bavail * st.bsize;
-    const why =
-      free < keep
-        ? `${Math.floor(free / 2 ** 20)} MiB free, less than the ${formatSize(keep)} commands must leave (LOOPWRIGHT_SANDBOX_DISK_FREE)`
-        : st.files > 0 && st.ffree < st.files / 100
-          ? `${st.ffree} inodes free, less than 1% of its ${st.files}`
-          : undefined;
-    if (why) {
-      stop.abort(`stopped: the disk holding the workspace has ${why}; remove what the command wrote there`);
-      clearInterval(timer);
-    }
-  };
-  const timer = setInterval(look, DISK_WATCH_MS);
-  look();
-  return { signal: stop.signal, end: () => clearInterval(timer) };
 }
 
 async function runBwrapIn(

@@ -219,4 +219,28 @@ describe('the disk the workspace lies on', () => {
     expect(again).toContain('done');
     expect(again).not.toContain('[sandbox: stopped');
   });
+
+  test('nor does the worker’s snapshot fill it with copies of what a command left just above the reserve', async () => {
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'a'), 'a\n');
+    git(ws, 'add', '.');
+    git(ws, 'commit', '-q', '-m', 'a');
+    const freeMiB = () => {
+      const st = statfsSync(ws);
+      return Math.floor((st.bavail * st.bsize) / 2 ** 20);
+    };
+    // Room for the command's 200 MiB, not for a second copy of them in the repository's objects.
+    const keep = Math.max(0, freeMiB() - 300);
+    const vars = { LOOPWRIGHT_SANDBOX_DISK_FREE: `${keep}m` };
+    await withEnv(vars, async () => {
+      const c = ctx(sandboxIn(dir, vars));
+      const run = await runShell(c, 'for i in 1 2 3 4; do head -c 52428800 /dev/urandom > r$i; done; echo wrote');
+      expect(run).toContain('wrote');
+      expect(run).not.toContain('[sandbox: stopped');
+      await expect(snapshotWorkingTree(ws)).rejects.toThrow(
+        /not snapshotted: the disk holding the workspace has \d+ MiB free/,
+      );
+      expect(freeMiB()).toBeGreaterThan(keep - 100);
+    });
+  });
 });
