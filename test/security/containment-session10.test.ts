@@ -244,3 +244,30 @@ describe('the disk the workspace lies on', () => {
     });
   });
 });
+
+describe('OPEN: another L2 run’s work in the shared repository', () => {
+  // Every run's worktree shares the repository's object store and refs, which each sandbox mounts
+  // read-only: run A reads run B's per-attempt commits (and every object B's snapshots wrote).
+  // Closing it needs an object store per run (see the report of this session); until then this
+  // test documents the hole, and fails (telling whoever closes it to make it a plain test) once it is closed.
+  test.failing('run A cannot read what run B committed on its own branch', async () => {
+    const repo = path.join(dir, 'repo');
+    mkdirSync(repo);
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(repo, 'a'), 'a\n');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'base');
+    const worktrees = path.join(dir, 'home', 'worktrees');
+    git(repo, 'worktree', 'add', '-q', '-b', 'loopwright/run-a', path.join(worktrees, 'a'), 'HEAD');
+    git(repo, 'worktree', 'add', '-q', '-b', 'loopwright/run-b', path.join(worktrees, 'b'), 'HEAD');
+    writeFileSync(path.join(worktrees, 'b', 'config.env'), `API_TOKEN=${KEY}\n`);
+    git(path.join(worktrees, 'b'), 'add', '.');
+    git(path.join(worktrees, 'b'), 'commit', '-q', '-m', 'attempt 1');
+    const c = toolContext(sandboxIn(dir), path.join(worktrees, 'a'), ['sh'], 20_000);
+    const seen = await runShell(
+      c,
+      'git show loopwright/run-b:config.env; git cat-file --batch-all-objects --batch | grep -a API_TOKEN; true',
+    );
+    expect(seen).not.toContain(KEY);
+  });
+});
