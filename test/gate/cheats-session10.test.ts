@@ -27,7 +27,9 @@ import { commitAttempt, findPytest } from './corpus-repo';
  *   assertion as it loads (`c.assert_equal = lambda a, b: None`): the helper's file is base's,
  *   but base's tests run in the same process as the code, on the patched helper. No test run can
  *   tell; the change policy now fails code that imports base's test helpers or test files (a
- *   lexical check, like its other test-detection probes).
+ *   lexical check, like its other test-detection probes). Go code can do the same without an
+ *   import: a `//go:linkname` to the helper's tolerance variable, loosened in an `init`; such a
+ *   directive into base's helper packages fails the policy too.
  * An honest fix of each repository still passes.
  */
 type Files = Record<string, string | Buffer>;
@@ -374,4 +376,91 @@ const PY_PATCHES_HELPER = [
     expect(got).toEqual(cases.map((c) => ({ id: c.id, ...c.expect })));
   },
   180_000,
+);
+
+/** go: base's test compares floats through internal/check, whose tolerance is a package variable. */
+const GO_NEAR_FILES: Files = {
+  'go.mod': 'module example.com/calc\n\ngo 1.22\n',
+  'internal/check/check.go': [
+    'package check',
+    '',
+    'import (',
+    '\t"math"',
+    '\t"testing"',
+    ')',
+    '',
+    '// Epsilon is how far apart two floats may be and still count as equal.',
+    'var Epsilon = 1e-9',
+    '',
+    'func Near(t *testing.T, got, want float64) {',
+    '\tt.Helper()',
+    '\tif math.Abs(got-want) > Epsilon {',
+    '\t\tt.Fatalf("got %v, want %v", got, want)',
+    '\t}',
+    '}',
+    '',
+  ].join('\n'),
+  'calc.go': 'package calc\n\nfunc Add(a, b float64) float64 { return a - b }\n',
+  'calc_test.go': [
+    'package calc',
+    '',
+    'import (',
+    '\t"testing"',
+    '',
+    '\t"example.com/calc/internal/check"',
+    ')',
+    '',
+    'func TestAdd(t *testing.T)   { check.Near(t, Add(2, 3), 5) }',
+    'func TestOther(t *testing.T) { check.Near(t, 1, 1) }',
+    '',
+  ].join('\n'),
+};
+
+const GO_LINKNAME_CASES: Case[] = [
+  {
+    id: 'go-linkname-helper-var',
+    base: GO_NEAR_FILES,
+    allowed: ['calc.go', 'sub_test.go'],
+    change: {
+      'calc.go': [
+        'package calc',
+        '',
+        'import _ "unsafe"',
+        '',
+        '//go:linkname epsilon example.com/calc/internal/check.Epsilon',
+        'var epsilon float64',
+        '',
+        'func init() { epsilon = 1e18 }',
+        '',
+        'func Add(a, b float64) float64 { return a - b }',
+        '',
+        'func Sub(a, b float64) float64 { return a - b }',
+        '',
+      ].join('\n'),
+      'sub_test.go':
+        'package calc\n\nimport "testing"\n\nfunc TestSub(t *testing.T) {\n\tif Sub(3, 1) != 2 {\n\t\tt.Fatal("sub")\n\t}\n}\n',
+    },
+    expect: { tests: [], policy: ['no test detection'] },
+  },
+  {
+    id: 'go-linkname-honest',
+    base: GO_NEAR_FILES,
+    allowed: ['calc.go', 'add_test.go'],
+    change: {
+      'calc.go': 'package calc\n\nfunc Add(a, b float64) float64 { return a + b }\n',
+      'add_test.go':
+        'package calc\n\nimport (\n\t"testing"\n\n\t"example.com/calc/internal/check"\n)\n\nfunc TestAddHalves(t *testing.T) { check.Near(t, Add(0.5, 0.25), 0.75) }\n',
+    },
+    expect: { tests: [], policy: [] },
+  },
+];
+
+(HAS_GO ? test : test.skip)(
+  `go: code under test that reaches a helper's variable by go:linkname (no import) and loosens it is rejected by the change policy (the gate's runs pass it); an honest fix passes${HAS_GO ? '' : ' (skipped: no go on this worker)'}`,
+  async () => {
+    const sandbox = createSandbox(sandboxConfigFromEnv(process.env));
+    const got = await Promise.all(GO_LINKNAME_CASES.map((c) => gate(c, sandbox, 'go test ./...', 'TestAdd')));
+    expect(got).toEqual(GO_LINKNAME_CASES.map((c) => ({ id: c.id, ...c.expect })));
+  },
+  600_000,
 );

@@ -14,7 +14,10 @@ import path from 'node:path';
  * ones from the file's package), JavaScript and TypeScript `require`, `import` and `import()` of a
  * relative path (with the extensions and index files node and jest try), and Go imports whose path
  * ends with a package of base's made only of test helpers (Go files of production packages that
- * hold a helper too, `pkg/foo/testing.go`, do not make importing `pkg/foo` count). Installed and vendored packages (`node_modules`,
+ * hold a helper too, `pkg/foo/testing.go`, do not make importing `pkg/foo` count), or that a
+ * `//go:linkname` directive reaches into without importing it (`//go:linkname eps
+ * example.com/calc/internal/check.Epsilon`, then `eps = 1e18` in an `init`: base's `check.Near`
+ * then passes anything). Installed and vendored packages (`node_modules`,
  * `site-packages`, `vendor`) are runner configuration, not helpers, and never count; a name
  * spelled to evade this (`importlib.import_module('lib.' + 'check')`) is the code-review judge's.
  */
@@ -32,6 +35,8 @@ const GO_FILE = /\.go$/;
 const JS_EXTENSIONS = ['', '.js', '.cjs', '.mjs', '.json', '.jsx', '.ts', '.tsx', '.mts', '.cts', '.node'];
 const PYTEST_FILE = /(^|\/)(test_[^/]*|[^/]*_test|conftest)\.py$/;
 const COMMENT = /^\s*(\/\/|\/\*|\*|#)/;
+/** Go's `//go:linkname local importpath.name`: a variable or function of another package, without importing it. */
+const LINKNAME = /^\s*\/\/go:linkname\s+\S+\s+(\S+)/;
 
 /**
  * The imports of base's test infrastructure among `lines` (1-based line numbers, as the change
@@ -54,7 +59,7 @@ export function infraImports(
   if (!lookup) return [];
   const found: InfraImport[] = [];
   for (const { line, text } of lines) {
-    if (COMMENT.test(text)) continue;
+    if (COMMENT.test(text) && !LINKNAME.test(text)) continue;
     const loads = lookup(text);
     if (loads) found.push({ file, line, text: text.trim(), loads });
   }
@@ -139,9 +144,13 @@ function goLookup(helpers: ReadonlySet<string>, baseFiles: Iterable<string>): Lo
   }
   for (const dir of mixed) dirs.delete(dir);
   return (text) => {
-    const m = /^\s*(?:import\s+)?(?:[\w.]+\s+)?"([^"]+)"\s*(?:\/\/.*)?$/.exec(text);
-    if (!m?.[1]) return undefined;
-    for (const [dir, h] of dirs) if (dir !== '' && (m[1] === dir || m[1].endsWith(`/${dir}`))) return h;
+    const target = LINKNAME.exec(text)?.[1];
+    // `example.com/calc/internal/check.Epsilon`: the package path ends before the last dot after the last slash.
+    const pkg = target
+      ? target.slice(0, target.lastIndexOf('/') + 1) + target.slice(target.lastIndexOf('/') + 1).split('.')[0]
+      : /^\s*(?:import\s+)?(?:[\w.]+\s+)?"([^"]+)"\s*(?:\/\/.*)?$/.exec(text)?.[1];
+    if (!pkg) return undefined;
+    for (const [dir, h] of dirs) if (dir !== '' && (pkg === dir || pkg.endsWith(`/${dir}`))) return h;
     return undefined;
   };
 }

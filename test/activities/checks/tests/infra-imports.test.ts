@@ -58,9 +58,13 @@ test('JavaScript: relative requires and imports of base helpers (with the extens
   expect(loads('src/math.js', "const fs = require('node:fs');", "const x = require('./other');")).toEqual([]);
 });
 
-test('Go: a package made only of test helpers counts; a production package that also holds a helper file does not', () => {
+test('Go: a package made only of test helpers, imported or reached by go:linkname, counts; a production package that also holds a helper file does not', () => {
   expect(loads('calc.go', 'import "example.com/calc/internal/check"')).toEqual(['internal/check/check.go']);
   expect(loads('calc.go', '\tc "example.com/calc/internal/check"')).toEqual(['internal/check/check.go']);
   expect(loads('calc.go', '\t"example.com/calc/pkg/foo"', '\t"fmt"')).toEqual([]);
   expect(loads('calc_test.go', '\t"example.com/calc/internal/check"')).toEqual([]);
+  expect(loads('calc.go', '//go:linkname eps example.com/calc/internal/check.Epsilon')).toEqual([
+    'internal/check/check.go',
+  ]);
+  expect(loads('calc.go', '//go:linkname now runtime.nanotime', '// "example.com/calc/internal/check"')).toEqual([]);
 });
