@@ -67,7 +67,8 @@ const NO_RESULTS_HINT: Record<TestRunner, string> = {
   node: "did the command run node's test runner (node --test, or a file that uses node:test)?",
   jest: 'did the command run jest, and does it end with jest (the flags --reporters are appended to it)? A test file that calls process.exit stops jest before it writes its report',
   vitest: 'did the command run vitest, and does it end with vitest (its --reporter flags are appended to it)?',
-  pytest: 'did the command run pytest, and does it end with pytest (-p and --junitxml are appended to it)?',
+  pytest:
+    'did the command run pytest, and does it end with pytest (-p and --junitxml are appended to it)? The plugin they name is found through PYTHONPATH: a command that clears the environment (python -E, tox without passenv) cannot load it',
   go: 'did the command run go test, and does it end with it (-json is appended to it)?',
   junit: 'did the command run the tests, and does the runner write JUnit XML to junitPath?',
 };
