@@ -310,3 +310,54 @@ test("jest: results forged by another process, written before the runner (a) or 
   },
   400_000,
 );
+
+/**
+ * Open (documented as a failing test): a process of the run that takes the runner's own
+ * connection. pidfd_getfd (like ptrace) is allowed inside the sandbox, so a child of pytest gets
+ * its plugin's socket, sends forged results with the end marker and shuts the socket: the worker
+ * reads one connection that ended cleanly. Closing it needs the sandbox's seccomp filter to refuse
+ * ptrace, process_vm_readv/writev and pidfd_getfd; this test then fails, to be made a plain one.
+ */
+const STEAL_CONNECTION = [
+  'import ctypes, os, socket',
+  'libc = ctypes.CDLL(None, use_errno=True)',
+  'pidfd = libc.syscall(434, os.getppid(), 0)  # pidfd_open(pytest)',
+  'XML = (\'<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="2">\'',
+  '       \'<testcase classname="tests.test_math" name="test_add" file="tests/test_math.py" line="3" time="0.001" />\'',
+  '       \'<testcase classname="tests.test_math" name="test_other" file="tests/test_math.py" line="7" time="0.001" />\'',
+  "       '</testsuite></testsuites>')",
+  'for n in range(3, 256):',
+  '    fd = libc.syscall(438, pidfd, n, 0)  # pidfd_getfd',
+  '    if fd < 0:',
+  '        continue',
+  '    try:',
+  '        s = socket.socket(fileno=fd)',
+  '        peer = s.getpeername()',
+  '        if isinstance(peer, str) and peer.endswith("/r.sock"):',
+  '            s.sendall(XML.encode() + b\'\\n{"type":"loopwright:end"}\\n\')',
+  '            s.shutdown(socket.SHUT_WR)',
+  '    except OSError:',
+  '        pass',
+  '',
+].join('\n');
+
+(python ? test.failing : test.skip)(
+  `OPEN: pytest: a child process that takes the plugin's own connection (pidfd_getfd) and sends forged results through it is rejected${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
+  async () => {
+    const py = python!;
+    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const change = {
+      'calc/math.py': `import subprocess as _sp, sys as _sys\n_sp.run([_sys.executable, "-c", ${JSON.stringify(STEAL_CONNECTION)}])\n\n\ndef add(a, b):\n    return a - b\n`,
+    };
+    const got = await gate(
+      'pytest-steal-connection',
+      'pytest',
+      change,
+      sandbox,
+      `${py.exe} -m pytest -q -p no:cacheprovider`,
+    );
+    if (process.env.CHEATS_RESULTS_DEBUG) console.log(JSON.stringify(got, null, 1));
+    expect(got.passed).toBe(false);
+  },
+  240_000,
+);
