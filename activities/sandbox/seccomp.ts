@@ -21,8 +21,13 @@ import path from 'node:path';
  * EOPNOTSUPP, as on a file system without it (posix_fallocate then writes the blocks, and callers
  * that only preallocate go on without): it takes a gigabyte of disk in a millisecond, faster than
  * the worker's watch of the free disk (LOOPWRIGHT_SANDBOX_DISK_FREE, sandbox.ts) can stop it,
- * where writing the same takes the command the time the watch needs. Syscalls of another ABI
- * (x32, i386 on x86-64) fail with ENOSYS. Everything else is allowed.
+ * where writing the same takes the command the time the watch needs. `ptrace`,
+ * `process_vm_readv`, `process_vm_writev` and `pidfd_getfd` fail with EPERM, as for a process
+ * without CAP_SYS_PTRACE under Docker's profile: every process of a command runs as the same user,
+ * so any of them could otherwise take another's open files or memory. A child of the test runner
+ * took the runner's connection to the worker's results socket (pidfd_getfd) and sent forged
+ * results through it (test/gate/cheats-results.test.ts). Syscalls of another ABI (x32, i386 on
+ * x86-64) fail with ENOSYS. Everything else is allowed.
  */
 
 const LD_W_ABS = 0x20;
@@ -51,6 +56,8 @@ interface Abi {
   nosys: number[];
   /** Syscalls refused with EOPNOTSUPP (fallocate). */
   notsup: number[];
+  /** Syscalls refused with EPERM (ptrace, process_vm_readv, process_vm_writev, pidfd_getfd). */
+  eperm: number[];
   /** Whether syscall numbers with the x32 bit must be refused. */
   x32?: boolean;
 }
@@ -74,6 +81,7 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
     // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
     nosys: [437, 425, 248, 249, 250, 321, 298, 323],
     notsup: [285],
+    eperm: [101, 310, 311, 438],
     x32: true,
   },
   arm64: {
@@ -90,6 +98,7 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
     // openat2, io_uring_setup; add_key, request_key, keyctl; bpf, perf_event_open, userfaultfd
     nosys: [437, 425, 217, 218, 219, 280, 241, 282],
     notsup: [47],
+    eperm: [117, 270, 271, 438],
   },
 };
 
@@ -116,6 +125,10 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
   for (const nr of abi.notsup) {
     prog.push([JEQ_K, 0, 1, nr]);
     prog.push([RET_K, 0, 0, ERRNO | EOPNOTSUPP]);
+  }
+  for (const nr of abi.eperm) {
+    prog.push([JEQ_K, 0, 1, nr]);
+    prog.push([RET_K, 0, 0, ERRNO | EPERM]);
   }
   // Each mode syscall: if it is this one, load its mode argument (low 32 bits: little-endian) and
   // test it; for mknod(at), its file type too.

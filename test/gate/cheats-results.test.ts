@@ -312,11 +312,11 @@ test("jest: results forged by another process, written before the runner (a) or 
 );
 
 /**
- * Open (documented as a failing test): a process of the run that takes the runner's own
- * connection. pidfd_getfd (like ptrace) is allowed inside the sandbox, so a child of pytest gets
- * its plugin's socket, sends forged results with the end marker and shuts the socket: the worker
- * reads one connection that ended cleanly. Closing it needs the sandbox's seccomp filter to refuse
- * ptrace, process_vm_readv/writev and pidfd_getfd; this test then fails, to be made a plain one.
+ * A process of the run that takes the runner's own connection: a child of pytest got its plugin's
+ * socket with pidfd_getfd (allowed inside the sandbox, like ptrace), sent forged results with the
+ * end marker and shut the socket, and the worker read one connection that ended cleanly: the gate
+ * passed the change. The sandbox's seccomp filter now refuses ptrace, process_vm_readv/writev and
+ * pidfd_getfd (EPERM), so no process of a run reaches another's files or memory.
  */
 const STEAL_CONNECTION = [
   'import ctypes, os, socket',
@@ -341,8 +341,8 @@ const STEAL_CONNECTION = [
   '',
 ].join('\n');
 
-(python ? test.failing : test.skip)(
-  `OPEN: pytest: a child process that takes the plugin's own connection (pidfd_getfd) and sends forged results through it is rejected${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
+(python ? test : test.skip)(
+  `pytest: a child process that takes the plugin's own connection (pidfd_getfd) to send forged results through it cannot, and the change is rejected${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
     const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
