@@ -353,13 +353,17 @@ export class LoopwrightClient {
           err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (isGrpcServiceError(err) && err.code === 4);
         if (!lost && !late) throw this.translate(err, workflowId);
         const now = await this.describe(handle);
-        const entry = (await this.status(workflowId).catch(() => undefined))?.decisions.find(
-          (d) => d.id === decision.id,
-        );
-        if (entry?.status === 'applied') return entry;
-        // The run ended meanwhile (another decision ended it).
-        if (now.status.name !== 'RUNNING')
+        // The run ended meanwhile (this decision or another ended it): its closed record, read
+        // from history, says which. A running run's live state is not asked: a worker may answer
+        // a query from a workflow task that the server then refuses (its decision never applied),
+        // and the same update id sent again gets the durable answer.
+        if (now.status.name !== 'RUNNING') {
+          const entry = (await this.status(workflowId).catch(() => undefined))?.decisions.find(
+            (d) => d.id === decision.id,
+          );
+          if (entry?.status === 'applied') return entry;
           throw new DecisionRefusedError(workflowId, `the run has ended (${endedState(now)})`);
+        }
         if (Date.now() >= deadline) {
           throw new LoopwrightError(
             `run ${workflowId} did not answer decision ${decision.id} within ${DECIDE_TIMEOUT_MS / 1000} s (its workers are busy or gone): it is applied only if a worker takes it later; see \`loopwright status ${workflowId}\``,

@@ -1,4 +1,11 @@
-import { ApplicationFailure, condition, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   decisionMessage,
   MAX_DECISION_BYTES,
@@ -275,6 +282,19 @@ export function handleDecisions(
       },
     },
   );
+}
+
+/**
+ * Waits until every decision handler still running has answered (a signer's check in flight, a
+ * second approval that came in the same workflow task), even in a canceled run. A run that closed
+ * first answered that update after its own completion, a command sequence the server refuses: the
+ * workflow task failed and was tried again, and a second approval of the same wait could be
+ * answered as applied though the run recorded only the first (test/security/decisions.test.ts,
+ * 200 runs approved at once: 201 "applied" before). No command of its own: a run with no handler
+ * running closes as before.
+ */
+export function decisionsAnswered(): Promise<void> {
+  return CancellationScope.nonCancellable(() => condition(allHandlersFinished));
 }
 
 /** Adds a judged decision to the record: the applied entry, or the refusal's bounded summary (repeated ids are not recorded again). */

@@ -2,7 +2,7 @@ import { condition, executeChild, patched, setCurrentDetails, setHandler, workfl
 import { forDisplay } from '../../common/redact';
 import { decisionWait, type AppliedDecision, type DecisionRecord } from '../../common/decision';
 import { trustRecord, type Trust, type TrustRecord } from '../../common/trust-record';
-import { handleDecisions } from '../decisions';
+import { decisionsAnswered, handleDecisions } from '../decisions';
 import { proposerCallSummary } from '../../common/activity-summary';
 import { readProposal } from '../../common/improve/proposal-shape';
 import { summarizeEvaluation, heldOutTasks, type EvaluationSummary } from '../../common/improve/evaluate';
@@ -88,6 +88,12 @@ const PARALLEL = 6;
  * that start afterwards); nothing is ever applied without it.
  */
 export async function improveWorkflow(input: ImproveInput): Promise<ImprovementRecord> {
+  const record = await improve(input);
+  await decisionsAnswered();
+  return record;
+}
+
+async function improve(input: ImproveInput): Promise<ImprovementRecord> {
   const record: ImprovementRecord = {
     workflowId: workflowInfo().workflowId,
     loop: input.loop,

@@ -17,7 +17,7 @@ import type { RunRecord } from '../../common/run-record';
 import { LoopAudit } from '../../common/search-attributes';
 import { ZERO_USAGE } from '../../common/usage';
 import { acts, TOOL_CALL } from '../activity-proxies';
-import { handleDecisions, letsEffectsHappen, refusalReason } from '../decisions';
+import { decisionsAnswered, handleDecisions, letsEffectsHappen, refusalReason } from '../decisions';
 import { stateQuery } from '../messages';
 import { forDisplay, redact } from '../../common/redact';
 import { auditWaitSummary } from '../../common/activity-summary';
@@ -72,6 +72,7 @@ async function verifiedRun(input: LoopInput, version: CommandsVersion): Promise<
       trace.dir ?? (input.workspace ? `${input.workspace.replace(/\/+$/, '')}/.loopwright/traces` : undefined),
       input.workspace,
     );
+  await decisionsAnswered();
   return record;
 }
 
