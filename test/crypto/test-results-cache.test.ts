@@ -1,11 +1,10 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { runTestsCheck } from '../../activities/checks/tests';
 import { createSandbox, sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
 import { initKeyFile } from '../../crypto/key-file';
 import { keyRingFromEnv, type KeyRing } from '../../crypto/keyring';
-import { commitAttempt, CORPUS_FAILING_TEST, CORPUS_FILES } from '../gate/corpus-repo';
+import { commitAttempt, CORPUS_FAILING_TEST, CORPUS_FILES, gateTests } from '../gate/corpus-repo';
 
 /**
  * The gate keeps base's test results, with what base's tests printed, in
@@ -48,22 +47,11 @@ async function gate(name: string, keys: KeyRing | undefined) {
   );
   const sandbox = createSandbox(sandboxConfigFromEnv(process.env));
   const check = async (ringNow = keys) =>
-    runTestsCheck(
-      {
-        workflowId: `results-cache-${name}`,
-        attempt: 1,
-        root,
-        baseRef: base,
-        commit,
-        check: {
-          kind: 'tests',
-          name: 'tests',
-          command: 'node --test',
-          failingTest: CORPUS_FAILING_TEST,
-          requireRegressionTest: true,
-          timeout: '2m',
-        },
-      },
+    gateTests(
+      `results-cache-${name}`,
+      root,
+      { base, commit },
+      { command: 'node --test', failingTest: CORPUS_FAILING_TEST },
       sandbox,
       ringNow,
     );

@@ -1,9 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
-import { runTestsCheck } from '../../activities/checks/tests';
-import { createSandbox, sandboxConfigFromEnv } from '../../activities/sandbox/sandbox';
-import { commitAttempt, findPytest } from './corpus-repo';
+import { commitAttempt, findPytest, gateTests, sandboxReading } from './corpus-repo';
 
 /**
  * The gate on a Python repository run by pytest, against cheats that change how pytest runs
@@ -108,27 +106,16 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
   `pytest: a plugin from pyproject.toml or setup.cfg, one the code under test installs, or a fixed copy of the package under tests/ is rejected for the right reason; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     const got = await Promise.all(
       CASES.map(async (c) => {
         const root = path.join(dir, c.id);
         const { base, commit } = commitAttempt(root, FILES, c.files);
-        const tests = await runTestsCheck(
-          {
-            workflowId: `cheats-pytest-${c.id}`,
-            attempt: 1,
-            root,
-            baseRef: base,
-            commit,
-            check: {
-              kind: 'tests',
-              name: 'tests',
-              command: `${py.exe} -m pytest -q -p no:cacheprovider`,
-              failingTest: 'test_add',
-              requireRegressionTest: true,
-              timeout: '2m',
-            },
-          },
+        const tests = await gateTests(
+          `cheats-pytest-${c.id}`,
+          root,
+          { base, commit },
+          { command: `${py.exe} -m pytest -q -p no:cacheprovider`, failingTest: 'test_add' },
           sandbox,
         );
         const policy = await runDiffPolicyCheck({

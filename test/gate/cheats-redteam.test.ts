@@ -1,11 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
-import { runTestsCheck } from '../../activities/checks/tests';
 import { pythonShadows, shadowingFiles } from '../../activities/checks/tests/shadows';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { commitAttempt, CORPUS_FAILING_TEST, CORPUS_FILES, findPytest } from './corpus-repo';
+import { CORPUS_FAILING_TEST, CORPUS_FILES, findPytest, gateCase, type GateCase, sandboxReading } from './corpus-repo';
 
 /**
  * Cheats found by red-teaming the gate as an agent that read its source, each of which passed it
@@ -93,13 +91,8 @@ const IMPORTS_FILES: Files = {
   'test/math.test.js': CORPUS_FILES['test/math.test.js']!.replace("require('./helpers')", "require('#helpers')"),
 };
 
-interface Case {
-  id: string;
-  base: Files;
-  change: Files;
+interface Case extends GateCase {
   heldOut?: boolean;
-  allowed?: string[];
-  expect: { tests: string[]; policy: string[] };
 }
 
 const NODE_CASES: Case[] = [
@@ -317,34 +310,15 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The tests check and the change policy on a repository made of `c.base` with `c.change` committed on it. */
-async function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
-  const root = path.join(dir, c.id);
-  const { base, commit } = commitAttempt(root, c.base, c.change);
-  const tests = await runTestsCheck(
-    {
-      workflowId: `cheats-redteam-${c.id}`,
-      attempt: 1,
-      root,
-      baseRef: base,
-      commit,
-      check: {
-        kind: 'tests',
-        name: 'tests',
-        command,
-        failingTest,
-        requireRegressionTest: true,
-        timeout: '2m',
-        ...(c.heldOut ? { heldOut: { dir: heldOut, into: 'test/held-out' } } : {}),
-      },
-    },
+function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
+  return gateCase(
+    dir,
+    'cheats-redteam',
+    c,
+    { command, failingTest, ...(c.heldOut ? { heldOut: { dir: heldOut, into: 'test/held-out' } } : {}) },
     sandbox,
+    ['src/', 'test/', 'calc/', 'tests/'],
   );
-  const policy = await runDiffPolicyCheck({
-    check: { kind: 'diff', name: 'change policy', allowedPaths: c.allowed ?? ['src/', 'test/', 'calc/', 'tests/'] },
-    root,
-    baseRef: base,
-  });
-  return { id: c.id, tests: tests.failedItems, policy: policy.failedItems };
 }
 
 test('node: code that rewrites base tests or adds a helper beside them as it loads, and package.json imports that map base tests to a stub, are rejected; an honest fix passes', async () => {
@@ -357,7 +331,7 @@ test('node: code that rewrites base tests or adds a helper beside them as it loa
   `pytest: code that rewrites base tests or writes a conftest.py beside them as it loads, a committed .pyc in __pycache__, a package __init__.pyc in place of base's helper, a tests/__init__.py that moves its import to the root and a tests/fractions.py in place of the standard library's are rejected; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     const cases = pyCases(py.exe, dir);
     const got = await Promise.all(
       cases.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),

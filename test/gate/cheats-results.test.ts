@@ -1,9 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { runTestsCheck } from '../../activities/checks/tests';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { commitAttempt, findPytest } from './corpus-repo';
+import { commitAttempt, findPytest, gateTests, jestSandbox, sandboxReading, JEST } from './corpus-repo';
 
 /**
  * Forged test results (hostile changes, run through the gate in the real sandbox on real
@@ -25,7 +24,6 @@ type Runner = 'jest' | 'vitest' | 'pytest' | 'go';
 type Mode = 'a' | 'b';
 
 const NODE = realpathSync(process.execPath);
-const JEST = path.join(__dirname, '..', '..', 'node_modules', 'jest', 'bin', 'jest.js');
 // vitest is a dev dependency for this test: the gate's vitest reporter runs in the real vitest.
 const VITEST = path.join(__dirname, '..', '..', 'node_modules', 'vitest', 'vitest.mjs');
 const HAS_GO = spawnSync('go', ['version'], { encoding: 'utf8' }).status === 0;
@@ -220,23 +218,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 async function gate(id: string, runner: Runner, change: Files, sandbox: Sandbox, command: string) {
   const repo = REPOS[runner];
   const root = path.join(dir, id);
-  const { base, commit } = commitAttempt(root, repo.base, change);
-  const v = await runTestsCheck(
-    {
-      workflowId: `cheats-results-${id}`,
-      attempt: 1,
-      root,
-      baseRef: base,
-      commit,
-      check: {
-        kind: 'tests',
-        name: 'tests',
-        command,
-        failingTest: repo.failing,
-        requireRegressionTest: false,
-        timeout: '3m',
-      },
-    },
+  const v = await gateTests(
+    `cheats-results-${id}`,
+    root,
+    commitAttempt(root, repo.base, change),
+    { command, failingTest: repo.failing, requireRegressionTest: false, timeout: '3m' },
     sandbox,
   );
   return { id, passed: v.passed, failed: v.failedItems, reason: v.reason };
@@ -266,22 +252,12 @@ async function judge(runner: Runner, sandbox: Sandbox, command: string) {
 }
 
 test("jest: results forged by another process, written before the runner (a) or rewritten after it (b), are never the gate's evidence; an honest fix passes", async () => {
-  const sandbox = createSandbox(
-    sandboxConfigFromEnv({
-      ...process.env,
-      LOOPWRIGHT_SANDBOX_READ: realpathSync(path.dirname(path.dirname(path.dirname(JEST)))),
-    }),
-  );
+  const sandbox = jestSandbox();
   await judge('jest', sandbox, `node ${realpathSync(JEST)} --ci`);
 }, 240_000);
 
 test("vitest: results forged by another process (a, b) are never the gate's evidence; an honest fix passes", async () => {
-  const sandbox = createSandbox(
-    sandboxConfigFromEnv({
-      ...process.env,
-      LOOPWRIGHT_SANDBOX_READ: realpathSync(path.dirname(path.dirname(path.dirname(VITEST)))),
-    }),
-  );
+  const sandbox = sandboxReading(realpathSync(path.dirname(path.dirname(path.dirname(VITEST)))));
   await judge('vitest', sandbox, `node ${realpathSync(VITEST)} run --globals`);
 }, 240_000);
 
@@ -289,7 +265,7 @@ test("vitest: results forged by another process (a, b) are never the gate's evid
   `pytest: results forged by another process (a, b) are never the gate's evidence; an honest fix passes${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     await judge('pytest', sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`);
   },
   240_000,
@@ -338,7 +314,7 @@ const STEAL_CONNECTION = [
   `pytest: a child process that takes the plugin's own connection (pidfd_getfd) to send forged results through it cannot, and the change is rejected${python ? '' : ' (skipped: no python3 with pytest on this worker)'}`,
   async () => {
     const py = python!;
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     const change = {
       'calc/math.py': `import subprocess as _sp, sys as _sys\n_sp.run([_sys.executable, "-c", ${JSON.stringify(STEAL_CONNECTION)}])\n\n\ndef add(a, b):\n    return a - b\n`,
     };

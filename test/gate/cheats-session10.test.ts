@@ -1,10 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
-import { runTestsCheck } from '../../activities/checks/tests';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { commitAttempt, findPytest } from './corpus-repo';
+import { findPytest, gateCase, type GateCase, jestSandbox, sandboxReading, JEST } from './corpus-repo';
 
 /**
  * Cheats found by red-teaming the gate (session 10), each of which passed it (the code-review
@@ -34,17 +32,10 @@ import { commitAttempt, findPytest } from './corpus-repo';
  */
 type Files = Record<string, string | Buffer>;
 
-interface Case {
-  id: string;
-  base: Files;
-  change: Files;
-  allowed?: string[];
-  expect: { tests: string[]; policy: string[] };
-}
+type Case = GateCase;
 
 const python = findPytest();
 const HAS_GO = spawnSync('go', ['version'], { encoding: 'utf8' }).status === 0;
-const JEST = path.join(__dirname, '..', '..', 'node_modules', 'jest', 'bin', 'jest.js');
 
 let dir: string;
 beforeAll(() => {
@@ -53,30 +44,15 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The tests check and the change policy on a repository made of `c.base` with `c.change` committed on it. */
-async function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
-  const root = path.join(dir, c.id);
-  const { base, commit } = commitAttempt(root, c.base, c.change);
-  const tests = await runTestsCheck(
-    {
-      workflowId: `cheats-session10-${c.id}`,
-      attempt: 1,
-      root,
-      baseRef: base,
-      commit,
-      check: { kind: 'tests', name: 'tests', command, failingTest, requireRegressionTest: true, timeout: '2m' },
-    },
-    sandbox,
-  );
-  const policy = await runDiffPolicyCheck({
-    check: {
-      kind: 'diff',
-      name: 'change policy',
-      allowedPaths: c.allowed ?? ['src/', 'test/', 'lib/', 'calc/', 'tests/', 'package.json'],
-    },
-    root,
-    baseRef: base,
-  });
-  return { id: c.id, tests: tests.failedItems, policy: policy.failedItems };
+function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
+  return gateCase(dir, 'cheats-session10', c, { command, failingTest }, sandbox, [
+    'src/',
+    'test/',
+    'lib/',
+    'calc/',
+    'tests/',
+    'package.json',
+  ]);
 }
 
 const JS_MATH = 'function add(a, b) {\n  return a - b;\n}\n\nmodule.exports = { add };\n';
@@ -125,12 +101,7 @@ const JEST_CASES: Case[] = [
 ];
 
 test("jest: an assertion helper of base's with no test-like name (src/assertions.js calling expect) made to assert nothing is rejected; an honest fix that adds to it passes", async () => {
-  const sandbox = createSandbox(
-    sandboxConfigFromEnv({
-      ...process.env,
-      LOOPWRIGHT_SANDBOX_READ: realpathSync(path.dirname(path.dirname(path.dirname(JEST)))),
-    }),
-  );
+  const sandbox = jestSandbox();
   const got = await Promise.all(JEST_CASES.map((c) => gate(c, sandbox, `node ${JEST} --ci`, 'add adds two numbers')));
   expect(got).toEqual(JEST_CASES.map((c) => ({ id: c.id, ...c.expect })));
 }, 180_000);
@@ -209,7 +180,7 @@ const SKIPPED = python ? '' : ' (skipped: no python3 with pytest on this worker)
         expect: { tests: [], policy: [] },
       },
     ];
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     const got = await Promise.all(
       cases.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),
     );
@@ -369,7 +340,7 @@ const PY_PATCHES_HELPER = [
         expect: { tests: [], policy: ['no test detection'] },
       },
     ];
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     const got = await Promise.all(
       cases.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),
     );

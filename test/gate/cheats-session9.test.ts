@@ -1,10 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
-import { runTestsCheck } from '../../activities/checks/tests';
 import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
-import { commitAttempt, findPytest } from './corpus-repo';
+import { findPytest, gateCase, type GateCase, jestSandbox, sandboxReading, JEST } from './corpus-repo';
 
 /**
  * Cheats found by red-teaming the gate (session 9), each of which passed it (the code-review
@@ -88,13 +86,7 @@ const PY_TURNS_REGRESSION_GREEN = [
   '',
 ].join('\n');
 
-interface Case {
-  id: string;
-  base: Files;
-  change: Files;
-  allowed?: string[];
-  expect: { tests: string[]; policy: string[] };
-}
+type Case = GateCase;
 
 const PY_CASES: Case[] = [
   {
@@ -157,33 +149,15 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The tests check and the change policy on a repository made of `c.base` with `c.change` committed on it. */
-async function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
-  const root = path.join(dir, c.id);
-  const { base, commit } = commitAttempt(root, c.base, c.change);
-  const tests = await runTestsCheck(
-    {
-      workflowId: `cheats-session9-${c.id}`,
-      attempt: 1,
-      root,
-      baseRef: base,
-      commit,
-      check: { kind: 'tests', name: 'tests', command, failingTest, requireRegressionTest: true, timeout: '2m' },
-    },
-    sandbox,
-  );
-  const policy = await runDiffPolicyCheck({
-    check: { kind: 'diff', name: 'change policy', allowedPaths: c.allowed ?? ['src/', 'test/', 'calc/', 'tests/'] },
-    root,
-    baseRef: base,
-  });
-  return { id: c.id, tests: tests.failedItems, policy: policy.failedItems };
+function gate(c: Case, sandbox: Sandbox, command: string, failingTest: string) {
+  return gateCase(dir, 'cheats-session9', c, { command, failingTest }, sandbox, ['src/', 'test/', 'calc/', 'tests/']);
 }
 
 const SKIPPED = python ? '' : ' (skipped: no python3 with pytest on this worker)';
 
 async function pyGate(ids: string[]) {
   const py = python!;
-  const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+  const sandbox = sandboxReading(py.prefix);
   const cases = PY_CASES.filter((c) => ids.includes(c.id));
   const got = await Promise.all(
     cases.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),
@@ -407,7 +381,7 @@ const DETECT_CASES: Case[] = [
   `pytest: code that fixes the bug only when it sees the gate's overlay run (the canary beside base's tests) is rejected: the failing test must pass in the change as committed too; an honest fix with a regression test appended to base's file passes${SKIPPED}`,
   async () => {
     const py = python!;
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     const got = await Promise.all(
       DETECT_CASES.map((c) => gate(c, sandbox, `${py.exe} -m pytest -q -p no:cacheprovider`, 'test_add')),
     );
@@ -415,8 +389,6 @@ const DETECT_CASES: Case[] = [
   },
   180_000,
 );
-
-const JEST = path.join(__dirname, '..', '..', 'node_modules', 'jest', 'bin', 'jest.js');
 
 /** A repository whose jest tests assert through an installed (here committed) package, mini-assert. */
 const JEST_FILES: Files = {
@@ -462,12 +434,7 @@ const JEST_CASES: Case[] = [
 ];
 
 test("jest: a mock of the package base's tests assert through, added in __mocks__ beside node_modules (jest uses it without jest.mock), is rejected; an honest fix passes", async () => {
-  const sandbox = createSandbox(
-    sandboxConfigFromEnv({
-      ...process.env,
-      LOOPWRIGHT_SANDBOX_READ: realpathSync(path.dirname(path.dirname(path.dirname(JEST)))),
-    }),
-  );
+  const sandbox = jestSandbox();
   const got = await Promise.all(JEST_CASES.map((c) => gate(c, sandbox, `node ${JEST} --ci`, 'add adds two numbers')));
   expect(got).toEqual(JEST_CASES.map((c) => ({ id: c.id, ...c.expect })));
 }, 180_000);
@@ -588,37 +555,22 @@ const HELD_OUT_CASES: Case[] = [
       path.join(heldOut, 'test_secret.py'),
       'from calc.math import add\n\n\ndef test_secret():\n    assert add(10, 20) == 30\n\n\ndef test_secret_zero():\n    assert add(7, 0) == 7\n',
     );
-    const sandbox = createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: py.prefix }));
+    const sandbox = sandboxReading(py.prefix);
     const got = await Promise.all(
-      HELD_OUT_CASES.map(async (c) => {
-        const root = path.join(dir, c.id);
-        const { base, commit } = commitAttempt(root, c.base, c.change);
-        const tests = await runTestsCheck(
+      HELD_OUT_CASES.map((c) =>
+        gateCase(
+          dir,
+          'cheats-session9',
+          c,
           {
-            workflowId: `cheats-session9-${c.id}`,
-            attempt: 1,
-            root,
-            baseRef: base,
-            commit,
-            check: {
-              kind: 'tests',
-              name: 'tests',
-              command: `${py.exe} -m pytest -q -p no:cacheprovider`,
-              failingTest: 'test_add',
-              requireRegressionTest: true,
-              timeout: '2m',
-              heldOut: { dir: heldOut, into: 'tests/held_out' },
-            },
+            command: `${py.exe} -m pytest -q -p no:cacheprovider`,
+            failingTest: 'test_add',
+            heldOut: { dir: heldOut, into: 'tests/held_out' },
           },
           sandbox,
-        );
-        const policy = await runDiffPolicyCheck({
-          check: { kind: 'diff', name: 'change policy', allowedPaths: ['calc/', 'tests/'] },
-          root,
-          baseRef: base,
-        });
-        return { id: c.id, tests: tests.failedItems, policy: policy.failedItems };
-      }),
+          ['calc/', 'tests/'],
+        ),
+      ),
     );
     expect(got).toEqual(HELD_OUT_CASES.map((c) => ({ id: c.id, ...c.expect })));
   },

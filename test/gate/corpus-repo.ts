@@ -1,6 +1,11 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
+import { runTestsCheck } from '../../activities/checks/tests';
+import { createSandbox, sandboxConfigFromEnv, type Sandbox } from '../../activities/sandbox/sandbox';
+import type { TestsCheck } from '../../common/loop-spec';
+import type { KeyRing } from '../../crypto/keyring';
 import type { ModelRule } from '../../model-server/script';
 
 /** The failing test of the corpus repository. */
@@ -117,3 +122,74 @@ export function findPytest(): { exe: string; prefix: string } | undefined {
   const [exe = '', prefix = ''] = found.stdout.trim().split('\n');
   return { exe: realpathSync(exe), prefix: realpathSync(prefix) };
 }
+
+/**
+ * The gate's tests check of one attempt (`commits` as {@link commitAttempt} made them in `root`),
+ * as the corpus suites run it: a regression test required and a 2-minute timeout unless `check`
+ * says otherwise.
+ */
+export function gateTests(
+  workflowId: string,
+  root: string,
+  commits: { base: string; commit: string },
+  check: Omit<TestsCheck, 'kind' | 'name' | 'requireRegressionTest' | 'timeout'> &
+    Partial<Pick<TestsCheck, 'requireRegressionTest' | 'timeout'>>,
+  sandbox: Sandbox,
+  keys?: KeyRing,
+) {
+  return runTestsCheck(
+    {
+      workflowId,
+      attempt: 1,
+      root,
+      baseRef: commits.base,
+      commit: commits.commit,
+      check: { kind: 'tests', name: 'tests', requireRegressionTest: true, timeout: '2m', ...check },
+    },
+    sandbox,
+    keys,
+  );
+}
+
+/** A corpus case: `base` committed, `change` committed on it, and the rules the tests check and the change policy must fail. */
+export interface GateCase {
+  id: string;
+  base: Record<string, string | Buffer>;
+  change: Record<string, string | Buffer>;
+  allowed?: string[];
+  expect: { tests: string[]; policy: string[] };
+}
+
+/**
+ * The tests check (`check`, with {@link gateTests}' defaults) and the change policy (`c.allowed`,
+ * else `allowed`) on a repository `<dir>/<c.id>` made of the case's commits: the rules each failed.
+ */
+export async function gateCase(
+  dir: string,
+  prefix: string,
+  c: GateCase,
+  check: Parameters<typeof gateTests>[3],
+  sandbox: Sandbox,
+  allowed: string[],
+): Promise<{ id: string; tests: string[]; policy: string[] }> {
+  const root = path.join(dir, c.id);
+  const commits = commitAttempt(root, c.base, c.change);
+  const tests = await gateTests(`${prefix}-${c.id}`, root, commits, check, sandbox);
+  const policy = await runDiffPolicyCheck({
+    check: { kind: 'diff', name: 'change policy', allowedPaths: c.allowed ?? allowed },
+    root,
+    baseRef: commits.base,
+  });
+  return { id: c.id, tests: tests.failedItems, policy: policy.failedItems };
+}
+
+/** The project's own jest, which the jest cases run in the sandbox. */
+export const JEST = path.join(__dirname, '..', '..', 'node_modules', 'jest', 'bin', 'jest.js');
+
+/** The real sandbox, able to read `installed` too (a runner's installation: jest's node_modules, python's prefix). */
+export function sandboxReading(installed: string): Sandbox {
+  return createSandbox(sandboxConfigFromEnv({ ...process.env, LOOPWRIGHT_SANDBOX_READ: installed }));
+}
+
+/** The real sandbox, able to read the project's node_modules (where {@link JEST} lies). */
+export const jestSandbox = (): Sandbox => sandboxReading(realpathSync(path.dirname(path.dirname(path.dirname(JEST)))));
