@@ -96,14 +96,21 @@ function fileExistsIn(workspace: string): (rel: string) => boolean {
   };
 }
 
-/** Test ids a connection reports that an earlier connection already reported. */
+/**
+ * What a connection reports that an earlier connection already reported: a test file (any test
+ * in it, or the file's own failure to load), or, for a result without a file, the same test.
+ * Runners that follow each other (`node --test a && node --test b`) run different files; a
+ * process of the run that connects once the runner has ended can only add to files the runner
+ * already ran, by tests it never reported as passed or failed (a file that failed to load has
+ * none), or report a test again with another outcome.
+ */
 function reportedAgain(perConnection: TestResult[][]): string[] {
   const seen = new Set<string>();
   const again = new Set<string>();
   for (const results of perConnection) {
-    const ids = new Set(results.map(testId));
-    for (const id of ids) if (seen.has(id)) again.add(id);
-    for (const id of ids) seen.add(id);
+    const keys = new Set(results.map((t) => t.file ?? testId(t)));
+    for (const key of keys) if (seen.has(key)) again.add(key);
+    for (const key of keys) seen.add(key);
   }
   return [...again];
 }
@@ -242,12 +249,13 @@ export async function runTests(spec: TestSpec, opts: RunTestsOptions): Promise<T
       const sent = await channel.close();
       if (runner === 'node') {
         // Another runner may follow one that ended (`node --test a && node --test b`), but never
-        // report a test an earlier one reported: a process of the run that connects after the
-        // runner ended could otherwise add a worse outcome for a test (the canary's) to hide its own.
+        // report from a file an earlier one reported: a process of the run that connects after
+        // the runner ended could otherwise add a worse outcome for a test (the canary's) to hide
+        // its own, or a pass for a test its file's failure kept from running.
         const again = reportedAgain(sent.connections.map((text) => parseNodeEvents(text, workspace)));
         if (again.length > 0)
           sent.problems.push(
-            `a later connection reported ${again.length === 1 ? 'a test' : 'tests'} an earlier runner had reported (${again.slice(0, 3).join(', ')}${again.length > 3 ? ', ...' : ''}): each test is reported by one runner only`,
+            `a later connection reported tests from ${again.length === 1 ? 'a file' : 'files'} an earlier runner had reported (${again.slice(0, 3).join(', ')}${again.length > 3 ? ', ...' : ''}): each test file is run by one runner only`,
           );
         if (again.length > 0) tampered = sent.problems.join('; ');
         results = parseNodeEvents(sent.text, workspace);

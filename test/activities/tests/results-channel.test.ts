@@ -153,7 +153,7 @@ test('through the real sandbox, a connection after the runner ended that reports
     { sandbox, workspace: ws, timeoutMs: 60_000 },
   );
   expect(late.tampered).toMatch(
-    /a later connection reported a test an earlier runner had reported \(test\/canary\.test\.js > canary/,
+    /a later connection reported tests from a file an earlier runner had reported \(test\/canary\.test\.js\)/,
   );
   const two = await runTests(
     { command: 'node --test test/ && node --test more/' },
@@ -161,4 +161,43 @@ test('through the real sandbox, a connection after the runner ended that reports
   );
   expect(two.tampered).toBeUndefined();
   expect(two.results.map((t) => t.name).sort()).toEqual(['another file', 'canary: an assertion that must fail']);
+}, 60_000);
+
+test('through the real sandbox, a connection after the runner ended that reports a new test from a file the runner ran (its file failed to load) marks the run tampered', async () => {
+  const ws = path.join(dir, 'ws');
+  mkdirSync(path.join(ws, 'test'), { recursive: true });
+  mkdirSync(path.join(ws, 'src'), { recursive: true });
+  // The code under test throws as it loads: the runner reports only the file's failure, never
+  // the test inside it, and a process that connects once the runner has ended reports that test passed.
+  writeFileSync(path.join(ws, 'src', 'calc.js'), "throw new Error('broken');\n");
+  writeFileSync(
+    path.join(ws, 'test', 'math.test.js'),
+    [
+      "const test = require('node:test');",
+      "const { add } = require('../src/calc.js');",
+      "test('add adds two numbers', () => require('node:assert').strictEqual(add(2, 3), 5));",
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    path.join(ws, 'late.js'),
+    [
+      "const fs = require('node:fs');",
+      "const net = require('node:net');",
+      'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
+      'const socket = JSON.parse(/createConnection\\((".*?")\\)/.exec(fs.readFileSync(reporter, \'utf8\'))[1]);',
+      "const file = require('node:path').join(__dirname, 'test', 'math.test.js');",
+      "const events = [{ type: 'test:start', name: 'add adds two numbers', nesting: 0, file }, { type: 'test:pass', name: 'add adds two numbers', nesting: 0, file }];",
+      "net.createConnection(socket).end(events.map((e) => JSON.stringify(e) + '\\n').join('') + '{\"type\":\"loopwright:end\"}\\n');",
+      '',
+    ].join('\n'),
+  );
+  const run = await runTests(
+    { command: 'node --test test/ ; node late.js' },
+    { sandbox: createSandbox(sandboxConfigFromEnv(process.env)), workspace: ws, timeoutMs: 60_000 },
+  );
+  expect(run.results.some((t) => t.file === 'test/math.test.js' && t.outcome === 'failed')).toBe(true);
+  expect(run.tampered).toMatch(
+    /a later connection reported tests from a file an earlier runner had reported \(test\/math\.test\.js\)/,
+  );
 }, 60_000);
