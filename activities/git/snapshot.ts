@@ -5,6 +5,7 @@ import { activityCancellation } from '../activity-context';
 import { sandboxLimitsFromEnv, watchDisk } from '../sandbox/limits';
 import { workerProtectedPaths } from '../sandbox/protected';
 import { realOrSelf } from '../sandbox/real-path';
+import { refuseAmplifiedTree } from './amplification';
 import { unsafeNestedRepositories } from './nested-repos';
 import { repositoryDirs, workerGit } from './worker-git';
 
@@ -63,6 +64,9 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
       }),
     ).map((p) => p.replace(/\/$/, ''));
     const all = [...tracked, ...untracked].filter(outside);
+    // Before any byte is hashed: files that claim far more than the disk they hold (sparse, hard
+    // linked) would cost the worker's CPU here and the disk in every checkout of the tree.
+    await refuseAmplifiedTree(root, all);
     if (all.length > 0) {
       // Hashing what the agent's commands wrote copies it into the repository's objects: watched
       // as those commands are (LOOPWRIGHT_SANDBOX_DISK_FREE), or files that filled the disk up to
