@@ -86,13 +86,18 @@ const FAILING = [
   '',
 ].join('\n');
 
+/** Script lines that find the results socket's path (in `socket`) from the reporter NODE_OPTIONS names, with `net` loaded. */
+const FIND_SOCKET = [
+  "const fs = require('node:fs');",
+  "const net = require('node:net');",
+  'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
+  'const socket = JSON.parse(/createConnection\\((".*?")\\)/.exec(fs.readFileSync(reporter, \'utf8\'))[1]);',
+];
+
 /** A test file that reads the socket's path from the reporter in NODE_OPTIONS and sends a pass for add's test. */
 const forger = (killRunner: boolean) =>
   [
-    "const fs = require('node:fs');",
-    "const net = require('node:net');",
-    'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
-    'const socket = JSON.parse(/createConnection\\((".*?")\\)/.exec(fs.readFileSync(reporter, \'utf8\'))[1]);',
+    ...FIND_SOCKET,
     "const file = require('node:path').join(__dirname, 'math.test.js');",
     "const forged = JSON.stringify({ type: 'test:pass', name: 'add adds two numbers', nesting: 0, file }) + '\\n{\"type\":\"loopwright:end\"}\\n';",
     killRunner ? "try { process.kill(process.ppid, 'SIGKILL'); } catch {}" : '',
@@ -137,10 +142,7 @@ test('through the real sandbox, a connection after the runner ended that reports
   writeFileSync(
     path.join(ws, 'late.js'),
     [
-      "const fs = require('node:fs');",
-      "const net = require('node:net');",
-      'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
-      'const socket = JSON.parse(/createConnection\\((".*?")\\)/.exec(fs.readFileSync(reporter, \'utf8\'))[1]);',
+      ...FIND_SOCKET,
       "const file = require('node:path').join(__dirname, 'test', 'canary.test.js');",
       "const event = { type: 'test:fail', name: 'canary: an assertion that must fail', nesting: 0, file, details: { error: { message: 'x' } } };",
       'net.createConnection(socket).end(JSON.stringify(event) + \'\\n{"type":"loopwright:end"}\\n\');',
@@ -182,10 +184,7 @@ test('through the real sandbox, a connection after the runner ended that reports
   writeFileSync(
     path.join(ws, 'late.js'),
     [
-      "const fs = require('node:fs');",
-      "const net = require('node:net');",
-      'const reporter = /--test-reporter="([^"]+)"/.exec(process.env.NODE_OPTIONS)[1];',
-      'const socket = JSON.parse(/createConnection\\((".*?")\\)/.exec(fs.readFileSync(reporter, \'utf8\'))[1]);',
+      ...FIND_SOCKET,
       "const file = require('node:path').join(__dirname, 'test', 'math.test.js');",
       "const events = [{ type: 'test:start', name: 'add adds two numbers', nesting: 0, file }, { type: 'test:pass', name: 'add adds two numbers', nesting: 0, file }];",
       "net.createConnection(socket).end(events.map((e) => JSON.stringify(e) + '\\n').join('') + '{\"type\":\"loopwright:end\"}\\n');",
