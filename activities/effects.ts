@@ -8,8 +8,9 @@ import {
   type CheckoutOutcome,
 } from './git/checkout';
 import { commitTree, moveRef, resolveCommit, treeOf } from './git/commit-tree';
-import { landingTree, LandingRefusedError } from './git/land';
+import { bringObjects, landingObjects, landingTree, LandingRefusedError } from './git/land';
 import { workerGit } from './git/worker-git';
+import { ownRepository, runRoot } from './agent/workspace';
 import { pauseForTest } from './test-pause';
 
 const TRAILER = 'Loopwright-Effect';
@@ -17,7 +18,7 @@ const TRAILER = 'Loopwright-Effect';
 export interface GitCommitEffectInput {
   /** `<workflow id>/<effect name>/<sequence>`: the same for every retry and every approval. */
   key: string;
-  /** The repository the run worked on (its workspace). */
+  /** The repository the run worked on (its workspace): the target's. */
   repo: string;
   /** The run's branch with the verified change. */
   branch: string;
@@ -63,6 +64,13 @@ async function findApplied(top: string, head: string, key: string): Promise<stri
  * compare-and-swap (`update-ref <ref> <new> <old>`). Nothing of the repository's runs (hooks,
  * drivers, signing programs: see git/worker-git.ts).
  *
+ * The run's commits are in its own repository (`worktreesDir`'s folder of its branch, see
+ * agent/workspace.ts), not the target's: the tree to land is made in a scratch store that
+ * borrows both, and only then are the objects of that tree the target lacks copied into the
+ * target's store (git/land.ts), so nothing of a run reaches the repository other runs read until it lands. A
+ * run started before runs had their own repository (a linked worktree) has its commits in the
+ * target already.
+ *
  * Crash-safe at every step, so a retry (a killed worker, a lost heartbeat, a second approval)
  * causes it once: it first looks for its key on the target's history, and finds its own commit
  * when the ref moved before the crash. A crash before the ref moves leaves no change (at most an
@@ -81,9 +89,14 @@ async function findApplied(top: string, head: string, key: string): Promise<stri
  * Test builds can hold it at each step (`start`, `commit-written`, `ref-moved`, `done`): see
  * test-pause.ts.
  */
-export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
+export async function applyGitCommit(
+  input: GitCommitEffectInput,
+  worktreesDir?: string,
+): Promise<GitCommitEffectResult> {
   await pauseForTest('start', input.key);
   const top = trim(await workerGit(input.repo, ['rev-parse', '--show-toplevel']));
+  // Where the run's commits are: its own repository, or the target's (a run from before those, with a linked worktree).
+  const from = (worktreesDir && ownRepository(runRoot(worktreesDir, input.branch))) || top;
   const target =
     input.targetBranch ?? (await workerGit(top, ['symbolic-ref', '--quiet', '--short', 'HEAD']).then(trim, () => ''));
   if (!target) throw effectFailure(`repository ${top} has no branch checked out: give targetBranch`);
@@ -97,10 +110,20 @@ export async function applyGitCommit(input: GitCommitEffectInput): Promise<GitCo
     const done = await findApplied(top, head, input.key);
     if (done) return await applied(top, { target, key: input.key, checkout }, done, true);
 
-    const verified = await verifiedCommit(top, input);
-    const tree = await landingTree(top, { change: input.branch, target }, head, verified, input.base);
-    if (tree === (await treeOf(top, head)))
-      throw effectFailure(`could not apply ${input.branch} onto ${target}: it changes nothing there`);
+    const verified = await verifiedCommit(from, input);
+    // The tree to land is made in a scratch store that borrows the target's objects and the run's
+    // (git/land.ts): a conflict, or a change that changes nothing, leaves nothing of the run's in
+    // the target's store; a landing tree's objects are copied in just before the commit is made.
+    const objects = from === top ? undefined : await landingObjects(top, from);
+    let tree: string;
+    try {
+      tree = await landingTree(top, { change: input.branch, target }, head, verified, input.base, objects?.env);
+      if (tree === (await treeOf(top, head)))
+        throw effectFailure(`could not apply ${input.branch} onto ${target}: it changes nothing there`);
+      if (objects) await bringObjects(top, tree, head, objects.env);
+    } finally {
+      await objects?.remove();
+    }
     if (checkout) {
       // Another effect's commit whose checkout update was cut short is finished first (a retry of it may be minutes away).
       await settleEarlierEffect(checkout, head);
@@ -190,7 +213,7 @@ async function settleEarlierEffect(checkout: string, head: string): Promise<void
   if (parent && keys?.trim()) await settleCheckout(checkout, parent, head);
 }
 
-/** The commit whose tree the checks verified: the input's, else (older activities) the run branch's tip. */
+/** The commit whose tree the checks verified (in `top`, the run's repository): the input's, else (older activities) the run branch's tip. */
 async function verifiedCommit(top: string, input: GitCommitEffectInput): Promise<string> {
   if (input.verified) {
     const commit = input.verified.startsWith('-') ? undefined : await resolveCommit(top, input.verified);

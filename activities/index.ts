@@ -73,7 +73,7 @@ export interface ActivityDeps {
   keys?: KeyRing;
   /** The loop's own tools, next to the built-in ones. */
   tools?: Tool[];
-  /** Where L2 runs get their git worktrees (default LOOPWRIGHT_WORKTREES or .loopwright/worktrees). */
+  /** Where L2 runs get their own git repositories (default LOOPWRIGHT_WORKTREES or .loopwright/worktrees). */
   worktreesDir?: string;
   /** Where the activities read models and prices (LOOPWRIGHT_*_MODEL, LOOPWRIGHT_PRICES), the transcript folder and the key ring (LOOPWRIGHT_TRANSCRIPTS, LOOPWRIGHT_KEYS); default process.env. */
   env?: Record<string, string | undefined>;
@@ -253,7 +253,7 @@ export function createActivities(deps: ActivityDeps) {
      * before anything is done. Conflicts are a non-retryable `EffectError`.
      */
     async applyEffect(input: GitCommitEffectInput): Promise<GitCommitEffectResult> {
-      return applyGitCommit(input);
+      return applyGitCommit(input, worktreesDir);
     },
 
     /** What a run trusts, read from the worker's files as it starts: allowed signers, signed decisions, its autonomy grant. */

@@ -1,4 +1,16 @@
-import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { type ApplicationFailure } from '@temporalio/common';
 import type { Autonomy } from '../../common/loop-spec';
@@ -18,12 +30,42 @@ export function runBranch(workflowId: string): string {
 }
 
 /**
- * Where a run's agent works. L1 and L3 work in the given folder (L3 in a worktree too when the
- * loop delivers a git commit, which is made from the run's branch). L2 works in an isolated git
- * worktree on a fresh branch `loopwright/<run>` made from the repository's HEAD, under
- * `worktreesDir`; the repository's own working tree is never touched. Idempotent: a retry
- * finds the worktree it made (and checks it out if a crash came before that). Every git command
- * goes through workerGit: no hook, filter or other program of the repository runs.
+ * The folder of an L2 run's workspace under `worktreesDir`, named by its branch: the run's own
+ * repository and working tree (a linked worktree of the repository for runs started before
+ * each run got a repository of its own).
+ */
+export function runRoot(worktreesDir: string, branch: string): string {
+  return path.join(worktreesDir, branch.replace(/\//g, '_'));
+}
+
+/** The ref of a run's own repository that holds the commit its branch started from. */
+export const BASE_REF = 'refs/loopwright/base';
+
+/**
+ * The run's own repository at `root` (its `.git` is a folder the worker made), or undefined for
+ * a linked worktree of the target repository (a run started before runs had their own) or none.
+ */
+export function ownRepository(root: string): string | undefined {
+  const st = lstatSync(path.join(root, '.git'), { throwIfNoEntry: false });
+  return st?.isDirectory() ? root : undefined;
+}
+
+/**
+ * Where a run's agent works. L1 and L3 work in the given folder (L3 in a repository of its own
+ * too when the loop delivers a git commit, which is made from the run's branch). L2 works in a
+ * git repository of its own on a fresh branch `loopwright/<run>` made from the repository's HEAD,
+ * under `worktreesDir`; the repository's own working tree, refs and objects are never touched.
+ *
+ * The run's repository borrows the target repository's objects (`objects/info/alternates` names
+ * its object store, which the sandbox mounts read-only, alone: none of the target's refs, logs or
+ * worktrees) and keeps everything the run writes in its own: attempt commits, snapshots, the
+ * gate's trees and checkouts, its index, refs and reflogs. Another run's sandbox sees none of
+ * it; only an approved change's objects reach the target, when the effect lands it (effects.ts).
+ *
+ * Idempotent and crash-safe: the repository is made and checked out in a staging folder that is
+ * renamed to its place once complete, so a retry finds either nothing (and starts over) or the
+ * whole repository. A run started before this (a linked worktree at its folder) goes on there.
+ * Every git command goes through workerGit: no hook, filter or other program of the repository runs.
  */
 export async function prepareWorkspace(
   worktreesDir: string,
@@ -38,28 +80,81 @@ export async function prepareWorkspace(
   if (input.autonomy !== 'L2' && !input.isolate)
     return { root: folder, branch: null, base: await workerGit(folder, ['rev-parse', 'HEAD']).then(trim, () => null) };
   const top = await workerGit(folder, ['rev-parse', '--show-toplevel']).then(trim, () => {
-    throw setupError(`workspace ${folder} is not a git repository: an L2 run works on a branch in a git worktree`);
+    throw setupError(`workspace ${folder} is not a git repository: an L2 run works on a branch of its own repository`);
   });
   const branch = runBranch(input.workflowId);
-  const root = path.join(worktreesDir, branch.replace(/\//g, '_'));
+  const root = runRoot(worktreesDir, branch);
+  if (ownRepository(root)) {
+    await checkOut(root);
+    return { root: realpathSync(root), branch, base: trim(await workerGit(root, ['rev-parse', '--verify', BASE_REF])) };
+  }
   if (existsSync(path.join(root, '.git'))) {
+    // A linked worktree of a run started before runs had repositories of their own.
     await checkOut(root);
     const base = trim(await workerGit(top, ['merge-base', `refs/heads/${branch}`, 'HEAD']));
     return { root: realpathSync(root), branch, base };
   }
   mkdirSync(worktreesDir, { recursive: true });
-  const exists = (await resolveCommit(top, `refs/heads/${branch}`)) !== undefined;
-  // --no-checkout: the files are written by read-tree below, run in the new worktree itself, so
-  // the drivers neutralized are those of its own config (an includeIf "onbranch:" can differ).
-  const add = exists
-    ? ['worktree', 'add', '--no-checkout', root, branch]
-    : ['worktree', 'add', '--no-checkout', '-b', branch, root, 'HEAD'];
-  await workerGit(top, add, { env: { ...LOOPWRIGHT_IDENTITY } });
-  await checkOut(root);
-  return { root: realpathSync(root), branch, base: trim(await workerGit(root, ['rev-parse', 'HEAD'])) };
+  await makeRunRepository(top, root, branch);
+  return { root: realpathSync(root), branch, base: trim(await workerGit(root, ['rev-parse', '--verify', BASE_REF])) };
 }
 
-/** Writes a new worktree's files and index from its HEAD, unless that was done (a retry). */
+/** Content settings of the target's config that decide how files are checked out and hashed; copied into the run's. */
+const CONTENT_SETTINGS =
+  /^core\.(autocrlf|eol|safecrlf|symlinks|ignorecase|precomposeunicode|filemode|checkroundtripencoding)$/;
+
+/**
+ * Makes the run's repository at `root`: `git init` (no template: no hooks, not even samples) with
+ * the target's object format, the target's object store as its alternate, the target's content
+ * settings, ignore and attribute rules (`info/exclude`, `info/attributes`), the branch and
+ * {@link BASE_REF} at the target's HEAD, checked out; built in a staging folder beside `root`
+ * and renamed to it. A staging folder a crash left is removed by the next try.
+ */
+async function makeRunRepository(top: string, root: string, branch: string): Promise<void> {
+  const head = await workerGit(top, ['rev-parse', '--verify', 'HEAD^{commit}']).then(trim, () => {
+    throw setupError(`the repository ${top} has no commit at HEAD: an L2 run's branch starts from one`);
+  });
+  const format = trim(await workerGit(top, ['rev-parse', '--show-object-format']));
+  const common = trim(await workerGit(top, ['rev-parse', '--path-format=absolute', '--git-common-dir']));
+  const objects = realpathSync(path.join(common, 'objects'));
+  const settings = await workerGit(top, ['config', '-z', '--get-regexp', CONTENT_SETTINGS.source]).catch(() => '');
+  const parent = path.dirname(root);
+  const prefix = `.${path.basename(root)}.new-`;
+  for (const stale of readdirSync(parent).filter((n) => n.startsWith(prefix)))
+    rmSync(path.join(parent, stale), { recursive: true, force: true });
+  const staging = mkdtempSync(path.join(parent, prefix));
+  try {
+    await workerGit(parent, ['init', '--quiet', '--template=', `--object-format=${format}`, '-b', branch, staging]);
+    const gitDir = path.join(staging, '.git');
+    mkdirSync(path.join(gitDir, 'objects', 'info'), { recursive: true });
+    writeFileSync(path.join(gitDir, 'objects', 'info', 'alternates'), `${objects}\n`);
+    mkdirSync(path.join(gitDir, 'info'), { recursive: true });
+    for (const name of ['exclude', 'attributes']) {
+      const from = path.join(common, 'info', name);
+      if (lstatSync(from, { throwIfNoEntry: false })?.isFile()) copyFileSync(from, path.join(gitDir, 'info', name));
+    }
+    for (const entry of settings.split('\0').filter(Boolean)) {
+      const [key = '', value = ''] = entry.split('\n');
+      if (CONTENT_SETTINGS.test(key)) await workerGit(staging, ['config', '--local', key, value]);
+    }
+    const identity = { env: { ...LOOPWRIGHT_IDENTITY } };
+    await workerGit(
+      staging,
+      ['update-ref', '-m', 'loopwright: the run starts', `refs/heads/${branch}`, head],
+      identity,
+    );
+    await workerGit(staging, ['update-ref', '-m', 'loopwright: the run starts', BASE_REF, head], identity);
+    await checkOut(staging);
+    renameSync(staging, root);
+  } catch (err) {
+    rmSync(staging, { recursive: true, force: true });
+    // Another try of this activity made it first: that one is the run's.
+    if (ownRepository(root)) return;
+    throw err;
+  }
+}
+
+/** Writes a new repository's or worktree's files and index from its HEAD, unless that was done (a retry). */
 async function checkOut(root: string): Promise<void> {
   const index = path.resolve(root, trim(await workerGit(root, ['rev-parse', '--git-path', 'index'])));
   if (!existsSync(index)) await workerGit(root, ['read-tree', '--reset', '-u', 'HEAD']);

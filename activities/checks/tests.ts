@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { cp, mkdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { type ApplicationFailure } from '@temporalio/common';
 import { parseDuration } from '../../common/duration';
@@ -314,6 +314,21 @@ function checkHeldOut(dir: string, root: string): void {
 }
 
 /**
+ * The repository whose base results a git directory shares: itself, or for an L2 run's own
+ * repository (agent/workspace.ts), the repository whose objects it borrows (its alternate's),
+ * so every run of a repository reuses base's results as when runs were its linked worktrees.
+ */
+function storeOwner(gitDir: string): string {
+  try {
+    const [first] = readFileSync(path.join(gitDir, 'objects', 'info', 'alternates'), 'utf8').split('\n');
+    const store = first?.trim() ? path.resolve(gitDir, 'objects', first.trim()) : '';
+    return store && path.basename(store) === 'objects' ? path.dirname(store) : gitDir;
+  } catch {
+    return gitDir;
+  }
+}
+
+/**
  * Base's results, computed once per (repository, base commit, command, runner, environment)
  * and kept in LOOPWRIGHT_HOME/cache/test-results (base is the operator's code: its results do
  * not depend on the agent). What the command printed is kept with them, so with a key ring the
@@ -330,7 +345,7 @@ async function cachedBaseRun(
   ring: KeyRing | undefined,
   compute: () => Promise<TestRun>,
 ): Promise<TestRun> {
-  const common = path.resolve(root, (await workerGit(root, ['rev-parse', '--git-common-dir'])).trim());
+  const common = storeOwner(path.resolve(root, (await workerGit(root, ['rev-parse', '--git-common-dir'])).trim()));
   const key = createHash('sha256')
     .update(
       JSON.stringify([common, base, baseTree, check.command, check.runner ?? null, check.junitPath ?? null, env ?? {}]),

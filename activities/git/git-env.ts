@@ -12,8 +12,12 @@ export const LOOPWRIGHT_IDENTITY: Readonly<Record<string, string>> = {
   GIT_COMMITTER_EMAIL: 'loopwright@localhost',
 };
 
-/** The variables a caller may add (the index to use, who commits): nothing else gets in. */
-const CALLER_VARIABLES = /^GIT_(INDEX_FILE|(AUTHOR|COMMITTER)_(NAME|EMAIL|DATE))$/;
+/**
+ * The variables a caller may add (the index to use, who commits, where objects are read and
+ * written: a landing's scratch store, see land.ts): nothing else gets in.
+ */
+const CALLER_VARIABLES =
+  /^GIT_(INDEX_FILE|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|(AUTHOR|COMMITTER)_(NAME|EMAIL|DATE))$/;
 
 /** Used when the worker has no PATH at all. */
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -36,7 +40,7 @@ export function absoluteEntries(pathList: string): string {
  * `GIT_CONFIG_GLOBAL=/dev/null`, `GIT_ATTR_NOSYSTEM`, a HOME and XDG_CONFIG_HOME that hold no
  * files), no prompt, pager, editor, askpass or proxy program, no transport, no lazy fetch, no
  * replace objects or grafts and no optional index writes; then `extra` (caller variables, which must be
- * `GIT_INDEX_FILE` or `GIT_AUTHOR_*`/`GIT_COMMITTER_*`) and `config` (the `GIT_CONFIG_*`
+ * `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES` or `GIT_AUTHOR_*`/`GIT_COMMITTER_*`) and `config` (the `GIT_CONFIG_*`
  * overrides, see overrides.ts). Throws on any other caller variable: a bug, not a user error.
  */
 export function workerGitEnv(
@@ -72,7 +76,7 @@ export function workerGitEnv(
   for (const [name, value] of Object.entries(extra)) {
     if (!CALLER_VARIABLES.test(name))
       throw new Error(
-        `workerGit: ${name} may not be passed to git (only GIT_INDEX_FILE, GIT_AUTHOR_* and GIT_COMMITTER_*)`,
+        `workerGit: ${name} may not be passed to git (only GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES, GIT_AUTHOR_* and GIT_COMMITTER_*)`,
       );
     env[name] = value;
   }

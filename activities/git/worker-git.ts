@@ -26,7 +26,10 @@ import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
 export interface WorkerGitOptions {
   /** `GIT_INDEX_FILE`: a temporary index instead of the repository's. */
   indexFile?: string;
-  /** More variables, only `GIT_AUTHOR_*`/`GIT_COMMITTER_*` (see LOOPWRIGHT_IDENTITY); anything else throws. */
+  /**
+   * More variables, only `GIT_AUTHOR_*`/`GIT_COMMITTER_*` (see LOOPWRIGHT_IDENTITY) and
+   * `GIT_OBJECT_DIRECTORY`/`GIT_ALTERNATE_OBJECT_DIRECTORIES` (see git/land.ts); anything else throws.
+   */
   env?: Record<string, string>;
   /** Written to git's stdin (otherwise stdin is /dev/null). */
   input?: string | Buffer;

@@ -44,9 +44,40 @@ function pointsBack(gitdir: string, dotGit: string): boolean {
 }
 
 /**
+ * The object stores a git directory borrows (`objects/info/alternates`, and theirs in turn, as git
+ * follows them, 5 deep): an L2 run's own repository borrows the target repository's. Only the
+ * `objects` folder of a git directory counts, and only it is mounted: none of that repository's
+ * refs, logs or worktrees (another run's work would be there).
+ */
+function alternateStores(gitDir: string, depth = 0): string[] {
+  const objects = path.join(gitDir, 'objects');
+  let lines: string[];
+  try {
+    lines = readFileSync(path.join(objects, 'info', 'alternates'), 'utf8').split('\n');
+  } catch {
+    return [];
+  }
+  const stores: string[] = [];
+  for (const line of lines.map((l) => l.trim())) {
+    if (!line || line.startsWith('#') || line.startsWith('"')) continue;
+    let store: string;
+    try {
+      store = realpathSync(path.resolve(objects, line));
+    } catch {
+      continue;
+    }
+    if (path.basename(store) !== 'objects' || !looksLikeGitDir(path.dirname(store))) continue;
+    stores.push(store);
+    if (depth < 4) stores.push(...alternateStores(path.dirname(store), depth + 1));
+  }
+  return stores;
+}
+
+/**
  * The git directories a workspace uses, found by reading files (nothing is run): the nearest
  * `.git` at or above the workspace, and, when that is a file (a linked worktree or a submodule),
- * the directory it points to and that directory's common dir. The sandbox mounts them
+ * the directory it points to and that directory's common dir; and the object stores they borrow
+ * (see {@link alternateStores}). The sandbox mounts them
  * read-only, so code in the workspace can read history but cannot commit, move refs or write
  * hooks or config. A `.git` file that points at something that is not a git directory is
  * ignored (it must not become a way to mount an arbitrary folder); so is one in the workspace
@@ -80,7 +111,7 @@ export function workspaceGitDirs(workspace: string): string[] {
     } catch {
       // no .git here
     }
-    if (dirs) return [...new Set(dirs.map((d) => realpathSync(d)))];
+    if (dirs) return [...new Set([...dirs, ...dirs.flatMap((d) => alternateStores(d))].map((d) => realpathSync(d)))];
     if (path.dirname(dir) === dir) return [];
   }
 }

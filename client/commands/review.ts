@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { BASE_REF } from '../../activities/agent/workspace';
 import { GitError, workerGit } from '../../activities/git/worker-git';
 import { UsageError } from '../../common/errors';
 import type { Redaction } from '../../common/redact';
@@ -95,8 +96,9 @@ const DIFF_FLAGS = [
  *   branch's tip. Approving lands the branch's tip, which is that commit.
  * - base: the first parent of the first commit the run recorded (the worker made it on the
  *   branch's starting point), so the diff stays the same after the fix lands or main moves; when
- *   no attempt has a recorded commit yet, the merge-base of the branch and the repository's HEAD
- *   (what the workspace itself uses).
+ *   no attempt has a recorded commit yet, where the branch started in the run's own repository
+ *   (its BASE_REF), or for a run with a linked worktree, the merge-base of the branch and the
+ *   repository's HEAD (what the workspace itself uses).
  * A repository this machine cannot read is `unavailable`, in one line; never an error.
  */
 export async function readReviewDiff(record: RunRecord, target: ReviewTarget): Promise<ReviewDiff> {
@@ -124,9 +126,12 @@ export async function readReviewDiff(record: RunRecord, target: ReviewTarget): P
     const head = target.awaitingReview ? await tip() : commits.filter((c) => c.n <= target.n).at(-1)?.commit;
     if (!head) return { status: 'none', reason: `none: attempt ${target.n} changed no file` };
     const first = commits[0]?.commit;
+    // A run's own repository keeps where its branch started (BASE_REF); a linked worktree of a run
+    // from before those shares the repository, whose HEAD it forked from.
     const base = first
       ? await git(['rev-parse', '--verify', '--quiet', `${first}^1`])
-      : await git(['merge-base', 'HEAD', head], path.resolve(ws.root, await git(['rev-parse', '--git-common-dir'])));
+      : (await git(['rev-parse', '--verify', '--quiet', `${BASE_REF}^{commit}`]).catch(() => '')) ||
+        (await git(['merge-base', 'HEAD', head], path.resolve(ws.root, await git(['rev-parse', '--git-common-dir']))));
     if (base === head) return { status: 'none', reason: `none: attempt ${target.n} changed no file` };
     const stat = (await run(['diff', '--stat', ...DIFF_FLAGS, base, head, '--'])).trimEnd();
     try {

@@ -245,12 +245,12 @@ describe('the disk the workspace lies on', () => {
   });
 });
 
-describe('OPEN: another L2 run’s work in the shared repository', () => {
-  // Every run's worktree shares the repository's object store and refs, which each sandbox mounts
-  // read-only: run A reads run B's per-attempt commits (and every object B's snapshots wrote).
-  // Closing it needs an object store per run (see the report of this session); until then this
-  // test documents the hole, and fails (telling whoever closes it to make it a plain test) once it is closed.
-  test.failing('run A cannot read what run B committed on its own branch', async () => {
+describe('another L2 run’s work in its own repository', () => {
+  // Every run's worktree shared the repository's object store and refs, which each sandbox mounted
+  // read-only: run A read run B's per-attempt commits (and every object B's snapshots wrote). Each
+  // run now has a repository of its own that borrows the target's objects (prepareWorkspace); the
+  // hostile tests of every path are in containment-session11.test.ts.
+  test('run A cannot read what run B committed on its own branch', async () => {
     const repo = path.join(dir, 'repo');
     mkdirSync(repo);
     git(repo, 'init', '-q', '-b', 'main');
@@ -258,12 +258,14 @@ describe('OPEN: another L2 run’s work in the shared repository', () => {
     git(repo, 'add', '.');
     git(repo, 'commit', '-q', '-m', 'base');
     const worktrees = path.join(dir, 'home', 'worktrees');
-    git(repo, 'worktree', 'add', '-q', '-b', 'loopwright/run-a', path.join(worktrees, 'a'), 'HEAD');
-    git(repo, 'worktree', 'add', '-q', '-b', 'loopwright/run-b', path.join(worktrees, 'b'), 'HEAD');
-    writeFileSync(path.join(worktrees, 'b', 'config.env'), `API_TOKEN=${KEY}\n`);
-    git(path.join(worktrees, 'b'), 'add', '.');
-    git(path.join(worktrees, 'b'), 'commit', '-q', '-m', 'attempt 1');
-    const c = toolContext(sandboxIn(dir), path.join(worktrees, 'a'), ['sh'], 20_000);
+    const { commitWorkspace, prepareWorkspace } = await import('../../activities/agent/workspace');
+    const prepare = (workflowId: string) =>
+      prepareWorkspace(worktrees, { workflowId, workspace: repo, autonomy: 'L2' });
+    const a = await prepare('run-a');
+    const b = await prepare('run-b');
+    writeFileSync(path.join(b.root, 'config.env'), `API_TOKEN=${KEY}\n`);
+    await commitWorkspace({ root: b.root, branch: b.branch!, message: 'attempt 1' });
+    const c = toolContext(sandboxIn(dir), a.root, ['sh'], 20_000);
     const seen = await runShell(
       c,
       'git show loopwright/run-b:config.env; git cat-file --batch-all-objects --batch | grep -a API_TOKEN; true',

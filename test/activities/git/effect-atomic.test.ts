@@ -6,6 +6,7 @@ import { commitWorkspace, prepareWorkspace } from '../../../activities/agent/wor
 import { applyGitCommit, type GitCommitEffectInput, type GitCommitEffectResult } from '../../../activities/effects';
 import * as checkout from '../../../activities/git/checkout';
 import { commitTree, moveRef, treeOf } from '../../../activities/git/commit-tree';
+import { bringObjects, landingObjects } from '../../../activities/git/land';
 import { createSampleRepo } from '../../../loops/fixtures/sample-repo';
 import { plainGit } from './hostile-repo';
 
@@ -53,28 +54,34 @@ const effect = (
   r: { branch: string; key: string; verified?: string; base?: string },
   over: Partial<GitCommitEffectInput> = {},
 ) =>
-  applyGitCommit({
-    key: r.key,
-    repo,
-    branch: r.branch,
-    message: 'Fix add',
-    verified: r.verified,
-    base: r.base,
-    ...over,
-  });
+  applyGitCommit(
+    {
+      key: r.key,
+      repo,
+      branch: r.branch,
+      message: 'Fix add',
+      verified: r.verified,
+      base: r.base,
+      ...over,
+    },
+    path.join(dir, 'worktrees'),
+  );
 
 /**
  * What effect `r` leaves when it has moved main to its commit (its verified tree, with its key
  * as the trailer) and has not yet brought the checkout along; returns that commit.
  */
-async function landAsEffect(r: { verified: string; key: string }): Promise<string> {
+async function landAsEffect(r: { root: string; verified: string; key: string }): Promise<string> {
   const parent = git(repo, 'rev-parse', 'main');
-  const landed = await commitTree(
-    repo,
-    await treeOf(repo, r.verified),
-    [parent],
-    `Fix add\n\nLoopwright-Effect: ${r.key}`,
-  );
+  // The effect's own steps: the verified tree (in the run's repository), its objects brought into the repository, one commit.
+  const tree = await treeOf(r.root, r.verified);
+  const objects = await landingObjects(repo, r.root);
+  try {
+    await bringObjects(repo, tree, parent, objects.env);
+  } finally {
+    await objects.remove();
+  }
+  const landed = await commitTree(repo, tree, [parent], `Fix add\n\nLoopwright-Effect: ${r.key}`);
   await moveRef(repo, 'refs/heads/main', landed, parent, 'test');
   return landed;
 }
@@ -101,9 +108,9 @@ test('lands the tree the checks verified, not a later commit on the run branch',
   // After the checks ran, something else lands on the run's branch.
   writeFileSync(path.join(r.root, 'src/math.js'), 'unverified\n');
   const { commit: late } = await commitWorkspace({ root: r.root, branch: r.branch, message: 'not verified' });
-  expect(git(repo, 'rev-parse', r.branch)).toBe(late);
+  expect(git(r.root, 'rev-parse', r.branch)).toBe(late);
   const result = await effect(r);
-  expect(await treeOf(repo, result.commit)).toBe(await treeOf(repo, r.verified));
+  expect(await treeOf(repo, result.commit)).toBe(await treeOf(r.root, r.verified));
   expect(read(repo, 'src/math.js')).toBe(FIX);
   expect(git(repo, 'status', '--porcelain')).toBe('');
 });

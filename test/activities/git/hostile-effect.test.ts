@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { commitWorkspace, prepareWorkspace } from '../../../activities/agent/workspace';
 import { applyGitCommit } from '../../../activities/effects';
+import { bringObjects, landingObjects } from '../../../activities/git/land';
 import { commitTree, moveRef, treeOf } from '../../../activities/git/commit-tree';
 import { snapshotWorkingTree } from '../../../activities/git/snapshot';
 import { workerGit } from '../../../activities/git/worker-git';
@@ -21,19 +22,24 @@ const FIX =
 let hostile: HostileRepo;
 let worktrees: string;
 let branch: string;
+/** The run's own repository, where its branch is (see prepareWorkspace). */
+let root: string;
 let n = 0;
 
 const git = async (cwd: string, ...args: string[]) => (await workerGit(cwd, args)).trim();
 const read = (file: string) => readFileSync(path.join(hostile.repo, file), 'utf8');
 const status = () => git(hostile.repo, 'status', '--porcelain', '--ignore-submodules=dirty');
 const effect = (over: { targetBranch?: string; key?: string } = {}) =>
-  applyGitCommit({
-    key: over.key ?? `fix-test/hostile-${n}/commit/1`,
-    repo: hostile.repo,
-    branch,
-    message: 'Fix add',
-    targetBranch: over.targetBranch,
-  });
+  applyGitCommit(
+    {
+      key: over.key ?? `fix-test/hostile-${n}/commit/1`,
+      repo: hostile.repo,
+      branch,
+      message: 'Fix add',
+      targetBranch: over.targetBranch,
+    },
+    worktrees,
+  );
 
 /** A hostile repository whose run's branch holds the fix, committed by commitWorkspace. */
 async function setUp(place: HookPlace): Promise<void> {
@@ -51,6 +57,7 @@ async function setUp(place: HookPlace): Promise<void> {
     message: `loopwright: attempt 1 of fix-test/hostile-${n}`,
   });
   branch = ws.branch!;
+  root = ws.root;
 }
 
 /** Commits `files` onto main in the user's checkout, by plumbing, and leaves the checkout clean. */
@@ -93,7 +100,7 @@ describe.each(['.git/hooks', 'core.hooksPath'] as HookPlace[])(
       });
       expect(await git(hostile.repo, 'rev-parse', 'main')).toBe(result.commit);
       expect(await git(hostile.repo, 'rev-parse', `${result.commit}^`)).toBe(before);
-      expect(await treeOf(hostile.repo, result.commit)).toBe(await treeOf(hostile.repo, branch));
+      expect(await treeOf(hostile.repo, result.commit)).toBe(await treeOf(root, branch));
       expect(await git(hostile.repo, 'log', '-1', '--format=%B', 'main')).toBe(
         `Fix add\n\nLoopwright-Effect: fix-test/hostile-${n}/commit/1`,
       );
@@ -154,10 +161,8 @@ describe('applyGitCommit refuses with nothing changed, and finishes what a crash
     });
     await workerGit(hostile.repo, ['checkout', '--', 'package.json']);
     // The branch adds NEW.md; the user has an untracked NEW.md of their own.
-    const tip = await git(hostile.repo, 'rev-parse', branch);
-    writeFileSync(path.join(hostile.repo, 'NEW.md'), 'from the run\n');
-    const withNew = await commitTree(hostile.repo, await snapshotWorkingTree(hostile.repo, tip), [tip], 'adds NEW.md');
-    await moveRef(hostile.repo, `refs/heads/${branch}`, withNew, tip, 'test');
+    writeFileSync(path.join(root, 'NEW.md'), 'from the run\n');
+    await commitWorkspace({ root, branch, message: 'adds NEW.md' });
     writeFileSync(path.join(hostile.repo, 'NEW.md'), 'mine\n');
     await expect(effect()).rejects.toMatchObject({
       type: 'EffectError',
@@ -171,9 +176,17 @@ describe('applyGitCommit refuses with nothing changed, and finishes what a crash
   /** The state a worker killed right after `update-ref` leaves: main moved, index and files at the parent. */
   async function crashAfterRefMove(): Promise<{ parent: string; commit: string }> {
     const parent = await git(hostile.repo, 'rev-parse', 'main');
+    // The effect's own steps: the run's tree, its objects brought into the repository, one commit.
+    const tree = await treeOf(root, branch);
+    const objects = await landingObjects(hostile.repo, root);
+    try {
+      await bringObjects(hostile.repo, tree, parent, objects.env);
+    } finally {
+      await objects.remove();
+    }
     const commit = await commitTree(
       hostile.repo,
-      await treeOf(hostile.repo, branch),
+      tree,
       [parent],
       `Fix add\n\nLoopwright-Effect: fix-test/hostile-${n}/commit/1`,
     );
