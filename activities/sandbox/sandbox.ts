@@ -24,6 +24,7 @@ import { workspaceGitDirs } from './git-dirs';
 import { bwrapArgs, isWithin } from './profile';
 import { realOrSelf } from './real-path';
 import { seccompFile } from './seccomp';
+import { GO_CACHE_SEED, goCacheSeed, seededArgv } from './go-cache';
 import { protectedFolders, protectedPaths } from './protected';
 
 /** How a worker runs agent commands: in bubblewrap (the default), or, opted out, without a sandbox. */
@@ -85,6 +86,8 @@ export interface SandboxConfig {
   requireLimits: boolean;
   /** Where commands' cgroups go (default: found for this process, limits.ts); tests give another. */
   cgroups?: () => CgroupHome;
+  /** The warm Go build cache (go-cache.ts): where its master lies (tests give a folder), or `false` (LOOPWRIGHT_SANDBOX_GO_CACHE=off). */
+  goCache?: { root?: string } | false;
 }
 
 /** One command to run in a workspace. */
@@ -154,7 +157,18 @@ export function sandboxConfigFromEnv(env: Record<string, string | undefined>): S
     readOnly: [node, ...extra].map(realOrSelf),
     limits: sandboxLimitsFromEnv(env),
     requireLimits: requireLimitsFromEnv(env),
+    ...(goCacheFromEnv(env) ? {} : { goCache: false as const }),
   };
+}
+
+/** `LOOPWRIGHT_SANDBOX_GO_CACHE`: `on` (the default) or `off` (every Go command builds the standard library itself). */
+function goCacheFromEnv(env: Record<string, string | undefined>): boolean {
+  const raw = (env.LOOPWRIGHT_SANDBOX_GO_CACHE ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'on') return true;
+  if (raw === 'off') return false;
+  throw new ConfigError(
+    `LOOPWRIGHT_SANDBOX_GO_CACHE=${env.LOOPWRIGHT_SANDBOX_GO_CACHE} is not a setting: use on (the default) or off`,
+  );
 }
 
 function requireLimitsFromEnv(env: Record<string, string | undefined>): boolean {
@@ -194,9 +208,10 @@ export function createSandbox(config: SandboxConfig): Sandbox {
     async run(argv, opts) {
       const st = await status();
       if (st.kind === 'unavailable') throw new SandboxUnavailableError(st.reason, st.fix);
-      return st.kind === 'bwrap'
-        ? runBwrap(config, st.path, st.version, st.limits, argv, opts, true)
-        : runUnsandboxed(config, argv, opts);
+      if (st.kind !== 'bwrap') return runUnsandboxed(config, argv, opts);
+      // A Go module's command starts from its own copy of the worker's trusted build cache (go-cache.ts).
+      const seed = await goCacheSeed(config, realOrSelf(opts.workspace), opts.env, opts);
+      return runBwrap(config, st.path, st.version, st.limits, argv, opts, true, seed);
     },
   };
 }
@@ -276,11 +291,22 @@ async function runBwrap(
   argv: string[],
   opts: SandboxRunOptions,
   watch = false,
+  goCacheSeed?: string,
 ): Promise<SandboxedRun> {
   const cgroup = limits.cgroup.kind === 'cgroup' ? createCommandCgroup(limits.cgroup, limits.limits) : undefined;
   const disk = watch ? watchDisk(realOrSelf(opts.workspace), limits.limits.diskFreeBytes) : undefined;
   try {
-    const run = await runBwrapIn(config, bwrap, version, limits, cgroup?.procs ?? [], argv, opts, disk?.signal);
+    const run = await runBwrapIn(
+      config,
+      bwrap,
+      version,
+      limits,
+      cgroup?.procs ?? [],
+      goCacheSeed ? seededArgv(argv) : argv,
+      opts,
+      disk?.signal,
+      goCacheSeed,
+    );
     const hits = [
       ...(cgroup?.hits() ?? []),
       ...(run.stopped ? [`[sandbox: stopped: ${run.stopped}; remove what the command wrote there]`] : []),
@@ -301,6 +327,7 @@ async function runBwrapIn(
   argv: string[],
   opts: SandboxRunOptions,
   stop?: AbortSignal,
+  goCacheSeed?: string,
 ): Promise<SandboxedRun> {
   const workspace = realOrSelf(opts.workspace);
   for (const folder of config.ownFolders ?? [])
@@ -317,6 +344,8 @@ async function runBwrapIn(
       files.push([realOrSelf(opts.file.host), SANDBOX_FILE]);
       env[opts.file.variable] = SANDBOX_FILE;
     }
+    // The trusted master, read-only: the command's shell copies it into its own GOCACHE first.
+    if (goCacheSeed) files.push([goCacheSeed, GO_CACHE_SEED]);
     const args = bwrapArgs(
       {
         workspace,
