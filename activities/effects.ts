@@ -110,7 +110,13 @@ export async function applyGitCommit(
     const done = await findApplied(top, head, input.key);
     if (done) return await applied(top, { target, key: input.key, checkout }, done, true);
 
-    const verified = await verifiedCommit(from, input);
+    const verified = await verifiedCommit(from, input).catch((err: unknown) => {
+      if (from !== top || !worktreesDir) throw err;
+      // Neither a run with a repository of its own here nor one with a linked worktree.
+      throw effectFailure(
+        `${err instanceof Error ? err.message : String(err)}: the run's repository ${runRoot(worktreesDir, input.branch)} is not on this worker (LOOPWRIGHT_WORKTREES must be shared by the workers of a run)`,
+      );
+    });
     // The tree to land is made in a scratch store that borrows the target's objects and the run's
     // (git/land.ts): a conflict, or a change that changes nothing, leaves nothing of the run's in
     // the target's store; a landing tree's objects are copied in just before the commit is made.

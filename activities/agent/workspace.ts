@@ -108,7 +108,7 @@ const CONTENT_SETTINGS =
  * the target's object format, the target's object store as its alternate, the target's content
  * settings, ignore and attribute rules (`info/exclude`, `info/attributes`), the branch and
  * {@link BASE_REF} at the target's HEAD, checked out; built in a staging folder beside `root`
- * and renamed to it. A staging folder a crash left is removed by the next try.
+ * and renamed to it. A staging folder a crash left is removed by a later try.
  */
 async function makeRunRepository(top: string, root: string, branch: string): Promise<void> {
   const head = await workerGit(top, ['rev-parse', '--verify', 'HEAD^{commit}']).then(trim, () => {
@@ -120,8 +120,13 @@ async function makeRunRepository(top: string, root: string, branch: string): Pro
   const settings = await workerGit(top, ['config', '-z', '--get-regexp', CONTENT_SETTINGS.source]).catch(() => '');
   const parent = path.dirname(root);
   const prefix = `.${path.basename(root)}.new-`;
-  for (const stale of readdirSync(parent).filter((n) => n.startsWith(prefix)))
-    rmSync(path.join(parent, stale), { recursive: true, force: true });
+  // A staging folder an hour old is a crashed try's (a live one takes seconds): removed. A younger
+  // one may be a concurrent try's (an activity retried after a timeout while it still runs).
+  for (const stale of readdirSync(parent).filter((n) => n.startsWith(prefix))) {
+    const at = path.join(parent, stale);
+    if ((lstatSync(at, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) < Date.now() - 3_600_000)
+      rmSync(at, { recursive: true, force: true });
+  }
   const staging = mkdtempSync(path.join(parent, prefix));
   try {
     await workerGit(parent, ['init', '--quiet', '--template=', `--object-format=${format}`, '-b', branch, staging]);
@@ -135,7 +140,8 @@ async function makeRunRepository(top: string, root: string, branch: string): Pro
     }
     for (const entry of settings.split('\0').filter(Boolean)) {
       const [key = '', value = ''] = entry.split('\n');
-      if (CONTENT_SETTINGS.test(key)) await workerGit(staging, ['config', '--local', key, value]);
+      if (CONTENT_SETTINGS.test(key) && !value.startsWith('-'))
+        await workerGit(staging, ['config', '--local', key, value]);
     }
     const identity = { env: { ...LOOPWRIGHT_IDENTITY } };
     await workerGit(

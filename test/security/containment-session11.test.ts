@@ -339,3 +339,37 @@ describe('landing an approved run', () => {
     expect(has(repo, side)).toBe(false);
   });
 });
+
+describe('the run’s own repository', () => {
+  test('follows the repository’s own ignore rules (info/exclude) as the linked worktree did', async () => {
+    writeFileSync(path.join(repo, '.git', 'info', 'exclude'), 'local.env\n');
+    const c = await prepare('fix-test/run-exclude');
+    writeFileSync(path.join(c.root, 'local.env'), 'LOCAL=1\n');
+    writeFileSync(path.join(c.root, 'fix.txt'), 'fix\n');
+    const { commit } = await commitWorkspace({ root: c.root, branch: c.branch, message: 'loopwright: attempt 1' });
+    expect(git(c.root, 'ls-tree', '--name-only', commit!).split('\n')).toEqual(['a.txt', 'fix.txt']);
+  });
+
+  test('an approval on a worker that does not have the run’s repository says so, and changes nothing', async () => {
+    const elsewhere = createActivities({
+      model: {} as ModelClient,
+      sandbox,
+      store: createFileBlobStore(path.join(dir, 'transcripts')),
+      ledger: createFileLedger(path.join(dir, 'ledger')),
+      env: { PATH: process.env.PATH },
+      worktreesDir: path.join(dir, 'other-worktrees'),
+    });
+    const main = git(repo, 'rev-parse', 'main');
+    await expect(
+      new MockActivityEnvironment().run(elsewhere.applyEffect, {
+        key: 'fix-test/run-b/commit/1',
+        repo,
+        branch: b.branch,
+        message: 'Add config',
+        verified: b.commit,
+        base: b.base,
+      }),
+    ).rejects.toMatchObject({ type: 'EffectError', message: expect.stringContaining('is not on this worker') });
+    expect(git(repo, 'rev-parse', 'main')).toBe(main);
+  });
+});
