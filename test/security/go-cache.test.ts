@@ -32,10 +32,11 @@ const SKIPPED = HAS_GO ? '' : ' (skipped: no go on this worker)';
 
 /**
  * What a hostile command runs against its GOCACHE: it compiles a `strconv` whose Itoa always
- * returns "5" (an overlay of the real source, so nothing is written to GOROOT) and rewrites the
- * cache entry of the real `strconv`'s action id to point at it, in place (the file keeps its
- * inode: a cache made of hard links to a master would carry it there). Any later build that
- * reads this cache links the planted package.
+ * returns "5" (an overlay of the real source, so nothing is written to GOROOT), writes it over
+ * the real `strconv`'s compiled output and fixes the size in the cache entry of the real one's
+ * action id. Both files are written in place (they keep their inodes: a cache made of hard links
+ * to a master would carry the change there). Go checks an entry's size, not its content: any
+ * later build that reads this cache links the planted package.
  */
 const POISON = String.raw`set -e
 C=$(go env GOCACHE)
@@ -50,7 +51,8 @@ printf '{"Replace":{"%s":"%s"}}' "$f" "$T/itoa.go" > "$T/ov.json"
 bad=$(go list -overlay "$T/ov.json" -export -f '{{.Export}}' strconv)
 aid=$(basename "$entry" -a)
 ts=$(awk '{print $5}' "$entry")
-printf 'v1 %s %s %20d %20d\n' "$aid" "$(basename "$bad" -d)" "$(wc -c < "$bad")" "$ts" > "$T/entry"
+cat "$bad" > "$real"
+printf 'v1 %s %s %20d %20d\n' "$aid" "$rid" "$(wc -c < "$bad")" "$ts" > "$T/entry"
 cat "$T/entry" > "$entry"
 echo "planted strconv in $C"
 `;
