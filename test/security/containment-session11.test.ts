@@ -1,5 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -17,7 +27,7 @@ import { createFileBlobStore } from '../../activities/transcript/store';
 import { readReviewDiff } from '../../client/commands/review';
 import { reviewedAttempt } from '../../client/review';
 import type { RunRecord } from '../../common/run-record';
-import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 
 /**
  * A hostile agent of one L2 run against the work of another L2 run that has not landed (its
@@ -371,5 +381,44 @@ describe('the run’s own repository', () => {
       }),
     ).rejects.toMatchObject({ type: 'EffectError', message: expect.stringContaining('is not on this worker') });
     expect(git(repo, 'rev-parse', 'main')).toBe(main);
+  });
+});
+
+describe('the worker’s own folders in a workspace that holds LOOPWRIGHT_HOME', () => {
+  // Checked whether an agent can plant a symlink where the worker later makes its folders (its
+  // recursive mkdir would follow it): it cannot. The sandbox makes LOOPWRIGHT_HOME (and the other
+  // folders of the worker's that lie in the workspace) before the first command, masks it, and
+  // pins every folder above it; the file tools refuse its paths and make no symlinks.
+  test('an L1 agent cannot make the worker’s worktrees folder a symlink', async () => {
+    const ws = path.join(dir, 'ws');
+    mkdirSync(ws);
+    const elsewhere = path.join(dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    const home = path.join(ws, 'vendor', 'lw', '.loopwright');
+    const saved = process.env.LOOPWRIGHT_HOME;
+    process.env.LOOPWRIGHT_HOME = home;
+    try {
+      const c = toolContext(sandboxIn(dir, { LOOPWRIGHT_HOME: home }), ws, ['sh'], 20_000);
+      const write = await callTool(c, 'write_file', { path: 'vendor/lw/.loopwright/worktrees/x', content: 'x' });
+      expect(write.content).toContain('refused');
+      await runShell(
+        c,
+        [
+          `ln -s ${elsewhere} vendor/lw/.loopwright/worktrees`,
+          `ln -sfn ${elsewhere} vendor/lw/.loopwright`,
+          'mv vendor/lw/.loopwright vendor/lw/old',
+          'rm -rf vendor/lw/.loopwright',
+          `mv vendor v2 && mkdir -p vendor/lw && ln -s ${elsewhere} vendor/lw/.loopwright`,
+          'true',
+        ].join('; '),
+      );
+      expect(lstatSync(home).isSymbolicLink()).toBe(false);
+      mkdirSync(path.join(home, 'worktrees'), { recursive: true });
+      expect(realpathSync(path.join(home, 'worktrees'))).toBe(path.join(home, 'worktrees'));
+      expect(readdirSync(elsewhere)).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env.LOOPWRIGHT_HOME;
+      else process.env.LOOPWRIGHT_HOME = saved;
+    }
   });
 });
