@@ -267,7 +267,7 @@ async function build(config: GoCacheConfig, go: string, scratch: string, master:
  * `done` exists by then; another process's lock is waited for until it is gone or stale (its
  * process is dead, or it is older than STALE_LOCK_MS).
  */
-async function underLock(lock: string, done: string, work: () => Promise<void>): Promise<string> {
+export async function underLock(lock: string, done: string, work: () => Promise<void>): Promise<string> {
   for (;;) {
     if (existsSync(done)) return done;
     try {
