@@ -95,7 +95,7 @@ describe('agent sessions', () => {
     expect(seen).toMatch(/leaves the workspace|absolute/);
   });
 
-  test("L2 writes land on the run's own branch in a worktree, never in the repository's working tree", async () => {
+  test("L2 writes land on the run's own branch in a repository of its own, never in the repository's working tree or refs", async () => {
     const workspace = repo();
     const { stack } = await setup(
       'l2',
@@ -119,11 +119,14 @@ describe('agent sessions', () => {
     expect(record.workspace!.root).not.toBe(workspace);
     expect(existsSync(path.join(workspace, 'fix.txt'))).toBe(false);
     expect(readFileSync(path.join(workspace, 'notes.txt'), 'utf8')).toContain('3am');
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: workspace }).toString();
+    // The branch and its commits are in the run's own repository (its workspace), not the repository's.
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: record.workspace!.root }).toString();
     expect(git('show', `${branch}:fix.txt`)).toBe('fixed\n');
     expect(git('show', `${branch}:notes.txt`)).toContain('4am');
     expect(git('rev-parse', branch).trim()).toBe(record.attempts[0]?.commit);
-    expect(git('rev-parse', 'main').trim()).not.toBe(record.attempts[0]?.commit);
+    const repoGit = (...args: string[]) => execFileSync('git', args, { cwd: workspace }).toString();
+    expect(repoGit('for-each-ref', '--format=%(refname)')).not.toContain('loopwright/');
+    expect(repoGit('rev-parse', 'main').trim()).not.toBe(record.attempts[0]?.commit);
   });
 
   test.each([
