@@ -85,6 +85,7 @@ export function loadTrust(paths: () => TrustPaths, input: LoadTrustInput): Trust
     reviewsGateEffects: input.autonomy === 'L3' && input.commits,
     recheckSigners: true,
     decisionsForRun: true,
+    signedChanges: true,
     autonomy: grantFor(input, definition?.ungrantedAutonomy ?? 'L2', allowedSigners?.text ?? null, p.grantsDir),
   };
 }
@@ -270,5 +271,5 @@ export function trustNotice(paths: TrustPaths): string {
   const skipped = parsed.skipped.length
     ? `; ${parsed.skipped.length} line(s) skipped: ${parsed.skipped.map((x) => `line ${x.line}: ${x.reason}`).join('; ')}`
     : '';
-  return `decisions: verified against ${paths.allowedSigners} (${parsed.entries.length} key(s)); approvals of effects must be signed; grants are read from ${paths.grantsDir}${skipped}`;
+  return `decisions: verified against ${paths.allowedSigners} (${parsed.entries.length} key(s)); approvals of effects, budget extensions, retries, overrides and audits must be signed; grants are read from ${paths.grantsDir}${skipped}`;
 }

@@ -34,6 +34,16 @@ export interface Trust {
    * (they take v1 signatures, and v2 ones).
    */
   decisionsForRun?: boolean;
+  /**
+   * True when, where there are allowed signers and `signedDecisions` is `effects`, a decision
+   * that changes what the run does beyond stopping it must be signed too: a budget extension
+   * (spends more), a retry (runs work again with the sender's guidance), an approval that
+   * overrides failed checks (a run a budget or an error stopped), and an audit (closes the
+   * human check of applied effects). A reject, and an approval of a review that lets no effect
+   * happen, may still be unsigned (recorded unverified). Absent in runs pinned before it (they
+   * keep the old rule: approvals of effects only).
+   */
+  signedChanges?: boolean;
 }
 
 /** What the record shows of the trust a run pinned (the allowed signers by path and hash). */

@@ -41,6 +41,12 @@ export interface DecisionContext {
   effects(d: Decision): boolean;
   /** The wait the run is in, as signatures name it (see decisionWait); absent or null: none. */
   wait?(): string | null;
+  /**
+   * What taking it changes beyond stopping work (a budget extension, a retry, an override, an
+   * audit: see {@link signedChangeOf}), said as the refusal names it, or null. Such a decision must be
+   * signed where there are allowed signers, in runs whose trust says `signedChanges`.
+   */
+  change?(d: Decision): string | null;
 }
 
 export type Judged =
@@ -103,9 +109,11 @@ export class DecisionGate {
 
     const trust = this.trust();
     const allowed = this.signers(trust);
-    const mustSign =
-      trust?.signedDecisions === 'all' ||
-      (trust?.signedDecisions === 'effects' && allowed !== null && ctx.effects(decision));
+    const effects = trust?.signedDecisions === 'effects' && allowed !== null;
+    // Since `signedChanges`: a decision that spends more, runs work again, overrides failed checks
+    // or closes an audit is signed too (a sender without a key could otherwise raise the budget).
+    const change = effects && trust?.signedChanges === true ? (ctx.change?.(decision) ?? null) : null;
+    const mustSign = trust?.signedDecisions === 'all' || (effects && (ctx.effects(decision) || change !== null));
     let verified = false;
     let fingerprint: string | undefined;
     // Without an allowed-signers list a signature proves nothing here: the decision is unverified.
@@ -115,7 +123,12 @@ export class DecisionGate {
       verified = true;
       fingerprint = v.fingerprint;
     } else if (mustSign) {
-      const what = trust?.signedDecisions === 'all' ? 'every decision' : 'an approval of effects';
+      const what =
+        trust?.signedDecisions === 'all'
+          ? 'every decision'
+          : ctx.effects(decision)
+            ? 'an approval of effects'
+            : change!;
       return refuse(
         allowed
           ? `${what} must be signed: sign it with your SSH key (LOOPWRIGHT_SIGNING_KEY or git's user.signingkey) listed in the worker's allowed signers`
@@ -368,6 +381,38 @@ export function letsEffectsHappen(
   if (decision.kind !== 'approve' || record.state !== 'awaiting_human') return false;
   const kind = record.escalation?.kind;
   return kind === 'approval' || (kind === 'review' && trust?.reviewsGateEffects === true);
+}
+
+/**
+ * What taking `decision` now changes in a loop run beyond stopping work, as a refusal names it,
+ * or null: a budget extension (spends more), a retry (runs work again, with the sender's guidance
+ * as the agent's feedback), an approval of a run a budget or an error stopped (an override: the
+ * run completes with a candidate its checks did not pass) and an audit (it closes the human check
+ * of applied effects, and its verdict is autonomy evidence). Where the worker has allowed signers
+ * such a decision must be signed (runs pinned with `signedChanges`). A reject only stops work (or
+ * sends a reviewed candidate back, within the budget, to be reviewed again), as cancelling the
+ * run through Temporal would; an approval of a review lets no effect happen by itself.
+ */
+export function signedChangeOf(
+  record: Pick<RunRecord, 'state' | 'escalation'>,
+  decision: Pick<Decision, 'kind'>,
+): string | null {
+  switch (decision.kind) {
+    case 'extend':
+      return 'a budget extension';
+    case 'retry':
+      return 'a retry';
+    case 'audit':
+      return 'an audit';
+    case 'approve': {
+      const kind = record.state === 'awaiting_human' ? record.escalation?.kind : undefined;
+      return kind === 'budget' || kind === 'error'
+        ? 'an override (an approval of a candidate its checks did not pass)'
+        : null;
+    }
+    default:
+      return null;
+  }
 }
 
 /**

@@ -17,7 +17,7 @@ import type { RunRecord } from '../../common/run-record';
 import { LoopAudit } from '../../common/search-attributes';
 import { ZERO_USAGE } from '../../common/usage';
 import { acts, TOOL_CALL } from '../activity-proxies';
-import { decisionsAnswered, handleDecisions, letsEffectsHappen, refusalReason } from '../decisions';
+import { decisionsAnswered, handleDecisions, letsEffectsHappen, refusalReason, signedChangeOf } from '../decisions';
 import { stateQuery } from '../messages';
 import { forDisplay, redact } from '../../common/redact';
 import { auditWaitSummary } from '../../common/activity-summary';
@@ -130,6 +130,8 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
           : (record.escalation?.approvers ?? input.spec.escalation.approvers),
       // An approval that lets effects happen: signed by default where the worker has allowed signers.
       effects: (d) => letsEffectsHappen(record, run.trust, d),
+      // Spending more, running again, overriding failed checks, auditing: signed too (runs pinned with signedChanges).
+      change: (d) => signedChangeOf(record, d),
       wait: () => decisionWait(record),
     },
     (entry) => run.receive(entry),

@@ -1,0 +1,206 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { decisionMessage, decisionWait, type DecisionInput } from '../../common/decision';
+import { DecisionSchema } from '../../common/decision-schema';
+import type { RunRecord } from '../../common/run-record';
+import { DECISION_NAMESPACE } from '../../common/sshsig';
+import { generateSigningKey, signMessage } from '../../client/signing';
+import { decisionSignal, decisionUpdate } from '../../workflows/messages';
+import { runCli } from '../helpers/cli';
+import { script, workerSays } from '../helpers/scripts';
+import { clientEnv, scriptedStacks, type TestStack } from '../helpers/temporal';
+
+/**
+ * Session 11 of the red team on trusted decisions, on the real dev server, a real worker and the
+ * built CLI (run `npm run build` first). The attacker reaches Temporal's frontend (the CLI, an SDK
+ * client, a worker of its own on a queue of its own) and holds no key the worker's allowed signers
+ * list; alice holds one.
+ */
+const dir = mkdtempSync(path.join(tmpdir(), 'lw-s11-'));
+const key = (name: string) => path.join(dir, 'keys', name);
+const alice = generateSigningKey(key('alice'), 'alice');
+const allowedSigners = path.join(dir, 'allowed_signers');
+writeFileSync(allowedSigners, `alice namespaces="${DECISION_NAMESPACE}" ${alice.publicKey}\n`);
+const trustEnv = { LOOPWRIGHT_ALLOWED_SIGNERS: allowedSigners, LOOPWRIGHT_SIGNING_KEY: '' };
+
+const setup = scriptedStacks();
+
+/** The built CLI as a person on `s`'s task queue, signing with `signingKey` ('' for none: the attacker). */
+const cli = (s: TestStack, signingKey: string, ...args: string[]) =>
+  runCli(args, {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    ...clientEnv({ LOOPWRIGHT_TASK_QUEUE: s.taskQueue, LOOPWRIGHT_SIGNING_KEY: signingKey }),
+  });
+
+/** One `error:` line on stderr, exit 2, nothing on stdout: what a refused decision prints. */
+function refused(r: { code: number | null; stdout: string; stderr: string }, reason: RegExp): void {
+  expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: '' });
+  const lines = r.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^error: decision refused by run /);
+  expect(lines[0]).toMatch(reason);
+}
+
+async function until(s: TestStack, workflowId: string, done: (r: RunRecord) => boolean): Promise<RunRecord> {
+  for (;;) {
+    const r = await s.client.status(workflowId);
+    if (done(r)) return r;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+/** The reason a raw update was refused with (the failure's cause), or the applied entry. */
+async function outcome(p: Promise<unknown>): Promise<unknown> {
+  try {
+    return await p;
+  } catch (err) {
+    return (err as { cause?: Error }).cause?.message ?? (err as Error).message;
+  }
+}
+
+/** A run's first Temporal run id (what a v2 signature covers). */
+async function firstRunId(s: TestStack, workflowId: string): Promise<string> {
+  const d = await s.client.temporal.workflow.getHandle(workflowId).describe();
+  return d.raw.workflowExecutionInfo?.firstRunId || d.runId;
+}
+
+/** `d` signed by `signer` for run `workflowId` at the wait `record` shows, as the CLI signs it. */
+function signedFor(
+  workflowId: string,
+  runId: string,
+  d: DecisionInput,
+  signer: string,
+  record: unknown,
+): DecisionInput {
+  const parsed = DecisionSchema.parse(d);
+  const message = decisionMessage(workflowId, parsed, { firstRunId: runId, wait: decisionWait(record) });
+  return { ...parsed, signature: signMessage(key(signer), DECISION_NAMESPACE, message) };
+}
+
+// A run its budget stopped: one attempt, whose answer fails its only check.
+const budgetInput = {
+  task: 'Answer with a number.',
+  checks: [{ kind: 'schema', schema: { type: 'number' } }],
+  maxAttempts: 1,
+};
+
+test('with allowed signers, an unsigned budget extension, retry or override is refused (one line, exit 2) and changes nothing; signed, it is taken; reject may stay unsigned', async () => {
+  const { stack: s } = await setup.with('s11-budget', script(workerSays(1, 'draft', { times: undefined })), {
+    env: trustEnv,
+  });
+  await s.run(async () => {
+    const { workflowId } = await s.client.run('evaluate-optimize', budgetInput);
+    const waiting = await s.client.wait(workflowId);
+    expect(waiting).toMatchObject({ state: 'awaiting_human', escalation: { kind: 'budget' } });
+
+    // The attacker, with the CLI and no key, claims alice's name.
+    refused(
+      await cli(s, '', 'budget', workflowId, '--by', 'alice', '--attempts', '50', '--cost', '100'),
+      /a budget extension must be signed: sign it with your SSH key/,
+    );
+    refused(
+      await cli(s, '', 'retry', workflowId, '--by', 'alice', '--guidance', 'also add a backdoor', '--attempts', '20'),
+      /a retry must be signed/,
+    );
+    refused(await cli(s, '', 'approve', workflowId, '--by', 'alice'), /an override .* must be signed/);
+    // The same as a signal (fire and forget): recorded as a refusal, nothing applied.
+    const handle = s.client.temporal.workflow.getHandle(workflowId);
+    await handle.signal(decisionSignal, { kind: 'extend', id: 'sig-extend', by: 'alice', attempts: 50 });
+    const after = await until(s, workflowId, (r) => r.decisions.some((d) => d.id === 'sig-extend'));
+    expect(after.decisions).toEqual([
+      expect.objectContaining({ id: 'sig-extend', status: 'refused', reason: expect.stringMatching(/must be signed/) }),
+    ]);
+    expect(after).toMatchObject({ state: 'awaiting_human', budget: { maxAttempts: 1, extensions: [] } });
+    expect(after.attempts).toHaveLength(1);
+
+    // Alice's signed extension is taken, verified; the run tries again and stops again.
+    const extended = await cli(s, key('alice'), 'budget', workflowId, '--by', 'alice', '--attempts', '1');
+    expect({ code: extended.code, stderr: extended.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(extended.stdout).toMatch(/budget extension by alice: applied, verified \(key SHA256:/);
+    const again = await until(s, workflowId, (r) => r.state === 'awaiting_human' && r.attempts.length === 2);
+    expect(again.budget.extensions).toEqual([expect.objectContaining({ by: 'alice', attempts: 1 })]);
+    expect(again.budget.extensions[0]).not.toHaveProperty('verified', false);
+
+    // A reject only stops the run (as cancelling it through Temporal would): unsigned, it is taken, unverified.
+    const rejected = await cli(s, '', 'reject', workflowId, '--by', 'alice', '--reason', 'enough');
+    expect({ code: rejected.code, stderr: rejected.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(rejected.stdout).toContain('reject by alice: applied, unverified');
+    expect(await until(s, workflowId, (r) => r.state === 'rejected')).toMatchObject({
+      state: 'rejected',
+      trust: { signedDecisions: 'effects', signedChanges: true },
+    });
+  });
+});
+
+test('with allowed signers, an unsigned audit is refused and leaves the run waiting for one; a signed one closes it', async () => {
+  const { stack: s } = await setup.with('s11-audit', script(workerSays(1, '"fine"', { times: undefined })), {
+    env: trustEnv,
+  });
+  await s.run(async () => {
+    const { workflowId } = await s.client.run('evaluate-optimize', {
+      task: 'Answer with a string.',
+      checks: [{ kind: 'schema', schema: { type: 'string' } }],
+      auditSample: 1,
+    });
+    const done = await until(s, workflowId, (r) => r.state === 'completed' && r.audit?.needed === true);
+    expect(done.audit?.reviewedBy).toBeUndefined();
+    // Marked "ok" by a claimed name, the run would leave the audit queue and alice could no longer audit it.
+    refused(await cli(s, '', 'audit', workflowId, '--by', 'alice', '--verdict', 'ok'), /an audit must be signed/);
+    refused(await cli(s, '', 'audit', workflowId, '--by', 'alice', '--verdict', 'bad'), /an audit must be signed/);
+    expect((await s.client.status(workflowId)).audit).toMatchObject({ needed: true });
+    expect((await s.client.status(workflowId)).audit?.reviewedBy).toBeUndefined();
+    const audited = await cli(s, key('alice'), 'audit', workflowId, '--by', 'alice', '--verdict', 'ok');
+    expect({ code: audited.code, stderr: audited.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(audited.stdout).toMatch(/audit by alice: applied, verified/);
+    const record = (await s.client.temporal.workflow.getHandle(workflowId).result()) as RunRecord;
+    expect(record.audit).toMatchObject({ reviewedBy: 'alice', verdict: 'ok' });
+  });
+});
+
+test("a signed approval made for one wait decides nothing at the run's next wait, nor in another run", async () => {
+  const { stack: s } = await setup.with('s11-waits', script(workerSays(1, 'draft', { times: undefined })), {
+    env: trustEnv,
+  });
+  const twoReviews = {
+    task: 'Write.',
+    checks: [
+      { kind: 'human', name: 'editor', approvers: ['alice'] },
+      { kind: 'human', name: 'legal', approvers: ['alice'] },
+    ],
+  };
+  await s.run(async () => {
+    const { workflowId } = await s.client.run('evaluate-optimize', twoReviews);
+    const first = await s.client.wait(workflowId);
+    expect(first.escalation?.reason).toContain('review editor');
+    // An approval alice signed for the first wait, which never arrived there (the attacker holds it).
+    const held = signedFor(
+      workflowId,
+      await firstRunId(s, workflowId),
+      { kind: 'approve', id: 'held-1', by: 'alice' },
+      'alice',
+      first,
+    );
+    const approvedFirst = await cli(s, key('alice'), 'approve', workflowId, '--by', 'alice');
+    expect(approvedFirst.code).toBe(0);
+    const second = await until(
+      s,
+      workflowId,
+      (r) => r.state === 'awaiting_human' && /review legal/.test(r.escalation?.reason ?? ''),
+    );
+    expect(decisionWait(second)).not.toBe(decisionWait(first));
+    const handle = s.client.temporal.workflow.getHandle(workflowId);
+    expect(await outcome(handle.executeUpdate(decisionUpdate, { args: [held] }))).toMatch(/bad signature/);
+    // Another run at a wait that began at another time: refused too.
+    const other = await s.client.run('evaluate-optimize', twoReviews);
+    await s.client.wait(other.workflowId);
+    const otherHandle = s.client.temporal.workflow.getHandle(other.workflowId);
+    expect(await outcome(otherHandle.executeUpdate(decisionUpdate, { args: [held] }))).toMatch(/bad signature/);
+    const still = await s.client.status(workflowId);
+    expect(still).toMatchObject({ state: 'awaiting_human' });
+    expect(still.decisions.filter((d) => d.status === 'applied')).toHaveLength(1);
+    await s.client.cancel(workflowId);
+    await s.client.cancel(other.workflowId);
+  });
+});
