@@ -1,11 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { activityCancellation } from '../activity-context';
-import { sandboxLimitsFromEnv, watchDisk } from '../sandbox/limits';
 import { workerProtectedPaths } from '../sandbox/protected';
 import { realOrSelf } from '../sandbox/real-path';
 import { refuseAmplifiedTree } from './amplification';
+import { heldToDiskReserve } from './disk-reserve';
 import { unsafeNestedRepositories } from './nested-repos';
 import { repositoryDirs, workerGit } from './worker-git';
 
@@ -71,20 +70,13 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
       // Hashing what the agent's commands wrote copies it into the repository's objects: watched
       // as those commands are (LOOPWRIGHT_SANDBOX_DISK_FREE), or files that filled the disk up to
       // the commands' limit would fill the rest of it here.
-      const disk = watchDisk(root, sandboxLimitsFromEnv(process.env).diskFreeBytes);
-      try {
-        await workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
+      await heldToDiskReserve(root, `the working tree under ${root} was not snapshotted`, (signal) =>
+        workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
           indexFile,
           input: `${all.join('\0')}\0`,
-          ...(disk ? { signal: anySignal(disk.signal, activityCancellation()) } : {}),
-        });
-      } catch (err) {
-        if (disk?.signal.aborted)
-          throw new Error(`the working tree under ${root} was not snapshotted: ${String(disk.signal.reason)}`);
-        throw err;
-      } finally {
-        disk?.end();
-      }
+          signal,
+        }),
+      );
     }
     return (await workerGit(root, ['write-tree'], { indexFile })).trim();
   } finally {
@@ -107,9 +99,4 @@ function protectedInside(top: string, root: string): string[] {
 function isWithin(outer: string, inner: string): boolean {
   const rel = path.relative(outer, inner);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
-/** A signal that fires when either does (the activity's cancellation, when there is one, is not dropped). */
-function anySignal(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
-  return b ? AbortSignal.any([a, b]) : a;
 }

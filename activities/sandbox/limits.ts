@@ -383,6 +383,27 @@ function tryRmdir(dir: string): boolean {
 const DISK_WATCH_MS = 100;
 
 /**
+ * Why the disk `dir` lies on has less than `keep` bytes, or less than 1% of its inodes, free
+ * (`the disk holding the workspace has …`), or undefined when it has them (or `dir` is gone).
+ */
+export function diskShortage(dir: string, keep: number): string | undefined {
+  let st;
+  try {
+    st = statfsSync(dir);
+  } catch {
+    return undefined; // gone or unreadable: the command fails on its own
+  }
+  const free = st.bavail * st.bsize;
+  const why =
+    free < keep
+      ? `${Math.floor(free / 2 ** 20)} MiB free, less than the ${formatSize(keep)} commands must leave (LOOPWRIGHT_SANDBOX_DISK_FREE)`
+      : st.files > 0 && st.ffree < st.files / 100
+        ? `${st.ffree} inodes free, less than 1% of its ${st.files}`
+        : undefined;
+  return why && `the disk holding the workspace has ${why}`;
+}
+
+/**
  * Watches the disk `dir` lies on while a command runs there (or the worker's own git writes what
  * a command left there: snapshot.ts): `signal` fires (the command is then stopped, see
  * spawnCapture's `stop`) once less than `keep` bytes, or less than 1% of its inodes,
@@ -396,21 +417,9 @@ export function watchDisk(dir: string, keep: number): { signal: AbortSignal; end
   if (keep <= 0) return undefined;
   const stop = new AbortController();
   const look = () => {
-    let st;
-    try {
-      st = statfsSync(dir);
-    } catch {
-      return; // gone or unreadable: the command fails on its own
-    }
-    const free = st.bavail * st.bsize;
-    const why =
-      free < keep
-        ? `${Math.floor(free / 2 ** 20)} MiB free, less than the ${formatSize(keep)} commands must leave (LOOPWRIGHT_SANDBOX_DISK_FREE)`
-        : st.files > 0 && st.ffree < st.files / 100
-          ? `${st.ffree} inodes free, less than 1% of its ${st.files}`
-          : undefined;
+    const why = diskShortage(dir, keep);
     if (why) {
-      stop.abort(`the disk holding the workspace has ${why}`);
+      stop.abort(why);
       clearInterval(timer);
     }
   };

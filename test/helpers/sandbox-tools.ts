@@ -33,3 +33,17 @@ export function callTool(c: ToolContext, name: string, input: Record<string, unk
 export async function runShell(c: ToolContext, script: string): Promise<string> {
   return (await callTool(c, 'run_command', { command: `sh -c '${script.replace(/'/g, `'\\''`)}'` })).content;
 }
+
+/** Runs `fn` with these variables in this process's environment too (the file tools read the worker's own). */
+export async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}

@@ -1,11 +1,21 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
+import { checkOutTree } from '../../activities/checks/tests/trees';
 import { snapshotWorkingTree } from '../../activities/git/snapshot';
 import { FailureType } from '../../common/failure-types';
-import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+import { runShell, sandboxIn, toolContext, withEnv } from '../helpers/sandbox-tools';
 
 /**
  * A command in the sandbox can make files that claim far more bytes than the disk they take:
@@ -72,4 +82,31 @@ test('files that hold what they claim are snapshotted, however large: a 100 MiB 
   const listed = execFileSync('git', ['ls-tree', '--name-only', tree], { cwd: repo }).toString();
   expect(listed).toContain('data.bin');
   expect(listed).toContain('small200.txt');
+}, 120_000);
+
+test('a gate checkout of a tree is held to the disk reserve: what a command left just above it is not written out again', async () => {
+  const c = toolContext(sandboxIn(dir), repo, ['sh'], 60_000);
+  expect(await runShell(c, 'for i in 1 2 3 4; do head -c 52428800 /dev/urandom > r$i.bin; done; echo wrote')).toContain(
+    'wrote',
+  );
+  const tree = await snapshotWorkingTree(repo);
+  const base = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repo }).toString().trim();
+  const freeMiB = () => {
+    const st = statfsSync(repo);
+    return Math.floor((st.bavail * st.bsize) / 2 ** 20);
+  };
+  // Room for about half of the checkout's 200 MiB.
+  const keep = Math.max(0, freeMiB() - 100);
+  const under = path.join(dir, 'checkouts');
+  await withEnv({ LOOPWRIGHT_SANDBOX_DISK_FREE: `${keep}m` }, async () => {
+    await expect(checkOutTree(repo, tree, base, under, 'candidate')).rejects.toThrow(
+      /the candidate checkout for the tests check was not written: the disk holding the workspace has \d+ MiB free/,
+    );
+  });
+  expect(freeMiB()).toBeGreaterThan(keep - 100);
+  expect(readdirSync(under)).toEqual([]);
+  // With the room, the same checkout is written.
+  const made = await checkOutTree(repo, tree, base, under, 'candidate');
+  expect(statSync(path.join(made.dir, 'r4.bin')).size).toBe(52428800);
+  await made.remove();
 }, 120_000);

@@ -20,7 +20,7 @@ import { createFileBlobStore } from '../../activities/transcript/store';
 import { snapshotWorkingTree } from '../../activities/git/snapshot';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
 import type { Verdict } from '../../common/run-record';
-import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+import { callTool, runShell, sandboxIn, toolContext, withEnv } from '../helpers/sandbox-tools';
 
 /**
  * A hostile agent against the containment, through the real tools (run_command in the real
@@ -46,20 +46,6 @@ const git = (cwd: string, ...args: string[]) =>
   });
 
 const ctx = (sandbox: Sandbox) => toolContext(sandbox, ws, ['sh'], 20_000);
-
-/** Runs `fn` with these variables in this process's environment too (the file tools read the worker's own). */
-async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
-  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, vars);
-  try {
-    return await fn();
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
 
 describe('protected paths deeper inside the workspace', () => {
   test('a command that renames a folder above LOOPWRIGHT_HOME or a key file does not carry them out of their masks', async () => {

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { commitTree } from '../../git/commit-tree';
+import { heldToDiskReserve } from '../../git/disk-reserve';
 import { workerGit } from '../../git/worker-git';
 
 /**
@@ -81,7 +82,11 @@ export async function checkOutTree(
   try {
     await workerGit(repo, ['worktree', 'add', '--detach', '--no-checkout', dir, commit]);
     // Files are written by read-tree in the new worktree itself (its own config's drivers are the ones neutralized).
-    await workerGit(dir, ['read-tree', '--reset', '-u', 'HEAD']);
+    // Held to the disk reserve: the tree holds what the agent's commands left, which may be up to
+    // what the disk had free above the reserve, and this writes all of it out again.
+    await heldToDiskReserve(dir, `the ${label} checkout for the tests check was not written`, (signal) =>
+      workerGit(dir, ['read-tree', '--reset', '-u', 'HEAD'], { signal }),
+    );
   } catch (err) {
     await remove();
     throw err;
