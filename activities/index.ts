@@ -38,6 +38,7 @@ import {
 import { currentActivityContext } from './activity-context';
 import { defaultWorkspace } from './checks/workspace';
 import { publishRefusal, type PublishClaim } from './publish-check';
+import { continuedFromRefusal, evaluationParentRefusal, type ContinuedFrom, type ParentRun } from './run-origin';
 import { checkStoreRequest, type StoreRequestCheck, type StoreRequestCheckInput } from './store-request';
 import { createModelCaller } from './model';
 import type { ModelClient } from './model-port';
@@ -192,6 +193,16 @@ export function createActivities(deps: ActivityDeps) {
     /** Why a harness store refuses a `publish` (not an approved improvement's candidate), or null (see publish-check.ts). */
     async publishRefusal(claim: PublishClaim): Promise<string | null> {
       return publishRefusal(claim);
+    },
+
+    /** Why a run that says it is an evaluation is refused (its parent is no improvement of this deployment), or null (see run-origin.ts). */
+    async evaluationParentRefusal(parent: ParentRun | undefined): Promise<string | null> {
+      return evaluationParentRefusal(parent);
+    },
+
+    /** Why a run that continued as new is refused (the run before it was no run of this deployment's), or null (see run-origin.ts). */
+    async continuedFromRefusal(from: ContinuedFrom): Promise<string | null> {
+      return continuedFromRefusal(from);
     },
 
     /** Writes the run's trace as a Markdown report as the run ends (see trace-report.ts); sealed like reports. */

@@ -33,7 +33,15 @@ import { runMetrics } from './metrics';
 import { LoopRun } from './loop-run';
 import { reviews } from './reviews';
 import { temporalHost, type CommandsVersion } from './run-host';
-import { forgedInput, heldBack, pinTrust, sandboxReady, setUpSession } from './run-setup';
+import {
+  foreignEvaluation,
+  foreignResume,
+  forgedInput,
+  heldBack,
+  pinTrust,
+  sandboxReady,
+  setUpSession,
+} from './run-setup';
 
 /**
  * The verified run. Before every attempt and every model call the budgets (attempts, active
@@ -108,6 +116,8 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
     resume,
   );
   const { record } = run;
+  // Since 'resume-origin': carried state is taken only from a run of this deployment (checked below).
+  const checkOrigin = Boolean(resume) && run.has('resume-origin');
   let inFlight = resume?.inFlight;
   /** Hands the run over to a fresh history (Temporal suggested it), carrying all of its state. */
   const handOver = async (suspended?: ResumeState['inFlight']): Promise<never> => {
@@ -117,7 +127,7 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
 
   setHandler(stateQuery, () => run.snapshot());
   /** Whether the run's trust is pinned (or known to be absent): decisions that came before wait for it. */
-  let trustSettled = Boolean(resume) || Boolean(input.evaluation);
+  let trustSettled = (Boolean(resume) && !checkOrigin) || Boolean(input.evaluation);
   handleDecisions(
     info.workflowId,
     () => run.trust,
@@ -159,6 +169,23 @@ async function runLoop(input: LoopInput, version: CommandsVersion): Promise<RunR
       trustSettled = true;
       record.error = forged;
       return run.finish('blocked', 'setup_error');
+    }
+    if (checkOrigin) {
+      const refused = await foreignResume(info, LOOP_RUN_TYPES);
+      if (refused) {
+        trustSettled = true;
+        record.error = refused;
+        return run.finish('blocked', 'setup_error');
+      }
+    }
+    // Since 'evaluation-parent': an evaluation (no trust pinned, no grant asked) is taken only as
+    // the child of an improvement of this deployment, never of anyone's workflow on another queue.
+    if (input.evaluation && !resume && run.has('evaluation-parent')) {
+      const refused = await foreignEvaluation(info.parent);
+      if (refused) {
+        record.error = refused;
+        return run.finish('blocked', 'setup_error');
+      }
     }
     if (lean || (!resume && !input.evaluation && run.has('trust'))) {
       const loaded = await pinTrust(run, lean ? 'local' : 'activity');

@@ -26,6 +26,43 @@ export function forgedInput(
 }
 
 /**
+ * Why an evaluation run is refused, or null: its parent (which Temporal names, no caller can) must
+ * be an `improveWorkflow` on this run's own task queue, read by an activity (see
+ * activities/run-origin.ts). A workflow of anyone's on another queue could otherwise start
+ * an "evaluation" that pins no trust and needs no grant: L3, write tools in any folder.
+ */
+export async function foreignEvaluation(
+  parent: { workflowId: string; runId: string } | undefined,
+): Promise<string | null> {
+  return acts.evaluationParentRefusal.executeWithOptions(
+    { ...TOOL_CALL, summary: "check the evaluation is an improvement's" },
+    [parent ? { workflowId: parent.workflowId, runId: parent.runId } : undefined],
+  );
+}
+
+/**
+ * Why a run that carries resume state is refused, or null: the run it continued from must be one
+ * of `types` on this run's own task queue, read by an activity (see activities/run-origin.ts).
+ * Temporal sets `continuedFromExecutionRunId`, but a workflow of anyone's on another queue can
+ * continue as new into this one under the id it picks, carrying a forged record, trust and session.
+ */
+export async function foreignResume(
+  info: { workflowId: string; continuedFromExecutionRunId?: string },
+  types: readonly string[],
+): Promise<string | null> {
+  const runId = info.continuedFromExecutionRunId;
+  const why = runId
+    ? await acts.continuedFromRefusal.executeWithOptions(
+        { ...TOOL_CALL, summary: 'check the run this one continued from' },
+        [{ workflowId: info.workflowId, runId, types: [...types] }],
+      )
+    : 'it continued from no run';
+  return why
+    ? `refused: the run's input carries resume state, which only the run itself sets when it continues as new, but ${why}; start runs with the client (loopwright run)`
+    : null;
+}
+
+/**
  * Reads what the run trusts from the worker's files (allowed signers, which decisions must be
  * signed, the autonomy grant) and pins it into the run and its record; undefined, with the
  * reason recorded, when a configured file cannot be read.
