@@ -88,8 +88,9 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
   // never taken from a caller's start, and v1 is the loop's built-in harness as the worker has it
   // (read below, once the handlers are set: updates may come with the start).
   const verified = patched('verified-store');
-  const carried = verified && !workflowInfo().continuedFromExecutionRunId ? undefined : input.state;
-  const state: HarnessState = carried ?? {
+  const continuedFrom = workflowInfo().continuedFromExecutionRunId;
+  let carried = verified && !continuedFrom ? undefined : input.state;
+  const fresh = (): HarnessState => ({
     loop: input.loop,
     versions: [
       { version: 1, harness: input.builtIn, createdAt: now(), by: 'built-in', reason: "the loop's built-in harness" },
@@ -97,7 +98,8 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
     current: 1,
     moves: [],
     regression: [],
-  };
+  });
+  const state: HarnessState = carried ?? fresh();
   // The memo carries the current version, so clients read it with `describe()`, even with no worker up.
   const show = () => {
     const current = state.versions.find((v) => v.version === state.current)!;
@@ -208,6 +210,21 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
       },
     },
   );
+  // Since 'store-origin', carried versions are taken only from a store of this deployment: any
+  // workflow of anyone's, on a queue of its own, under the store's id, can continue as new into a
+  // harnessWorkflow on this queue with versions of its own (its harness current for every later run).
+  if (carried && continuedFrom && patched('store-origin')) {
+    const refused = await acts.continuedFromRefusal.executeWithOptions(
+      { ...TOOL_CALL, summary: `check the store of ${input.loop} this one continued from` },
+      [{ workflowId: workflowInfo().workflowId, runId: continuedFrom, types: [harnessWorkflow.name] }],
+    );
+    if (refused) {
+      // Started afresh, as a caller's start is: the loop's built-in harness, nothing carried.
+      for (const k of Object.keys(state)) delete (state as unknown as Record<string, unknown>)[k];
+      Object.assign(state, fresh());
+      carried = undefined;
+    }
+  }
   if (verified && !carried) {
     const builtIn = await acts.builtInHarness.executeWithOptions(
       { ...TOOL_CALL, summary: `${input.loop} built-in harness` },
