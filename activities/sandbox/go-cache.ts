@@ -227,9 +227,25 @@ async function findOrBuild(config: GoCacheConfig, go: string, root: string): Pro
       .slice(0, 24);
     const master = path.join(root, key);
     if (existsSync(master)) return master;
-    return await underLock(`${master}.lock`, master, () => build(config, go, scratch, master));
+    return await underLock(`${master}.lock`, master, () => {
+      pruneScratch(root, scratch);
+      return build(config, go, scratch, master);
+    });
   } finally {
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** Removes what builders that died left in `root` (`.build-*` folders older than any build may take), but `keep`. */
+export function pruneScratch(root: string, keep: string): void {
+  for (const name of readdirSync(root)) {
+    const p = path.join(root, name);
+    if (!name.startsWith('.build-') || p === keep) continue;
+    try {
+      if (Date.now() - statSync(p).mtimeMs > STALE_LOCK_MS) rmSync(p, { recursive: true, force: true });
+    } catch {
+      // Gone already.
+    }
   }
 }
 

@@ -1,8 +1,18 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { goCacheMaster, isGoWorkspace, sandboxGo, underLock } from '../../../activities/sandbox/go-cache';
+import { goCacheMaster, isGoWorkspace, pruneScratch, sandboxGo, underLock } from '../../../activities/sandbox/go-cache';
 
 // The warm Go build cache's pieces that need no go: which workspaces get a copy, which go the
 // sandbox runs, and the lock that lets one process build a master while others wait for it.
@@ -99,3 +109,15 @@ test('the lock: of two builders one builds, the other waits and takes its master
   });
   expect(built).toBe(other);
 }, 30_000);
+
+test('what a builder that died left (a scratch folder older than any build may take) is removed by the next builder; masters, locks and live builds stay', () => {
+  const old = new Date(Date.now() - 60 * 60_000);
+  for (const name of ['.build-dead', '.build-live', '.build-mine', 'abc123', 'abc123.lock'])
+    mkdirSync(path.join(dir, name));
+  for (const name of ['.build-dead', '.build-mine', 'abc123', 'abc123.lock'])
+    utimesSync(path.join(dir, name), old, old);
+  pruneScratch(dir, path.join(dir, '.build-mine'));
+  expect(
+    ['.build-dead', '.build-live', '.build-mine', 'abc123', 'abc123.lock'].map((n) => existsSync(path.join(dir, n))),
+  ).toEqual([false, true, true, true, true]);
+});
