@@ -17,6 +17,7 @@ import {
   letsEffectsHappen,
   MAX_REFUSED,
   recordJudged,
+  signedChangeOf,
   type DecisionContext,
 } from '../../workflows/decisions';
 
@@ -213,4 +214,46 @@ test.each([
   expect(DecisionSchema.safeParse({ kind: 'approve', id: 'n-1', by }).success).toBe(false);
   // The summary it leaves shows the character as '?', not as a look-alike.
   expect(!judged.ok && judged.summary.by).not.toBe(by);
+});
+
+test('a run pinned with signedChanges refuses an unsigned extension, retry, override or audit where there are allowed signers; one pinned before takes them unverified, as it did', () => {
+  const budgetWait = { state: 'awaiting_human', escalation: { kind: 'budget' } } as Pick<
+    RunRecord,
+    'state' | 'escalation'
+  >;
+  const reviewWait = { state: 'awaiting_human', escalation: { kind: 'review' } } as Pick<
+    RunRecord,
+    'state' | 'escalation'
+  >;
+  const unsigned: Array<[Record<string, unknown>, Pick<RunRecord, 'state' | 'escalation'>, RegExp | null]> = [
+    [{ kind: 'extend', id: 'e', by: 'alice', attempts: 5 }, budgetWait, /^a budget extension must be signed/],
+    [{ kind: 'retry', id: 'r', by: 'alice', guidance: 'go on' }, budgetWait, /^a retry must be signed/],
+    [{ kind: 'approve', id: 'o', by: 'alice' }, budgetWait, /^an override .* must be signed/],
+    [{ kind: 'audit', id: 'a', by: 'alice', verdict: 'ok' }, budgetWait, /^an audit must be signed/],
+    // Only stops work, or lets no effect happen by itself: still taken unsigned, unverified.
+    [{ kind: 'reject', id: 'j', by: 'alice' }, budgetWait, null],
+    [{ kind: 'approve', id: 'v', by: 'alice' }, reviewWait, null],
+  ];
+  for (const [d, record, reason] of unsigned) {
+    const judgeWith = (t: Trust) => {
+      const context: DecisionContext = { ...ctx(() => null), change: (x) => signedChangeOf(record, x) };
+      return new DecisionGate(WF, () => t).judge([], d, context, 1_000);
+    };
+    const now = judgeWith(trust({ signedChanges: true }));
+    if (reason) expect(now).toMatchObject({ ok: false, reason: expect.stringMatching(reason) });
+    else expect(now).toMatchObject({ ok: true, entry: { verified: false } });
+    // Pinned before signedChanges (a history being replayed): the old rule.
+    expect(judgeWith(trust())).toMatchObject({ ok: true, entry: { verified: false } });
+    // No allowed signers: nothing can be verified, so nothing is asked to be signed.
+    expect(judgeWith(trust({ allowedSigners: null, signedChanges: true }))).toMatchObject({ ok: true });
+  }
+  // Signed by alice, each is taken, verified.
+  const signedExtend = signed({ kind: 'extend', id: 'e2', by: 'alice', attempts: 5 });
+  const context: DecisionContext = { ...ctx(() => null), change: (x) => signedChangeOf(budgetWait, x) };
+  expect(
+    new DecisionGate(WF, () => trust({ signedChanges: true })).judge([], signedExtend, context, 1_000),
+  ).toMatchObject({
+    ok: true,
+    entry: { verified: true },
+  });
 });
