@@ -277,26 +277,38 @@ const RECORDERS: Record<string, Recorder> = {
     if (!applied.verified) throw new Error('replay-signed: the approval was not verified');
   },
   /** Three failing runs, two of them regression tasks, an improvement that is approved, and the harness store it published to. */
-  'replay-improve': async (client) => {
-    const sources: string[] = [];
-    for (const n of [1, 2, 3]) {
-      const id = `replay-improve-source-${n}`;
-      await client.run('evaluate-optimize', { ...input, maxAttempts: 1, escalationTimeout: '1s' }, { id });
-      await client.temporal.workflow.getHandle(id).result();
-      sources.push(id);
-    }
-    for (const runId of sources.slice(0, 2))
-      await regressionFromRun(client, { loop: 'evaluate-optimize', runId, expect: 'pass', by: 'ada' });
-    const improve = improveInput(client, 'evaluate-optimize', { since: '1h', minOccurrences: '3', repeats: '2' }, {});
-    await client.temporal.workflow.start(improveWorkflow, {
-      taskQueue: client.config.taskQueue,
-      workflowId: 'replay-improve',
-      args: [improve],
-    });
-    await waitImprovement(client, 'replay-improve');
-    await client.decide('replay-improve', { kind: 'approve', by: 'ada', note: 'better' });
-    await client.temporal.workflow.getHandle('replay-improve').result();
-  },
+  'replay-improve': async (client) => improvement(client, 'replay-improve'),
+  /** The same improvement (not approved); what is recorded is its first evaluation run (see RECORD_RUN): the check of its parent (patch evaluation-parent). */
+  'replay-evaluation': async (client) => improvement(client, 'replay-improve-evaluation', false),
+};
+
+/** Three failing runs, two of them regression tasks, and improvement `workflowId` of their loop, approved by ada unless `approve` is false. */
+async function improvement(client: LoopwrightClient, workflowId: string, approve = true): Promise<void> {
+  const sources: string[] = [];
+  for (const n of [1, 2, 3]) {
+    const id = `${workflowId}-source-${n}`;
+    await client.run('evaluate-optimize', { ...input, maxAttempts: 1, escalationTimeout: '1s' }, { id });
+    await client.temporal.workflow.getHandle(id).result();
+    sources.push(id);
+  }
+  for (const runId of sources.slice(0, 2))
+    await regressionFromRun(client, { loop: 'evaluate-optimize', runId, expect: 'pass', by: 'ada' });
+  const improve = improveInput(client, 'evaluate-optimize', { since: '1h', minOccurrences: '3', repeats: '2' }, {});
+  await client.temporal.workflow.start(improveWorkflow, {
+    taskQueue: client.config.taskQueue,
+    workflowId,
+    args: [improve],
+  });
+  await waitImprovement(client, workflowId);
+  if (approve) {
+    await client.decide(workflowId, { kind: 'approve', by: 'ada', note: 'better' });
+    await client.temporal.workflow.getHandle(workflowId).result();
+  } else await client.temporal.workflow.getHandle(workflowId).terminate('recorded');
+}
+
+/** Recorders whose file holds another run's history than the one their name says: the workflow id recorded. */
+const RECORD_RUN: Record<string, string> = {
+  'replay-evaluation': 'replay-improve-evaluation/eval/t1/candidate/1',
 };
 
 /** The fix-test demo on a fresh sample repository as run `id`, approved by ada once it waits; returns the applied approval. */
@@ -383,7 +395,7 @@ async function main(): Promise<void> {
         for (const id of mine) await must(RECORDERS[id], `ids are checked against RECORDERS above (${id})`)(client);
       });
       for (const id of mine.flatMap((m) => [m, ...(ALSO[m] ? [ALSO[m](client)] : [])])) {
-        const history = await client.temporal.workflow.getHandle(id).fetchHistory();
+        const history = await client.temporal.workflow.getHandle(RECORD_RUN[id] ?? id).fetchHistory();
         const file = historyFile(id.startsWith('harness/') ? 'replay-harness-store' : id);
         writeFileSync(file, historyToJSON(history));
         console.log(`recorded ${id} (${history.events?.length ?? 0} events) to ${path.relative(process.cwd(), file)}`);
