@@ -230,7 +230,7 @@ export function checkSigner(
 
 /**
  * Where a run's spec differs from what its loop's definition (on this worker) makes of the run's
- * input, in what decides what lands; null when it does not. The prompt and tool descriptions
+ * input, in what decides what lands and who decides; null when it does not. The prompt and tool descriptions
  * (the harness version), models and budgets may differ.
  */
 export function specUnlikePlan(loop: string, planned: { spec: LoopSpec; input: unknown }): string | null {
@@ -252,6 +252,8 @@ export function specUnlikePlan(loop: string, planned: { spec: LoopSpec; input: u
     sandbox: s.sandbox ?? null,
     autonomy: s.autonomy,
     auditSample: s.auditSample ?? null,
+    // Who may decide its waits and audits: a raw start must not name others than the plan does.
+    approvers: s.escalation?.approvers ?? [],
   });
   const want = gate(plan);
   const got = gate(planned.spec);

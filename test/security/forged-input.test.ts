@@ -201,3 +201,13 @@ test('runs the client plans match what the worker plans of their input (no false
     });
   }
 });
+
+test("an L3 spec whose escalation approvers are not the plan's (a raw start naming its own) is not what the worker plans", () => {
+  const plan = stack.client.plan(
+    'fix-test',
+    { repo: '.', testCommand: 'npm test', failingTest: 'a', allowedPaths: ['src/'], autonomy: 'L3' },
+    { kind: 'client' },
+  );
+  const spec = { ...plan.spec, escalation: { ...plan.spec.escalation, approvers: ['mallory'] } };
+  expect(specUnlikePlan('fix-test', { spec, input: plan.input })).toBe('approvers differ');
+});
