@@ -373,3 +373,26 @@ test("a workflow of the attacker's on another queue cannot continue as new into 
     await s.client.temporal.workflow.getHandle(harnessStoreId(s.taskQueue, loop)).terminate('test over');
   });
 });
+
+test("a start of a harness store under one loop's id that names another loop fails: the first loop's runs never get the other's harness", async () => {
+  const { stack: s } = await setup.with('s11-store-id', script(workerSays(1, 'draft', { times: undefined })), {
+    env: trustEnv,
+  });
+  await s.run(async () => {
+    // Any client, before the loop's store exists: evaluate-optimize's store id, fix-test's loop.
+    const handle = await s.client.temporal.workflow.start('harnessWorkflow', {
+      taskQueue: s.taskQueue,
+      workflowId: harnessStoreId(s.taskQueue, 'evaluate-optimize'),
+      args: [{ loop: 'fix-test', builtIn: getLoop('fix-test').harness }],
+    });
+    // Until the worker has run it: it ends, or shows a current harness in its memo.
+    let described = await handle.describe();
+    for (const until = Date.now() + 15_000; Date.now() < until; described = await handle.describe()) {
+      if (described.status.name !== 'RUNNING' || described.memo?.currentHarness) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    const current = await currentHarness(s.client.temporal, s.taskQueue, 'evaluate-optimize');
+    expect(current?.harness.systemPrompt).not.toBe(getLoop('fix-test').harness.systemPrompt);
+    expect(described.status.name).toBe('FAILED');
+  });
+});

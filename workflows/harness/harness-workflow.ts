@@ -225,6 +225,15 @@ export async function harnessWorkflow(input: HarnessWorkflowInput): Promise<void
       carried = undefined;
     }
   }
+  // Since 'store-id', a store that starts afresh holds the loop its id names (harness/<queue>/<loop>,
+  // harness/store.ts): a start of anyone's under one loop's id naming another loop made that loop's
+  // built-in harness the first one's current (its runs got another loop's prompt). It fails instead.
+  const { workflowId, taskQueue } = workflowInfo();
+  if (verified && !carried && workflowId !== `harness/${taskQueue}/${input.loop}` && patched('store-id'))
+    throw ApplicationFailure.nonRetryable(
+      `refused: a harness store for loop ${input.loop} on task queue ${taskQueue} is harness/${taskQueue}/${input.loop}, not ${workflowId}`,
+      'StoreRefused',
+    );
   if (verified && !carried) {
     const builtIn = await acts.builtInHarness.executeWithOptions(
       { ...TOOL_CALL, summary: `${input.loop} built-in harness` },
