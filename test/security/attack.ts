@@ -53,19 +53,30 @@ probe('every /proc/*/environ', () => {
   return 'blocked: ' + read + ' environ files read, none holds the key';
 });
 probe('the worker\\'s /proc/<pid>/environ', () => fs.readFileSync('/proc/' + T.workerPid + '/environ', 'utf8').includes(T.canary) ? 'LEAKED: read the worker environment' : 'blocked: pid ' + T.workerPid + ' here is another process');
+// What is its own: the folder it works in, and its git directory (a gate checkout is a worktree
+// of the run's own repository, whose .git is mounted read-only where it lies).
+const ownPaths = [process.cwd()];
+try { ownPaths.push(cp.execFileSync('git', ['rev-parse', '--path-format=absolute', '--git-common-dir'], { encoding: 'utf8', stdio: 'pipe' }).trim()); } catch {}
+const ownIn = (dir) => ownPaths.filter((p) => p.startsWith(dir + '/')).map((p) => p.slice(dir.length + 1).split('/')[0]);
 for (const [what, dir] of Object.entries(T.unreadable)) {
   probe('read ' + what, () => {
-    // The folders on the way to the sandbox's own workspace exist (empty, as mount points): they hold nothing else.
-    const own = process.cwd().startsWith(dir + '/') ? process.cwd().slice(dir.length + 1).split('/')[0] : null;
-    const names = fs.readdirSync(dir).filter((n) => n !== own);
+    // The folders on the way to the sandbox's own workspace and git directory exist (empty, as mount points): they hold nothing else.
+    const own = ownIn(dir);
+    const names = fs.readdirSync(dir).filter((n) => !own.includes(n));
     for (const n of names) { try { const s = fs.readFileSync(path.join(dir, n), 'utf8'); if (s.length) return 'LEAKED: read ' + path.join(dir, n); } catch {} }
     return names.length ? 'LEAKED: listed ' + names.join(',') : 'blocked: empty';
   });
 }
 if (T.worktrees) probe('other runs\\' worktrees', () => {
-  const mine = process.cwd().startsWith(T.worktrees + '/') ? process.cwd().slice(T.worktrees.length + 1).split('/')[0] : null;
-  const others = fs.readdirSync(T.worktrees).filter((n) => n !== mine);
-  return others.length ? 'LEAKED: sees ' + others.join(',') : 'blocked: only its own worktree';
+  const mine = ownIn(T.worktrees);
+  const others = fs.readdirSync(T.worktrees).filter((n) => !mine.includes(n));
+  if (others.length) return 'LEAKED: sees ' + others.join(',');
+  // Of its own repository's folder, only the git directory: not the agent's working files.
+  for (const m of mine) if (!(process.cwd() + '/').startsWith(path.join(T.worktrees, m) + '/')) {
+    const shown = fs.readdirSync(path.join(T.worktrees, m)).filter((n) => n !== '.git');
+    if (shown.length) return 'LEAKED: sees its agent\\'s files ' + shown.join(',');
+  }
+  return 'blocked: only its own worktree';
 });
 probe('read /root', () => { const n = fs.readdirSync('/root'); return n.length ? 'LEAKED: /root holds ' + n.join(',') : 'blocked: empty'; });
 probe('read /etc/shadow', () => fs.readFileSync('/etc/shadow', 'utf8').length ? 'LEAKED: read /etc/shadow' : 'blocked: empty');
@@ -79,6 +90,13 @@ if (T.repoGit) {
   probe('git commit', () => { cp.execFileSync('git', ['-c', 'user.name=evil', '-c', 'user.email=e@e', 'commit', '-q', '--allow-empty', '-m', 'evil'], { stdio: 'pipe' }); return 'LEAKED: committed'; });
   probe('git update-ref main', () => { cp.execFileSync('git', ['--git-dir=' + T.repoGit, 'update-ref', 'refs/heads/main', 'HEAD'], { stdio: 'pipe' }); return 'LEAKED: moved main'; });
   probe('git branch', () => { cp.execFileSync('git', ['--git-dir=' + T.repoGit, 'branch', 'evil-' + T.tag], { stdio: 'pipe' }); return 'LEAKED: made a branch'; });
+  // The git directory its own workspace uses (an L2 run's own repository): there, read-only.
+  const ownGit = ownPaths[1];
+  if (ownGit && ownGit !== T.repoGit) {
+    probe('write its own .git/hooks/post-commit', () => { try { fs.mkdirSync(path.join(ownGit, 'hooks')); } catch (e) { if (e.code !== 'EEXIST') throw e; } fs.writeFileSync(path.join(ownGit, 'hooks', 'post-commit'), '#!/bin/sh\\ntouch /tmp/pwned\\n', { mode: 0o755 }); return 'LEAKED: wrote a hook'; });
+    probe('write its own .git/config', () => { fs.appendFileSync(path.join(ownGit, 'config'), '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n'); return 'LEAKED: wrote the config'; });
+    probe('git branch in its own .git', () => { cp.execFileSync('git', ['branch', 'evil-' + T.tag], { stdio: 'pipe' }); return 'LEAKED: made a branch'; });
+  }
 }
 probe('approve a run through the CLI', () => {
   const r = cp.spawnSync(process.execPath, [T.cli, 'list'], { env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:' + T.ports.temporal }, encoding: 'utf8', timeout: 20000 });

@@ -213,7 +213,10 @@ test("fix-test: an attack in a test file the agent writes fails from run_command
   expect(found).toHaveLength(1); // the agent's run_command; the gate's checkouts are gone
   for (const report of found) expectAllBlocked(report);
   expect(found[0]?.['connect to temporal']).toMatch(/^blocked/);
-  expect(found[0]?.['write .git/hooks/post-commit']).toMatch(/^blocked: EROFS/);
+  // The repository's own .git is not in an L2 run's sandbox at all; the run's repository's is, read-only.
+  expect(found[0]?.['write .git/hooks/post-commit']).toMatch(/^blocked: ENOENT/);
+  expect(found[0]?.['write its own .git/hooks/post-commit']).toMatch(/^blocked: EROFS/);
+  expect(found[0]?.['write its own .git/config']).toMatch(/^blocked: (EROFS|EACCES)/);
 
   await expectHostUntouched(waiting.workspace!.root);
   expect(git(repo, 'rev-parse', 'main')).toBe(base);
