@@ -169,8 +169,13 @@ test('kill -9 the worker at every step of the commit effect: each run completes 
     expect(record.effects[0]?.note).toBeUndefined();
     expect({ label, commits: withKey(c.repo, c.target, key) }).toEqual({ label, commits: [tip] });
     expect(git(c.repo, 'rev-parse', `${tip}^`)).toBe(c.before);
+    // The attempt's commit is in the run's own repository; the landing brought its tree here.
     expect(git(c.repo, 'rev-parse', `${tip}^{tree}`)).toBe(
-      git(c.repo, 'rev-parse', `${record.attempts[0]?.commit}^{tree}`),
+      git(
+        must(record.workspace ?? undefined, 'the run has a workspace').root,
+        'rev-parse',
+        `${record.attempts[0]?.commit}^{tree}`,
+      ),
     );
     expect({ label, status: git(c.repo, 'status', '--porcelain') }).toEqual({ label, status: '' });
     if (c.kind === 'checked-out') {
