@@ -20,6 +20,7 @@ import { turnAnswers, turnCalls } from '../helpers/agent-scripts';
 import { runCli } from '../helpers/cli';
 import { script, workerSays } from '../helpers/scripts';
 import { clientEnv, scriptedStacks, testAddress, uniqueQueue, type TestStack } from '../helpers/temporal';
+import { outcome, until } from '../helpers/decisions';
 
 /**
  * Session 11 of the red team on trusted decisions, on the real dev server, a real worker and the
@@ -52,23 +53,6 @@ function refused(r: { code: number | null; stdout: string; stderr: string }, rea
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatch(/^error: decision refused by run /);
   expect(lines[0]).toMatch(reason);
-}
-
-async function until(s: TestStack, workflowId: string, done: (r: RunRecord) => boolean): Promise<RunRecord> {
-  for (;;) {
-    const r = await s.client.status(workflowId);
-    if (done(r)) return r;
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
-
-/** The reason a raw update was refused with (the failure's cause), or the applied entry. */
-async function outcome(p: Promise<unknown>): Promise<unknown> {
-  try {
-    return await p;
-  } catch (err) {
-    return (err as { cause?: Error }).cause?.message ?? (err as Error).message;
-  }
 }
 
 /** The result of run `workflowId` once it exists and has ended. */

@@ -14,6 +14,7 @@ import { generateSigningKey } from '../../client/signing';
 import { decisionUpdate } from '../../workflows/messages';
 import { script, workerSays } from '../helpers/scripts';
 import { clientEnv, scriptedStacks, testAddress, uniqueQueue, type TestStack } from '../helpers/temporal';
+import { outcome, until } from '../helpers/decisions';
 
 /**
  * Session 9 of the red team on trusted decisions, on the real dev server and a real worker. The
@@ -42,23 +43,6 @@ async function clientAs(s: TestStack, signingKey: string): Promise<LoopwrightCli
 }
 
 const reviewInput = { task: 'Write.', checks: [{ kind: 'human', name: 'editor', approvers: ['alice'] }] };
-
-async function until(s: TestStack, workflowId: string, done: (r: RunRecord) => boolean): Promise<RunRecord> {
-  for (;;) {
-    const r = await s.client.status(workflowId);
-    if (done(r)) return r;
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
-
-/** The reason a raw update was refused with (the failure's cause), or the applied entry. */
-async function outcome(p: Promise<unknown>): Promise<unknown> {
-  try {
-    return await p;
-  } catch (err) {
-    return (err as { cause?: Error }).cause?.message ?? (err as Error).message;
-  }
-}
 
 /** The decisions a run's history holds, as sent (what anyone who can read the history has). */
 async function decisionsInHistory(s: TestStack, workflowId: string, runId: string): Promise<Decision[]> {
