@@ -148,6 +148,16 @@ const throughFiles = (worktreesDir: string) =>
     'true',
   ].join('\n');
 
+/** The git_commit effect's input that lands run B's committed change on main. */
+const landingOfB = () => ({
+  key: 'fix-test/run-b/commit/1',
+  repo,
+  branch: b.branch,
+  message: 'Add config',
+  verified: b.commit,
+  base: b.base,
+});
+
 describe('run A’s sandbox and another pending run’s work', () => {
   test('through git: B’s branch, commits, snapshots and the gate’s trees are not there (by name, by listing, by every object)', async () => {
     const seen = await runShell(toolContext(sandbox, a.root, ['sh'], 30_000), THROUGH_GIT);
@@ -239,14 +249,7 @@ describe('landing an approved run', () => {
       expect(diff.patch).toContain(`+API_TOKEN=${COMMITTED}`);
       expect(diff.stat).toContain('config.env');
     }
-    const input = {
-      key: 'fix-test/run-b/commit/1',
-      repo,
-      branch: b.branch,
-      message: 'Add config',
-      verified: b.commit,
-      base: b.base,
-    };
+    const input = landingOfB();
     const landed = await apply(input);
     expect(landed.alreadyApplied).toBe(false);
     expect(git(repo, 'show', `main:config.env`)).toBe(`API_TOKEN=${COMMITTED}`);
@@ -268,14 +271,7 @@ describe('landing an approved run', () => {
     writeFileSync(path.join(repo, 'NOTES.md'), 'teammate\n');
     git(repo, 'add', 'NOTES.md');
     git(repo, 'commit', '-q', '-m', 'teammate');
-    const landed = await apply({
-      key: 'fix-test/run-b/commit/1',
-      repo,
-      branch: b.branch,
-      message: 'Add config',
-      verified: b.commit,
-      base: b.base,
-    });
+    const landed = await apply(landingOfB());
     expect(git(repo, 'ls-tree', '--name-only', landed.commit).split('\n').sort()).toEqual([
       'NOTES.md',
       'a.txt',
@@ -299,16 +295,7 @@ describe('landing an approved run', () => {
     git(repo, 'add', 'config.env');
     git(repo, 'commit', '-q', '-m', 'teammate');
     const before = git(repo, 'count-objects', '-v');
-    await expect(
-      apply({
-        key: 'fix-test/run-b/commit/1',
-        repo,
-        branch: b.branch,
-        message: 'Add config',
-        verified: b.commit,
-        base: b.base,
-      }),
-    ).rejects.toMatchObject({
+    await expect(apply(landingOfB())).rejects.toMatchObject({
       type: 'EffectError',
       message: expect.stringContaining('conflicts with main in config.env'),
     });
@@ -370,16 +357,10 @@ describe('the run’s own repository', () => {
       worktreesDir: path.join(dir, 'other-worktrees'),
     });
     const main = git(repo, 'rev-parse', 'main');
-    await expect(
-      new MockActivityEnvironment().run(elsewhere.applyEffect, {
-        key: 'fix-test/run-b/commit/1',
-        repo,
-        branch: b.branch,
-        message: 'Add config',
-        verified: b.commit,
-        base: b.base,
-      }),
-    ).rejects.toMatchObject({ type: 'EffectError', message: expect.stringContaining('is not on this worker') });
+    await expect(new MockActivityEnvironment().run(elsewhere.applyEffect, landingOfB())).rejects.toMatchObject({
+      type: 'EffectError',
+      message: expect.stringContaining('is not on this worker'),
+    });
     expect(git(repo, 'rev-parse', 'main')).toBe(main);
   });
 });
