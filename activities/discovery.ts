@@ -6,7 +6,7 @@ import { readConfig } from '../common/config';
 import type { DiscoveredItem } from '../common/discovery';
 import { ConfigError, LoopwrightError } from '../common/errors';
 import type { LoopInput } from '../common/loop-input';
-import { currentHarness } from '../harness/store';
+import { currentHarness, UnvouchedHarnessError } from '../harness/store';
 import { planRun } from '../loops/plan-run';
 import { readPrices } from '../common/pricing';
 import { FailureType, nonRetryableFailure } from '../common/failure-types';
@@ -98,7 +98,8 @@ export function createDiscoveryActivities(env: Record<string, string | undefined
           harness,
         );
       } catch (err) {
-        if (err instanceof LoopwrightError)
+        // A store no worker has run yet is read again when the activity is retried: a worker will.
+        if (err instanceof LoopwrightError && !(err instanceof UnvouchedHarnessError))
           throw ApplicationFailure.create({ type: err.name, nonRetryable: true, message: err.message });
         throw err;
       }

@@ -1,5 +1,10 @@
-import { WorkflowIdConflictPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { UsageError } from '../common/errors';
+import {
+  WorkflowIdConflictPolicy,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowExecutionDescription,
+} from '@temporalio/client';
+import { LoopwrightError, UsageError } from '../common/errors';
 import type { CurrentHarness, Harness } from '../common/improve/types';
 import {
   storeRequestMessage,
@@ -25,26 +30,69 @@ import {
  */
 export const harnessStoreId = (taskQueue: string, loop: string) => `harness/${taskQueue}/${loop}`;
 
+/** How long {@link currentHarness} waits for a worker to run the first task of a store's run. */
+export const STORE_VOUCH_WAIT_MS = 5_000;
+
 /**
- * The loop's current harness, from the store's memo (so it needs no worker), or undefined when
- * the loop has no store yet: its runs use the built-in harness, v1.
+ * A running harness store whose memo holds a harness no worker has vouched for yet: its run has
+ * not completed a workflow task, so the memo is whatever its start (or a continue-as-new) set.
+ */
+export class UnvouchedHarnessError extends LoopwrightError {
+  constructor(loop: string, taskQueue: string, waitedMs: number) {
+    super(
+      `the harness store of ${loop} shows a current harness that no worker has confirmed yet (no worker ran its first task in ${Math.round(waitedMs / 1000)} s): start a worker on task queue ${taskQueue} (\`npx loopwright worker\`) and start the run again`,
+    );
+  }
+}
+
+/**
+ * The loop's current harness, from the store's memo (so it needs no worker once the store has
+ * run), or undefined when the loop has no store yet: its runs use the built-in harness, v1.
+ *
+ * Anyone who can start workflows can start one under the store's id, as a `harnessWorkflow` on
+ * this queue, with a memo of their own (or continue a workflow of theirs as one): the memo is
+ * the store's own only once a worker of this deployment has completed a task of that run, which
+ * upserts it (the server then records the worker's build on the run). Until then a memo is not
+ * read: the call waits up to `waitMs` for the worker, then throws {@link UnvouchedHarnessError}.
+ * A store with no memo yet (just started by {@link publishHarness}) holds the built-in, v1.
  */
 export async function currentHarness(
   temporal: Client,
   taskQueue: string,
   loop: string,
+  { waitMs = STORE_VOUCH_WAIT_MS }: { waitMs?: number } = {},
 ): Promise<CurrentHarness | undefined> {
-  try {
-    const description = await temporal.workflow.getHandle(harnessStoreId(taskQueue, loop)).describe();
+  const handle = temporal.workflow.getHandle(harnessStoreId(taskQueue, loop));
+  const since = Date.now();
+  for (;;) {
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await handle.describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    }
     if (description.status.name !== 'RUNNING') return undefined;
-    // Anyone can start a workflow with this id and a memo of their own: only the store, on this
-    // deployment's queue, where this deployment's workers run it, is read.
+    // Only the store, on this deployment's queue, where this deployment's workers run it, is read.
     if (description.type !== harnessWorkflow.name || description.taskQueue !== taskQueue) return undefined;
-    return description.memo?.[HARNESS_MEMO] as CurrentHarness | undefined;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return undefined;
-    throw err;
+    const memo = description.memo?.[HARNESS_MEMO] as CurrentHarness | undefined;
+    if (!memo || ranByWorker(description)) return memo;
+    if (Date.now() - since >= waitMs) throw new UnvouchedHarnessError(loop, taskQueue, waitMs);
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/**
+ * Whether a worker has completed a workflow task of this run: the server records the build of the
+ * worker that did (and a reset point of the run at its first completed task). A start or a
+ * continue-as-new sets neither, and neither survives into a new run.
+ */
+function ranByWorker(description: WorkflowExecutionDescription): boolean {
+  const info = description.raw.workflowExecutionInfo;
+  return (
+    !!info?.mostRecentWorkerVersionStamp?.buildId ||
+    (info?.autoResetPoints?.points ?? []).some((p) => p.runId === description.runId)
+  );
 }
 
 /** Every version, the pointer's moves and the regression set (a worker answers the query). */

@@ -1,9 +1,11 @@
-import { currentHarness, harnessState, harnessStoreId } from '../../harness/store';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { currentHarness, harnessState, harnessStoreId, UnvouchedHarnessError } from '../../harness/store';
 import { getLoop } from '../../loops';
 import { startModelServer, type ModelServer } from '../../model-server/server';
 import { harnessWorkflow, HARNESS_MEMO, type HarnessState } from '../../workflows/harness/harness-workflow';
 import { script, workerSays } from '../helpers/scripts';
-import { testStack, type TestStack } from '../helpers/temporal';
+import { testAddress, testStack, uniqueQueue, type TestStack } from '../helpers/temporal';
 
 /**
  * A loop's harness store decides the prompt of every later run of the loop, so only the store
@@ -80,4 +82,90 @@ test("a store started with versions of the caller's, and a made-up built-in, hol
   while (!current || current.harness.systemPrompt === evil.systemPrompt);
   expect(current).toEqual({ version: 1, harness: getLoop('fix-test').harness });
   await handle.terminate('test');
+});
+
+/**
+ * A deployment whose workers are down (or have not yet picked the store up): the memo of a store
+ * no worker has run is its starter's. Each of these read the forged harness before the fix.
+ */
+describe('a store no worker of the deployment has run yet', () => {
+  const deployment = () => uniqueQueue('no-worker-yet');
+
+  test('its memo is not read, however long its history: the client waits for a worker, then says to start one', async () => {
+    const queue = deployment();
+    const forged = await stack.client.temporal.workflow.start(harnessWorkflow, {
+      taskQueue: queue,
+      workflowId: harnessStoreId(queue, 'evaluate-optimize'),
+      args: [{ loop: 'evaluate-optimize', builtIn: evil }],
+      memo: { [HARNESS_MEMO]: { version: 9, harness: evil } },
+    });
+    try {
+      // Events anyone can add without a worker.
+      for (let i = 0; i < 5; i++) await forged.signal(`noise-${i}`);
+      const read = currentHarness(stack.client.temporal, queue, 'evaluate-optimize', { waitMs: 1_000 });
+      await expect(read).rejects.toThrow(UnvouchedHarnessError);
+      await expect(read).rejects.toThrow(/no worker has confirmed.*start a worker on task queue/);
+    } finally {
+      await forged.terminate('test');
+    }
+  });
+
+  test('one with no memo yet holds the built-in: read as no store', async () => {
+    const queue = deployment();
+    const fresh = await stack.client.temporal.workflow.start(harnessWorkflow, {
+      taskQueue: queue,
+      workflowId: harnessStoreId(queue, 'evaluate-optimize'),
+      args: [{ loop: 'evaluate-optimize', builtIn: getLoop('evaluate-optimize').harness }],
+    });
+    try {
+      expect(await currentHarness(stack.client.temporal, queue, 'evaluate-optimize', { waitMs: 0 })).toBeUndefined();
+    } finally {
+      await fresh.terminate('test');
+    }
+  });
+
+  test("a workflow the attacker's own worker ran, continued as new into the store with its memo, is not read", async () => {
+    const queue = deployment();
+    const attackerQueue = uniqueQueue('attacker');
+    const connection = await NativeConnection.connect({ address: testAddress() });
+    const plain = await Connection.connect({ address: testAddress() });
+    try {
+      const attacker = await Worker.create({
+        connection,
+        taskQueue: attackerQueue,
+        workflowsPath: require.resolve('./attacker-workflows'),
+      });
+      const workflowId = harnessStoreId(queue, 'evaluate-optimize');
+      await attacker.runUntil(async () => {
+        await new Client({ connection: plain }).workflow.start('forgedContinuation', {
+          taskQueue: attackerQueue,
+          workflowId,
+          args: [
+            { taskQueue: queue, workflowType: 'harnessWorkflow', input: { loop: 'evaluate-optimize', builtIn: evil } },
+          ],
+          memo: { [HARNESS_MEMO]: { version: 9, harness: evil } },
+        });
+        // The continuation: a harnessWorkflow on the deployment's queue, the attacker's memo carried over.
+        const handle = stack.client.temporal.workflow.getHandle(workflowId);
+        let d = await handle.describe();
+        for (
+          const until = Date.now() + 15_000;
+          d.type !== 'harnessWorkflow' && Date.now() < until;
+          d = await handle.describe()
+        )
+          await new Promise((res) => setTimeout(res, 100));
+        expect(d).toMatchObject({ type: 'harnessWorkflow', taskQueue: queue });
+        expect(
+          (d.memo?.[HARNESS_MEMO] as { harness?: { systemPrompt?: string } } | undefined)?.harness?.systemPrompt,
+        ).toBe(evil.systemPrompt);
+        await expect(
+          currentHarness(stack.client.temporal, queue, 'evaluate-optimize', { waitMs: 500 }),
+        ).rejects.toThrow(UnvouchedHarnessError);
+        await handle.terminate('test');
+      });
+    } finally {
+      await plain.close();
+      await connection.close();
+    }
+  });
 });
