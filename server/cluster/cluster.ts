@@ -34,7 +34,14 @@ import {
   temporalPorts,
   temporalProcess,
 } from './temporal-config';
-import { findSchemaDir, findSqlTool, findTemporalServer, findUiServer } from './temporal-server-binary';
+import {
+  findAuthorizerServer,
+  findSchemaDir,
+  findSqlTool,
+  findTemporalServer,
+  findUiServer,
+  usesLoopwrightAuthorizer,
+} from './temporal-server-binary';
 import { codecEndpoint, startUi } from './web-ui';
 
 /** Options of {@link startCluster}. */
@@ -104,7 +111,11 @@ export async function startCluster(o: ClusterOptions): Promise<ClusterState> {
   const pgBin = findPostgresBin(env);
   const runAs = await postgresUser(env);
   const [server, sqlTool, cli] = [
-    await findTemporalServer({ env, log }),
+    // TEMPORAL_AUTH_AUTHORIZER=loopwright needs the server built from deploy/temporal-server/; the
+    // stock one knows only `default`.
+    usesLoopwrightAuthorizer(o.serverEnv)
+      ? await findAuthorizerServer({ env, log })
+      : await findTemporalServer({ env, log }),
     await findSqlTool({ env, log }),
     await findTemporalCli({ env, log }),
   ];

@@ -3,10 +3,12 @@
  * same order as the Temporal CLI (server/temporal-binary.ts): an explicit path, PATH, a previous
  * project-local install of the pinned version, else `go install` from the Go module proxy.
  */
+import { createHash } from 'crypto';
+import { readdirSync, readFileSync } from 'fs';
 import { join } from 'path';
 import { ConfigError } from '../../common/errors';
 import { type BinarySpec, type CheckResult, type Installer, locateBinary } from '../binary-locator';
-import { loopwrightHome } from '../paths';
+import { loopwrightHome, packageRoot } from '../paths';
 import { failureReason, runCommand } from '../run-command';
 
 /**
@@ -100,6 +102,81 @@ async function find(spec: BinarySpec, installer: Installer, opts: FindServerOpti
 /** Path of a working `temporal-server` of version {@link TEMPORAL_SERVER_VERSION}, built with `go install` into `<home>/temporal/bin/` when needed. */
 export function findTemporalServer(opts: FindServerOptions = {}): Promise<string> {
   return find(TEMPORAL_SERVER_SPEC, goInstall(`${MODULE}/cmd/server@v${TEMPORAL_SERVER_VERSION}`, 'server'), opts);
+}
+
+/**
+ * The authorizer name (TEMPORAL_AUTH_AUTHORIZER) that the stock server does not know and
+ * deploy/temporal-server/ adds: Temporal's default authorizer, except that the worker APIs (polling
+ * task queues, answering tasks, activity heartbeats) need the worker role.
+ */
+export const LOOPWRIGHT_AUTHORIZER = 'loopwright';
+
+/** True when the cluster's server variables ask for the {@link LOOPWRIGHT_AUTHORIZER}. */
+export function usesLoopwrightAuthorizer(serverEnv: Record<string, string | undefined> | undefined): boolean {
+  return serverEnv?.TEMPORAL_AUTH_AUTHORIZER?.trim().toLowerCase() === LOOPWRIGHT_AUTHORIZER;
+}
+
+/** The Go module of the server with the Loopwright authorizer. */
+export function authorizerServerSource(): string {
+  return join(packageRoot(), 'deploy', 'temporal-server');
+}
+
+/**
+ * A hash of the module's sources (go.mod, go.sum, the non-test .go files): the build links it into
+ * the binary's `--version`, so a local install built from other sources is rebuilt.
+ */
+export function authorizerServerSourceHash(dir: string = authorizerServerSource()): string {
+  const hash = createHash('sha256');
+  const files = readdirSync(dir)
+    .filter((f) => f === 'go.mod' || f === 'go.sum' || (f.endsWith('.go') && !f.endsWith('_test.go')))
+    .sort();
+  for (const f of files)
+    hash
+      .update(`${f}\0`)
+      .update(readFileSync(join(dir, f)))
+      .update('\0');
+  return hash.digest('hex').slice(0, 12);
+}
+
+/** How the server with the Loopwright authorizer is looked for (`LOOPWRIGHT_TEMPORAL_SERVER`, PATH, the local install). */
+export const AUTHORIZER_SERVER_SPEC: BinarySpec = {
+  title: 'Temporal server with the Loopwright authorizer',
+  command: 'loopwright-temporal-server',
+  envVar: 'LOOPWRIGHT_TEMPORAL_SERVER',
+  version: TEMPORAL_SERVER_VERSION,
+  check: versionCheck,
+  isPinned: (output) =>
+    output.includes(TEMPORAL_SERVER_VERSION) &&
+    output.includes(`loopwright authorizer ${authorizerServerSourceHash()}`),
+  advice: `Install Go (https://go.dev/dl) so Loopwright can build it from deploy/temporal-server/, or set LOOPWRIGHT_TEMPORAL_SERVER to such a build (version ${TEMPORAL_SERVER_VERSION}).`,
+};
+
+/**
+ * `go build` of deploy/temporal-server/ into the installer's folder, the source hash linked in. The
+ * same Go settings as {@link goInstall} of the stock server, so the server's packages come from
+ * Go's build cache when that was built before (seconds instead of minutes).
+ */
+const buildAuthorizerServer: Installer = {
+  label: 'go build deploy/temporal-server',
+  async install({ dir, env, log }) {
+    log('  building deploy/temporal-server with go build: minutes the first time, seconds with a warm Go build cache');
+    const out = join(dir, 'loopwright-temporal-server');
+    const result = await runCommand(
+      'go',
+      ['build', '-o', out, '-ldflags', `-X main.sourceHash=${authorizerServerSourceHash()}`, '.'],
+      { cwd: authorizerServerSource(), env: { ...env, GOFLAGS: '-mod=readonly' }, timeoutMs: 30 * 60_000 },
+    );
+    if (result.code !== 0 || result.error) throw new Error(`go build failed: ${failureReason(result)}`);
+    return out;
+  },
+};
+
+/**
+ * Path of a working server with the {@link LOOPWRIGHT_AUTHORIZER} (a build of deploy/temporal-server/
+ * from its current sources), built with `go build` into `<home>/temporal/bin/` when needed.
+ */
+export function findAuthorizerServer(opts: FindServerOptions = {}): Promise<string> {
+  return find(AUTHORIZER_SERVER_SPEC, buildAuthorizerServer, opts);
 }
 
 /** Path of a working `temporal-sql-tool`, found or built like {@link findTemporalServer}. */

@@ -1,46 +1,27 @@
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
 import { serverSecurityEnv } from '../../server/cluster/temporal-config';
 import { runCli, startWorkerProcess } from '../helpers/cli';
+import { actAsWorker, startJwtIssuer, type JwtIssuer } from '../helpers/jwt';
 import { securedCluster } from '../helpers/secured-cluster';
-import { workerProcessEnv } from '../helpers/temporal';
+import { uniqueQueue, workerProcessEnv } from '../helpers/temporal';
 
 /**
  * A third cluster, its frontend behind Temporal's default authorizer and JWT claim mapper (the
  * template's TEMPORAL_AUTH_AUTHORIZER, TEMPORAL_AUTH_CLAIM_MAPPER, TEMPORAL_JWT_KEY_SOURCE1), the
  * signing keys served here as a JWKS. A Loopwright worker and the CLI given only TEMPORAL_API_KEY
  * (a JWT whose permissions claim grants the namespace; TEMPORAL_TLS=false: this frontend has no
- * TLS) run a loop to completion; the CLI without a key, or with a key signed by another key, is refused.
+ * TLS) run a loop to completion; the CLI without a key, or with a key signed by another key, is
+ * refused. And the hole test/cluster/worker-authorizer.test.ts closes: here a `default:write` token
+ * acts as a worker.
  */
-let jwks: Server;
-let signing: KeyObject;
-let other: KeyObject;
-
-const b64url = (v: Buffer | string) => Buffer.from(v).toString('base64url');
-
-/** An RS256 JWT for `permissions`, signed with `key` under key id `kid`. */
-function token(permissions: string[], key: KeyObject, kid = 'loopwright-test'): string {
-  const head = b64url(JSON.stringify({ alg: 'RS256', typ: 'JWT', kid }));
-  const now = Math.floor(Date.now() / 1000);
-  const body = b64url(JSON.stringify({ sub: 'loopwright-test', permissions, iat: now, exp: now + 3600 }));
-  return `${head}.${body}.${b64url(sign('sha256', Buffer.from(`${head}.${body}`), key))}`;
-}
+let jwt: JwtIssuer;
 
 const cluster = securedCluster(
   'auth',
   'with a key',
   async () => {
-    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    signing = pair.privateKey;
-    other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-    const jwk = { ...pair.publicKey.export({ format: 'jwk' }), kid: 'loopwright-test', alg: 'RS256', use: 'sig' };
-    jwks = createServer((_req, res) => {
-      res.setHeader('Content-Type', 'application/json');
-      res.end(JSON.stringify({ keys: [jwk] }));
-    });
-    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
-    const admin = token(['system:admin', 'default:admin'], signing);
+    jwt = await startJwtIssuer();
+    const admin = jwt.token(['system:admin', 'default:admin']);
     return {
       // The cluster's Temporal CLI (health checks, deploy/temporal-setup.sh) uses the admin token.
       env: { ...process.env, TEMPORAL_API_KEY: admin, TEMPORAL_TLS: 'false' },
@@ -48,11 +29,11 @@ const cluster = securedCluster(
       serverEnv: serverSecurityEnv({
         TEMPORAL_AUTH_AUTHORIZER: 'default',
         TEMPORAL_AUTH_CLAIM_MAPPER: 'default',
-        TEMPORAL_JWT_KEY_SOURCE1: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
+        TEMPORAL_JWT_KEY_SOURCE1: jwt.keySource,
       }),
     };
   },
-  () => new Promise((resolve) => (jwks ? jwks.close(() => resolve()) : resolve())),
+  () => jwt?.close(),
 );
 
 const INPUT = JSON.stringify({ task: 'Answer.', rubric: ['answers'], maxAttempts: 1 });
@@ -61,7 +42,7 @@ test('a worker and the CLI reach a frontend with an authorizer with only TEMPORA
   const env = {
     ...workerProcessEnv('api-key', cluster.model.url),
     TEMPORAL_ADDRESS: cluster.state.addresses[0],
-    TEMPORAL_API_KEY: token(['default:write'], signing),
+    TEMPORAL_API_KEY: jwt.token(['default:write']),
     TEMPORAL_TLS: 'false',
   };
   // With an authorizer the cluster runs an internal frontend for Temporal's own worker.
@@ -81,7 +62,7 @@ test('the CLI without a key, or with a key signed by someone else, is refused wi
     [{}, /^error: .*(unauthori[sz]ed|permission)/i],
     // A key it cannot verify: refused when connecting, and the message names the settings to check.
     [
-      { TEMPORAL_API_KEY: token(['default:write'], other), TEMPORAL_TLS: 'false' },
+      { TEMPORAL_API_KEY: jwt.foreignToken(['default:write']), TEMPORAL_TLS: 'false' },
       /^error: cannot connect to the Temporal server at .* with the TLS or API-key settings given/,
     ],
   ];
@@ -91,3 +72,31 @@ test('the CLI without a key, or with a key signed by someone else, is refused wi
     expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(message)]);
   }
 }, 120_000);
+
+test("the control: under the default authorizer a default:write token polls a task queue and takes a run's workflow task", async () => {
+  const address = cluster.state.addresses[0]!;
+  const write = jwt.token(['default:write']);
+  const queue = uniqueQueue('auth-attacker');
+  const client = new Client({ connection: await Connection.connect({ address, apiKey: write, tls: false }) });
+  try {
+    // A run on a queue no worker polls: the attacker's poll gets its first workflow task.
+    const handle = await client.workflow.start('evaluateOptimizeWorkflow', {
+      taskQueue: queue,
+      workflowId: `taken-${queue}`,
+      args: [],
+    });
+    try {
+      const attack = await actAsWorker(address, write, 'default', queue, handle.workflowId);
+      expect(attack).toEqual({
+        workflowPoll: 'accepted',
+        activityPoll: 'accepted',
+        completeActivity: expect.not.stringMatching(/PERMISSION_DENIED/),
+        gotTaskOf: handle.workflowId,
+      });
+    } finally {
+      await handle.terminate('test over');
+    }
+  } finally {
+    await client.connection.close();
+  }
+}, 60_000);
