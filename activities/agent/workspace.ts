@@ -1,5 +1,4 @@
 import {
-  copyFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -9,11 +8,11 @@ import {
   renameSync,
   rmSync,
   statSync,
-  writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
 import { type ApplicationFailure } from '@temporalio/common';
 import type { Autonomy } from '../../common/loop-spec';
+import { initBorrowingRepository } from '../git/borrowing-repository';
 import { commitTree, messageOf, moveRef, resolveCommit, treeOf } from '../git/commit-tree';
 import { LOOPWRIGHT_IDENTITY } from '../git/git-env';
 import { snapshotWorkingTree } from '../git/snapshot';
@@ -99,10 +98,6 @@ export async function prepareWorkspace(
   return { root: realpathSync(root), branch, base: trim(await workerGit(root, ['rev-parse', '--verify', BASE_REF])) };
 }
 
-/** Content settings of the target's config that decide how files are checked out and hashed; copied into the run's. */
-const CONTENT_SETTINGS =
-  /^core\.(autocrlf|eol|safecrlf|symlinks|ignorecase|precomposeunicode|filemode|checkroundtripencoding)$/;
-
 /**
  * Makes the run's repository at `root`: `git init` (no template: no hooks, not even samples) with
  * the target's object format, the target's object store as its alternate, the target's content
@@ -114,10 +109,6 @@ async function makeRunRepository(top: string, root: string, branch: string): Pro
   const head = await workerGit(top, ['rev-parse', '--verify', 'HEAD^{commit}']).then(trim, () => {
     throw setupError(`the repository ${top} has no commit at HEAD: an L2 run's branch starts from one`);
   });
-  const format = trim(await workerGit(top, ['rev-parse', '--show-object-format']));
-  const common = trim(await workerGit(top, ['rev-parse', '--path-format=absolute', '--git-common-dir']));
-  const objects = realpathSync(path.join(common, 'objects'));
-  const settings = await workerGit(top, ['config', '-z', '--get-regexp', CONTENT_SETTINGS.source]).catch(() => '');
   const parent = path.dirname(root);
   const prefix = `.${path.basename(root)}.new-`;
   // A staging folder an hour old is a crashed try's (a live one takes seconds): removed. A younger
@@ -129,20 +120,7 @@ async function makeRunRepository(top: string, root: string, branch: string): Pro
   }
   const staging = mkdtempSync(path.join(parent, prefix));
   try {
-    await workerGit(parent, ['init', '--quiet', '--template=', `--object-format=${format}`, '-b', branch, staging]);
-    const gitDir = path.join(staging, '.git');
-    mkdirSync(path.join(gitDir, 'objects', 'info'), { recursive: true });
-    writeFileSync(path.join(gitDir, 'objects', 'info', 'alternates'), `${objects}\n`);
-    mkdirSync(path.join(gitDir, 'info'), { recursive: true });
-    for (const name of ['exclude', 'attributes']) {
-      const from = path.join(common, 'info', name);
-      if (lstatSync(from, { throwIfNoEntry: false })?.isFile()) copyFileSync(from, path.join(gitDir, 'info', name));
-    }
-    for (const entry of settings.split('\0').filter(Boolean)) {
-      const [key = '', value = ''] = entry.split('\n');
-      if (CONTENT_SETTINGS.test(key) && !value.startsWith('-'))
-        await workerGit(staging, ['config', '--local', key, value]);
-    }
+    await initBorrowingRepository(top, staging, branch);
     const identity = { env: { ...LOOPWRIGHT_IDENTITY } };
     await workerGit(
       staging,

@@ -1,6 +1,7 @@
 import type { Verdict } from '../../common/run-record';
 import { ZERO_USAGE } from '../../common/usage';
 import { FailureType, nonRetryableFailure } from '../../common/failure-types';
+import { withPrivateObjects } from '../git/private-objects';
 import { EVIDENCE_CHARS } from './command';
 import { diffTrees, ignoredPaths, removedLines, resolveTrees, type Change } from './diff-policy/git';
 import { compileAllowedPaths } from './diff-policy/paths';
@@ -78,8 +79,14 @@ interface Failure {
  * clean checkouts, as the runner reports them (no regular expressions over test source here).
  * Costs no tokens. A workspace that is not a git repository, an unknown base or an invalid
  * `testPattern` is a non-retryable failure (`WorkspaceError`, `ConfigError`), not a verdict.
+ * The snapshot it compares is written to a private object store removed after (nothing lands in
+ * the repository, see git/private-objects.ts).
  */
 export async function runDiffPolicyCheck(input: DiffPolicyInput): Promise<Verdict> {
+  return withPrivateObjects(input.root, () => diffPolicy(input));
+}
+
+async function diffPolicy(input: DiffPolicyInput): Promise<Verdict> {
   const { check, root } = input;
   const byName = infraMatcher(check);
   const isRunnerConfig = runnerConfigMatcher();

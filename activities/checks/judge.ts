@@ -16,6 +16,7 @@ import {
 } from '../../common/judge';
 import type { Verdict } from '../../common/run-record';
 import { resolveCommit } from '../git/commit-tree';
+import { withPrivateObjects } from '../git/private-objects';
 import { snapshotWorkingTree } from '../git/snapshot';
 import { GitError, workerGit } from '../git/worker-git';
 import type { ModelReply, ModelRequest } from '../model';
@@ -84,8 +85,16 @@ const CODE_TRIES = 8;
 
 const tooLarge = (err: unknown) => err instanceof GitError && err.exitCode === null && /output passed/.test(err.reason);
 
-/** Reads the change with the worker's hardened git: the diff of base against the attempt's commit (or the working state). */
+/**
+ * Reads the change with the worker's hardened git: the diff of base against the attempt's commit
+ * (or the working state, snapshotted into a private object store removed after: nothing lands in
+ * the repository, see git/private-objects.ts).
+ */
 export async function readChange(change: JudgeChange): Promise<ChangeDiff> {
+  return withPrivateObjects(change.root, () => diffOf(change));
+}
+
+async function diffOf(change: JudgeChange): Promise<ChangeDiff> {
   const { root } = change;
   const resolve = (rev: string) => (rev.startsWith('-') ? Promise.resolve(undefined) : resolveCommit(root, rev));
   const base = await resolve(change.base);

@@ -11,6 +11,7 @@ import { loopwrightHome } from '../../server/paths';
 import type { KeyRing } from '../../crypto/keyring';
 import { isSealed, openFile, sealFile } from '../sealed-file';
 import { resolveCommit, treeOf } from '../git/commit-tree';
+import { withPrivateObjects } from '../git/private-objects';
 import { snapshotWorkingTree } from '../git/snapshot';
 import { workerGit } from '../git/worker-git';
 import { defaultSandbox, type Sandbox, type SandboxName } from '../sandbox/sandbox';
@@ -62,16 +63,24 @@ const differs = (a: TreeEntry | undefined, b: TreeEntry | undefined) => a?.oid !
  * Fails (one `failedItems` entry per broken rule, each reason naming the tests) when the named
  * failing test does not pass, a test that passed at base no longer does, an added test fails, no
  * added test fails without the fix, or a held-out test fails (held-out names are never told to
- * the agent). A run that reports no tests fails as `test run`. Costs no tokens.
+ * the agent). A run that reports no tests fails as `test run`. Costs no tokens. The trees,
+ * blobs and checkout commits it makes live in a private object store of its own, removed with
+ * it (git/private-objects.ts): nothing of it lands in the repository (for a run in place, the
+ * target's), whose objects other runs' sandboxes read.
  */
 export async function runTestsCheck(
   input: TestsCheckInput,
   sandbox: Sandbox = defaultSandbox(),
   keys?: KeyRing,
 ): Promise<Verdict> {
+  const root = realpathSync(input.root);
+  return withPrivateObjects(root, () => gate(input, root, sandbox, keys));
+}
+
+/** {@link runTestsCheck} in `root` (the workspace's real path), its objects in force. */
+async function gate(input: TestsCheckInput, root: string, sandbox: Sandbox, keys?: KeyRing): Promise<Verdict> {
   const { check } = input;
   const ctx = currentActivityContext();
-  const root = realpathSync(input.root);
   const base = await resolveCommit(root, input.baseRef);
   if (!base)
     throw nonRetryableFailure(

@@ -12,9 +12,15 @@ export async function resolveCommit(cwd: string, rev: string): Promise<string | 
   return out.trim() || undefined;
 }
 
+/**
+ * Where objects are read and written, when not the repository's own store (`GIT_OBJECT_DIRECTORY`,
+ * `GIT_ALTERNATE_OBJECT_DIRECTORIES`: a landing's scratch store, see land.ts).
+ */
+export type ObjectEnv = Record<string, string>;
+
 /** The tree of a commit. */
-export async function treeOf(cwd: string, commit: string): Promise<string> {
-  return (await workerGit(cwd, ['rev-parse', '--verify', `${commit}^{tree}`])).trim();
+export async function treeOf(cwd: string, commit: string, env: ObjectEnv = {}): Promise<string> {
+  return (await workerGit(cwd, ['rev-parse', '--verify', `${commit}^{tree}`], { env })).trim();
 }
 
 /** The message of a commit, as stored (`cat-file`, so no log configuration applies). */
@@ -24,10 +30,18 @@ export async function messageOf(cwd: string, commit: string): Promise<string> {
   return body < 0 ? '' : raw.slice(body + 2);
 }
 
-/** `git commit-tree` of `tree` with `parents` and `message`, unsigned, by Loopwright. */
-export async function commitTree(cwd: string, tree: string, parents: string[], message: string): Promise<string> {
+/** `git commit-tree` of `tree` with `parents` and `message`, unsigned, by Loopwright; written where `env` says. */
+export async function commitTree(
+  cwd: string,
+  tree: string,
+  parents: string[],
+  message: string,
+  env: ObjectEnv = {},
+): Promise<string> {
   const args = ['commit-tree', '--no-gpg-sign', ...parents.flatMap((p) => ['-p', p]), '-F', '-', tree];
-  return (await workerGit(cwd, args, { env: { ...LOOPWRIGHT_IDENTITY }, input: `${message.trimEnd()}\n` })).trim();
+  return (
+    await workerGit(cwd, args, { env: { ...LOOPWRIGHT_IDENTITY, ...env }, input: `${message.trimEnd()}\n` })
+  ).trim();
 }
 
 /**

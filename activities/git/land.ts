@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { LOOPWRIGHT_IDENTITY } from './git-env';
+import { commitTree, treeOf } from './commit-tree';
 import { GitError, workerGit, workerGitBytes } from './worker-git';
 
 /**
@@ -62,14 +62,6 @@ export async function landingTree(
   env: Record<string, string> = {},
 ): Promise<string> {
   const git = (args: string[]) => workerGit(top, args, { env });
-  const treeOf = async (commit: string) => (await git(['rev-parse', '--verify', `${commit}^{tree}`])).trim();
-  const commitTree = async (tree: string, parent: string, message: string) =>
-    (
-      await workerGit(top, ['commit-tree', '--no-gpg-sign', '-p', parent, '-F', '-', tree], {
-        env: { ...LOOPWRIGHT_IDENTITY, ...env },
-        input: `${message}\n`,
-      })
-    ).trim();
   const base =
     given && (await isAncestor(top, given, verified, env))
       ? given
@@ -78,12 +70,14 @@ export async function landingTree(
           () => '',
         );
   if (!base) throw new LandingRefusedError(`could not apply ${what.change} onto ${what.target}: they share no history`);
-  if (base === head) return treeOf(verified);
+  if (base === head) return treeOf(top, verified, env);
   // Two commits on `base` holding the target's tree and the verified tree: their only merge base
   // is `base`, so merge-tree (git 2.38+, no --merge-base before 2.40) merges with exactly that base.
+  const side = async (commit: string, message: string) =>
+    commitTree(top, await treeOf(top, commit, env), [base], message, env);
   const [ours, theirs] = await Promise.all([
-    treeOf(head).then((tree) => commitTree(tree, base, 'loopwright: the target (merge side)')),
-    treeOf(verified).then((tree) => commitTree(tree, base, 'loopwright: the verified change (merge side)')),
+    side(head, 'loopwright: the target (merge side)'),
+    side(verified, 'loopwright: the verified change (merge side)'),
   ]);
   try {
     const out = await git(['merge-tree', '--write-tree', '--no-messages', '--name-only', ours, theirs]);
@@ -154,11 +148,7 @@ export async function bringObjects(
     )
   )
     return;
-  const carrier = (
-    await workerGit(top, ['commit-tree', '--no-gpg-sign', '-p', head, '-m', 'loopwright: a landing', tree], {
-      env: { ...LOOPWRIGHT_IDENTITY, ...env },
-    })
-  ).trim();
+  const carrier = await commitTree(top, tree, [head], 'loopwright: a landing', env);
   const listed = await workerGit(top, ['rev-list', '--objects', carrier, '--not', head], {
     env,
     maxBuffer: 256 * 1024 * 1024,

@@ -6,6 +6,7 @@ import { realOrSelf } from '../sandbox/real-path';
 import { refuseAmplifiedTree } from './amplification';
 import { heldToDiskReserve } from './disk-reserve';
 import { unsafeNestedRepositories } from './nested-repos';
+import { objectScopeAt } from './object-scope';
 import { repositoryDirs, workerGit } from './worker-git';
 
 /** Listings of every path of a large repository fit. */
@@ -18,7 +19,9 @@ const paths = (out: string) => out.split('\0').filter(Boolean);
  * (default HEAD; the empty tree when it does not resolve) with every tracked path under `root`
  * as it is on disk (changed, deleted, type changed) and every untracked, not ignored file added,
  * as `git add -A` would stage it. The diff policy checks this tree, and the per-attempt commit
- * is made from it, so what is verified is what is committed.
+ * is made from it, so what is verified is what is committed. Its objects go to the repository's
+ * store, or inside `withPrivateObjects(root)` (private-objects.ts) to that private store: the
+ * checks snapshot that way, so a run in place writes nothing into the target's store.
  *
  * It works in a temporary index, so the repository's own index is untouched, that starts without
  * stat data, so every file is hashed from its content (a newer mtime cannot hide a racily-clean
@@ -67,10 +70,12 @@ export async function snapshotWorkingTree(root: string, from = 'HEAD'): Promise<
     // linked) would cost the worker's CPU here and the disk in every checkout of the tree.
     await refuseAmplifiedTree(root, all);
     if (all.length > 0) {
-      // Hashing what the agent's commands wrote copies it into the repository's objects: watched
-      // as those commands are (LOOPWRIGHT_SANDBOX_DISK_FREE), or files that filled the disk up to
-      // the commands' limit would fill the rest of it here.
-      await heldToDiskReserve(root, `the working tree under ${root} was not snapshotted`, (signal) =>
+      // Hashing what the agent's commands wrote copies it into an object store (the repository's,
+      // or a check's private one, see private-objects.ts): watched as those commands are
+      // (LOOPWRIGHT_SANDBOX_DISK_FREE), or files that filled the disk up to the commands' limit
+      // would fill the rest of it here.
+      const store = objectScopeAt(root)?.objects ?? root;
+      await heldToDiskReserve(store, `the working tree under ${root} was not snapshotted`, (signal) =>
         workerGit(root, ['update-index', '-z', '--add', '--remove', '--replace', '--stdin'], {
           indexFile,
           input: `${all.join('\0')}\0`,

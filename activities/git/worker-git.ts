@@ -5,6 +5,7 @@ import { activityCancellation } from '../activity-context';
 import { parseSize } from '../sandbox/limits';
 import { workerGitEnv } from './git-env';
 import { nestedRefusal, unsafeNestedRepositories } from './nested-repos';
+import { objectScopeAt } from './object-scope';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
 
 /**
@@ -20,6 +21,8 @@ import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
  *   activity it runs in) or on too much output.
  * Diffs must still pass `--no-ext-diff --no-textconv` and diff/status `--ignore-submodules=dirty`
  * (a submodule's own repository has drivers of its own): the callers in activities/ do.
+ * Inside `withPrivateObjects` (private-objects.ts) for `cwd`, objects are read and written
+ * through that private store (`GIT_OBJECT_DIRECTORY`), unless the caller names a store itself.
  */
 
 /** Options of {@link workerGit}. */
@@ -84,7 +87,12 @@ export async function workerGitBytes(cwd: string, args: string[], given: WorkerG
     timeoutMs: given.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     signal: given.signal ?? activityCancellation(),
   };
-  const extra = { ...opts.env, ...(opts.indexFile ? { GIT_INDEX_FILE: opts.indexFile } : {}) };
+  const scope = opts.env?.GIT_OBJECT_DIRECTORY === undefined ? objectScopeAt(cwd) : undefined;
+  const extra = {
+    ...(scope ? { GIT_OBJECT_DIRECTORY: scope.objects } : {}),
+    ...opts.env,
+    ...(opts.indexFile ? { GIT_INDEX_FILE: opts.indexFile } : {}),
+  };
   const env = workerGitEnv(extra);
   // Reading config runs nothing; it names the drivers to neutralize (includes followed).
   const listing = await runGit(

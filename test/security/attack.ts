@@ -53,10 +53,14 @@ probe('every /proc/*/environ', () => {
   return 'blocked: ' + read + ' environ files read, none holds the key';
 });
 probe('the worker\\'s /proc/<pid>/environ', () => fs.readFileSync('/proc/' + T.workerPid + '/environ', 'utf8').includes(T.canary) ? 'LEAKED: read the worker environment' : 'blocked: pid ' + T.workerPid + ' here is another process');
-// What is its own: the folder it works in, and its git directory (a gate checkout is a worktree
-// of the run's own repository, whose .git is mounted read-only where it lies).
+// What is its own: the folder it works in, its git directory, and the object stores that borrows
+// (a gate checkout is a worktree of a private repository of the gate's that borrows the run's own
+// repository's objects: each is mounted read-only where it lies).
 const ownPaths = [process.cwd()];
 try { ownPaths.push(cp.execFileSync('git', ['rev-parse', '--path-format=absolute', '--git-common-dir'], { encoding: 'utf8', stdio: 'pipe' }).trim()); } catch {}
+for (let i = 1; i < ownPaths.length && i < 8; i++) {
+  try { for (const l of fs.readFileSync(path.join(ownPaths[i], i === 1 ? 'objects' : '', 'info', 'alternates'), 'utf8').split('\\n')) if (l.trim()) ownPaths.push(path.resolve(l.trim())); } catch {}
+}
 const ownIn = (dir) => ownPaths.filter((p) => p.startsWith(dir + '/')).map((p) => p.slice(dir.length + 1).split('/')[0]);
 for (const [what, dir] of Object.entries(T.unreadable)) {
   probe('read ' + what, () => {

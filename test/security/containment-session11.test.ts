@@ -15,6 +15,7 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities';
 import { commitWorkspace, prepareWorkspace } from '../../activities/agent/workspace';
+import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { checkOutTree, type Checkout } from '../../activities/checks/tests/trees';
 import type { GitCommitEffectInput, GitCommitEffectResult } from '../../activities/effects';
 import { commitTree } from '../../activities/git/commit-tree';
@@ -404,16 +405,20 @@ describe('the worker’s own folders in a workspace that holds LOOPWRIGHT_HOME',
   });
 });
 
-describe('OPEN: what a run working in place in the repository writes', () => {
+describe('what a run working in place in the repository writes', () => {
   // An L1 run (or an L3 run without a git commit to deliver) works in the repository's own working
-  // tree: its snapshots (the diff policy's, the judge's, the gate's trees and checkout commits)
-  // are written into the repository's object store, which every L2 run's repository borrows and
-  // its sandbox mounts read-only. Closing it needs those runs to write into a store of their own
-  // too (see the report of this session); until then this test documents it, and fails (telling
-  // whoever closes it to make it a plain test) once it is closed.
-  test.failing('an L2 run cannot read what an L1 run in place snapshotted', async () => {
+  // tree. Its checks (the diff policy's, the judge's snapshots, the gate's trees and checkout
+  // commits) write into a private object store of their own (git/private-objects.ts), not into
+  // the repository's, which every L2 run's repository borrows and its sandbox mounts read-only.
+  // More ways in, and the judge's and the gate's trees: test/security/in-place-objects.test.ts.
+  test('an L2 run cannot read what an L1 run in place snapshotted', async () => {
     writeFileSync(path.join(repo, 'l1.env'), `L1_TOKEN=${SNAPSHOT}-l1\n`);
-    await snapshotWorkingTree(repo);
+    const verdict = await runDiffPolicyCheck({
+      check: { kind: 'diff', name: 'change policy', allowedPaths: ['l1.env'] },
+      root: repo,
+      baseRef: 'HEAD',
+    });
+    expect(verdict.evidence).toContain('A l1.env');
     const seen = await runShell(
       toolContext(sandbox, a.root, ['sh'], 30_000),
       'git cat-file --batch-all-objects --batch | grep -a L1_TOKEN; true',

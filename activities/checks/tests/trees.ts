@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { commitTree } from '../../git/commit-tree';
 import { heldToDiskReserve } from '../../git/disk-reserve';
+import { objectScopeAt } from '../../git/object-scope';
 import { workerGit } from '../../git/worker-git';
 
 /**
@@ -62,7 +63,11 @@ export interface Checkout {
 /**
  * Checks `tree` out into a fresh detached worktree of the repository (so git works in it as it
  * did for the agent, with the repository's `.git` read-only in the sandbox), made from a commit
- * object with `parent` that no ref points to. `remove()` removes the worktree and its folder.
+ * object with `parent` that no ref points to. Inside `withPrivateObjects(repo)` (the gate's
+ * case, see git/private-objects.ts) it is a worktree of that private repository instead, which
+ * holds the commit and borrows the repository's objects: the sandbox mounts the private `.git`
+ * and the stores it borrows, read-only, and none of the repository's refs or worktrees.
+ * `remove()` removes the worktree and its folder.
  */
 export async function checkOutTree(
   repo: string,
@@ -74,13 +79,14 @@ export async function checkOutTree(
   await mkdir(under, { recursive: true, mode: 0o700 });
   const dir = path.join(await mkdtemp(path.join(under, `${label}-`)), 'checkout');
   const commit = await commitTree(repo, tree, [parent], `loopwright: ${label} checkout for the tests check`);
+  const owner = objectScopeAt(repo)?.repository ?? repo;
   const remove = async () => {
-    await workerGit(repo, ['worktree', 'remove', '--force', dir]).catch(() => undefined);
+    await workerGit(owner, ['worktree', 'remove', '--force', dir]).catch(() => undefined);
     await rm(path.dirname(dir), { recursive: true, force: true });
-    await workerGit(repo, ['worktree', 'prune']).catch(() => undefined);
+    await workerGit(owner, ['worktree', 'prune']).catch(() => undefined);
   };
   try {
-    await workerGit(repo, ['worktree', 'add', '--detach', '--no-checkout', dir, commit]);
+    await workerGit(owner, ['worktree', 'add', '--detach', '--no-checkout', dir, commit]);
     // Files are written by read-tree in the new worktree itself (its own config's drivers are the ones neutralized).
     // Held to the disk reserve: the tree holds what the agent's commands left, which may be up to
     // what the disk had free above the reserve, and this writes all of it out again.

@@ -1,0 +1,61 @@
+import { lstatSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { privateFolder, workerTmpDir } from '../../server/private-folder';
+import { realOrSelf } from '../sandbox/real-path';
+import { initBorrowingRepository } from './borrowing-repository';
+import { inObjectScope, objectScopeAt } from './object-scope';
+import { repositoryDirs } from './worker-git';
+
+/** A private store older than this is a crashed worker's (no check runs this long): removed by the next one. */
+const STALE_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Runs `fn` with every object the worker's git writes for the repository at `root` (while `fn`
+ * runs, in commands whose working directory is `root`) kept in a private store instead of the
+ * repository's: a repository of the worker's own (private-folder.ts, under `<tmp>/loopwright/objects`,
+ * which no sandbox mounts) that borrows `root`'s objects and is removed when `fn` is done.
+ * workerGit applies it (object-scope.ts), so every command of `fn` in `root`, reader or writer,
+ * sees the repository's objects and the private ones; a gate checkout made meanwhile is a
+ * worktree of the private repository (checks/tests/trees.ts).
+ *
+ * The checks use it for what they hash and throw away (snapshots of the working state, the
+ * gate's trees, blobs and checkout commits). A run in place works in the target repository
+ * itself, whose object store every L2 run's repository borrows and its sandbox mounts: a
+ * snapshot written there (untracked files like a `.env` included) was readable by any later
+ * L2 agent. Nothing of a check outlives its activity, so a retry starts afresh, whatever worker
+ * it lands on. `root` outside a git repository: `fn` runs as it is (and fails its own way).
+ */
+export async function withPrivateObjects<T>(root: string, fn: () => Promise<T>): Promise<T> {
+  if (objectScopeAt(root) || !(await repositoryDirs(root))) return fn();
+  const parent = privateFolder(workerTmpDir('objects'));
+  sweepStale(parent);
+  const dir = await mkdtemp(path.join(parent, 'store-'));
+  try {
+    await initBorrowingRepository(root, dir);
+    const scope = {
+      root: path.resolve(root),
+      realRoot: realOrSelf(root),
+      repository: dir,
+      objects: path.join(dir, '.git', 'objects'),
+    };
+    return await inObjectScope(scope, fn);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Removes private stores that crashed workers left (a live one is younger than any check may take). */
+function sweepStale(parent: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const name of names.filter((n) => n.startsWith('store-'))) {
+    const at = path.join(parent, name);
+    const mtime = lstatSync(at, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
+    if (mtime < Date.now() - STALE_MS) void rm(at, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
