@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { initKeyFile } from '../crypto/key-file';
@@ -6,6 +6,7 @@ import { freePort, startDevServer, type DevServer } from '../server/dev-server';
 import { findBubblewrap } from '../server/bubblewrap';
 import { findTemporalCli } from '../server/temporal-binary';
 import { workflowBundleCode } from '../workers/bundle';
+import { freshPrebuiltBundles } from './helpers/prebuilt-bundles';
 
 /**
  * One real Temporal dev server (installed by the project's own locator) and one workflow
@@ -26,8 +27,18 @@ export default async function globalSetup(): Promise<void> {
   const [port, uiPort] = await Promise.all([freePort(), freePort()]);
   const logger = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
   // Two bundles, built as `npm run build` builds them (workers/bundle.ts): plain, and with the
-  // encoding failure converter for workers with a key ring (test/crypto).
-  const [server, bundle, encryptedBundle] = await Promise.all([
+  // encoding failure converter for workers with a key ring (test/crypto). The ones `npm run build`
+  // just wrote to dist/ are copied when nothing they could be built from changed since (npm test
+  // builds right before Jest); copied, so a build during the run does not change the suite's code.
+  const prebuilt = freshPrebuiltBundles();
+  const bundlePath = path.join(dir, 'workflow-bundle.js');
+  const encryptedBundlePath = path.join(dir, 'workflow-bundle-encrypted.js');
+  if (prebuilt) {
+    copyFileSync(prebuilt.plain, bundlePath);
+    copyFileSync(prebuilt.encrypted, encryptedBundlePath);
+    log(`workflow bundles: ${path.dirname(prebuilt.plain)}'s, built after the last change to the sources`);
+  }
+  const [server] = await Promise.all([
     external
       ? undefined
       : startDevServer({
@@ -37,13 +48,11 @@ export default async function globalSetup(): Promise<void> {
           uiPort,
           logFile: path.join(dir, 'temporal.log'),
         }),
-    workflowBundleCode({ encrypted: false, logger }),
-    workflowBundleCode({ encrypted: true, logger }),
+    prebuilt ? undefined : workflowBundleCode({ encrypted: false, logger }).then((b) => writeFileSync(bundlePath, b)),
+    prebuilt
+      ? undefined
+      : workflowBundleCode({ encrypted: true, logger }).then((b) => writeFileSync(encryptedBundlePath, b)),
   ]);
-  const bundlePath = path.join(dir, 'workflow-bundle.js');
-  writeFileSync(bundlePath, bundle);
-  const encryptedBundlePath = path.join(dir, 'workflow-bundle-encrypted.js');
-  writeFileSync(encryptedBundlePath, encryptedBundle);
   (globalThis as { __loopwrightServer?: DevServer }).__loopwrightServer = server;
   process.env.LOOPWRIGHT_TEST_DIR = dir;
   process.env.LOOPWRIGHT_TEST_ADDRESS = server?.address ?? external;
