@@ -79,9 +79,10 @@ async function findApplied(top: string, head: string, key: string): Promise<stri
  * commit is found and used, else the activity is retried onto the new tip.
  *
  * When the target is checked out (in the repository or a linked worktree), that checkout must
- * be clean and updatable before anything is written (else a non-retryable `EffectError`: moving a
- * branch under someone's uncommitted work would make their next commit undo the fix). After the
- * ref moves, the checkout is brought along by `read-tree -m -u`, by this try or a retry's repair
+ * be clean and updatable before anything is written, the change's objects included (else a
+ * non-retryable `EffectError`: moving a branch under someone's uncommitted work would make their
+ * next commit undo the fix; a change that never lands stays out of the store later runs read).
+ * After the ref moves, the checkout is brought along by `read-tree -m -u`, by this try or a retry's repair
  * (git/checkout.ts). If someone's work got in between, the checkout is left untouched and the
  * result's `checkout` says so: the commit has landed, so that is not an error. A conflict, a
  * change that changes nothing, or a missing branch is a non-retryable `EffectError`.
@@ -118,31 +119,21 @@ export async function applyGitCommit(
       );
     });
     // The tree to land is made in a scratch store that borrows the target's objects and the run's
-    // (git/land.ts): a conflict, or a change that changes nothing, leaves nothing of the run's in
-    // the target's store; a landing tree's objects are copied in just before the commit is made.
+    // (git/land.ts): a conflict, a change that changes nothing, or a checkout that cannot take it
+    // leaves nothing of the run's in the target's store; a landing tree's objects are copied in
+    // only once all of that is known, just before the commit is made.
     const objects = from === top ? undefined : await landingObjects(top, from);
     let tree: string;
     try {
       tree = await landingTree(top, { change: input.branch, target }, head, verified, input.base, objects?.env);
       if (tree === (await treeOf(top, head)))
         throw effectFailure(`could not apply ${input.branch} onto ${target}: it changes nothing there`);
+      // Asked before the objects come in (the tree is read from the scratch store): a refused
+      // landing never lands, and every later run's sandbox reads the target's store.
+      if (checkout) await requireCheckout(checkout, { top, ref, head, target, key: input.key }, tree, objects?.env);
       if (objects) await bringObjects(top, tree, head, objects.env);
     } finally {
       await objects?.remove();
-    }
-    if (checkout) {
-      // Another effect's commit whose checkout update was cut short is finished first (a retry of it may be minutes away).
-      await settleEarlierEffect(checkout, head);
-      await requireUpdatable(checkout, head, tree).catch(async (err: unknown) => {
-        // An effect moves the target before it brings the checkout along, so a checkout that looks
-        // dirty while the target has moved since `head` was read may be that effect writing it now,
-        // not someone's work: nothing was changed here, and the retry judges it on the new tip.
-        if (err instanceof CheckoutBlockedError && (await resolveCommit(top, ref)) !== head)
-          throw new Error(
-            `${target} moved while the effect ${input.key} checked its checkout (${err.message}): nothing was changed, and the retry applies it onto the new tip`,
-          );
-        throw err;
-      });
     }
     const commit = await commitTree(top, tree, [head], `${input.message.trimEnd()}\n\n${TRAILER}: ${input.key}`);
     await pauseForTest('commit-written', input.key);
@@ -159,6 +150,30 @@ export async function applyGitCommit(
     if (err instanceof LandingRefusedError) throw effectFailure(err.message);
     throw err;
   }
+}
+
+/**
+ * Throws unless the checkout of the target (at `head`) can be brought to `tree` (see
+ * requireUpdatable; `env`: where `tree`'s objects are read, see land.ts). Another effect's commit
+ * whose checkout update was cut short is finished first (a retry of it may be minutes away).
+ */
+async function requireCheckout(
+  checkout: string,
+  at: { top: string; ref: string; head: string; target: string; key: string },
+  tree: string,
+  env?: Record<string, string>,
+): Promise<void> {
+  await settleEarlierEffect(checkout, at.head);
+  await requireUpdatable(checkout, at.head, tree, env).catch(async (err: unknown) => {
+    // An effect moves the target before it brings the checkout along, so a checkout that looks
+    // dirty while the target has moved since `head` was read may be that effect writing it now,
+    // not someone's work: nothing was changed here, and the retry judges it on the new tip.
+    if (err instanceof CheckoutBlockedError && (await resolveCommit(at.top, at.ref)) !== at.head)
+      throw new Error(
+        `${at.target} moved while the effect ${at.key} checked its checkout (${err.message}): nothing was changed, and the retry applies it onto the new tip`,
+      );
+    throw err;
+  });
 }
 
 /** The effect, its target and the worktree that has the target checked out. */

@@ -51,15 +51,22 @@ export async function checkoutOf(top: string, ref: string): Promise<string | und
  * Throws CheckoutBlockedError when the checkout at `dir` has uncommitted changes to tracked
  * files, or when updating it from `parent` to `tree` would fail (an untracked file in the way):
  * checked before anything is written, so a refusal leaves everything as it was. A held index
- * lock throws the GitError, which an activity retries.
+ * lock throws the GitError, which an activity retries. `env` names where `tree`'s objects are
+ * read when the repository does not have them yet (a landing's scratch store, see land.ts): the
+ * effect asks before it copies a change's objects into the repository.
  */
-export async function requireUpdatable(dir: string, parent: string, tree: string): Promise<void> {
+export async function requireUpdatable(
+  dir: string,
+  parent: string,
+  tree: string,
+  env: Record<string, string> = {},
+): Promise<void> {
   const dirty = await workerGit(dir, ['status', '--porcelain', '--untracked-files=no', '--ignore-submodules=dirty']);
   if (dirty.trim())
     throw new CheckoutBlockedError(
       `the working tree of ${dir} has uncommitted changes (${(dirty.trim().split('\n')[0] ?? '').trim()} …)`,
     );
-  await workerGit(dir, ['read-tree', '-n', '-m', '-u', parent, tree]).catch((err: unknown) => {
+  await workerGit(dir, ['read-tree', '-n', '-m', '-u', parent, tree], { env }).catch((err: unknown) => {
     // A held index lock is git running there now (another effect's update or status, say), not
     // someone's work in the way: thrown as it is, for the activity's retry.
     if (err instanceof GitError && /index\.lock/.test(err.stderr)) throw err;
