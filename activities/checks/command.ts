@@ -31,8 +31,8 @@ export interface CommandCheckInput {
 /**
  * Runs a command check: `sh -c COMMAND` in the workspace, inside the worker's sandbox (the same
  * profile as the agent's `run_command`: no network, no secrets, only the workspace writable).
- * Exit 0 passes; the tail of stdout+stderr is the evidence and the verdict says which sandbox
- * ran it. The sandbox is killed on timeout or when the activity is cancelled. A worker without
+ * Exit 0 passes, unless the sandbox cut the command short (a limit it reached, a disk stop); the
+ * tail of stdout+stderr is the evidence and the verdict says which sandbox ran it. The sandbox is killed on timeout or when the activity is cancelled. A worker without
  * a working sandbox (and no opt-out) throws SandboxUnavailableError.
  */
 export async function runCommandCheck(input: CommandCheckInput, sandbox: Sandbox = defaultSandbox()): Promise<Verdict> {
@@ -79,12 +79,17 @@ async function commandVerdict(
     heartbeat: ctx ? () => ctx.heartbeat() : undefined,
   });
   const evidence = result.output.slice(-EVIDENCE_CHARS);
-  const passed = result.code === 0 && !result.timedOut;
+  // A command the sandbox cut short (a fork refused, a process killed for memory, a stop for the
+  // disk) is no evidence, whatever it exited with: a script can go on to exit 0 after its work failed.
+  const cut = result.limits?.[0];
+  const passed = result.code === 0 && !result.timedOut && cut === undefined;
   const reason = passed
     ? `\`${input.check.command}\` exited 0`
     : result.timedOut
       ? `\`${input.check.command}\` timed out after ${input.check.timeout}`
-      : `\`${input.check.command}\` exited ${result.code ?? result.signal}`;
+      : cut !== undefined && result.code === 0
+        ? `\`${input.check.command}\` exited 0, but the sandbox cut it short: ${cut.replace(/^\[sandbox: |\]$/g, '')}`
+        : `\`${input.check.command}\` exited ${result.code ?? result.signal}`;
   return {
     check: input.check.name,
     kind: 'command',

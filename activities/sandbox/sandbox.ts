@@ -114,6 +114,13 @@ export interface SandboxRunOptions {
 /** How a sandboxed command ended, and what ran it. */
 export interface SandboxedRun extends Captured {
   sandbox: SandboxName;
+  /**
+   * What the sandbox cut short, as the lines also appended to `output`: a limit the command
+   * reached (a fork refused, a process killed for memory) or a stop for the disk reserve. Its
+   * exit code then says less than it seems (a script can exit 0 after a fork failed); absent when
+   * it ran within its limits.
+   */
+  limits?: string[];
 }
 
 /** Runs commands the agent wrote or chose. */
@@ -311,7 +318,7 @@ async function runBwrap(
       ...(cgroup?.hits() ?? []),
       ...(run.stopped ? [`[sandbox: stopped: ${run.stopped}; remove what the command wrote there]`] : []),
     ];
-    return hits.length > 0 ? { ...run, output: [run.output.trimEnd(), ...hits].join('\n') } : run;
+    return hits.length > 0 ? { ...run, output: [run.output.trimEnd(), ...hits].join('\n'), limits: hits } : run;
   } finally {
     disk?.end();
     await cgroup?.remove();

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EVIDENCE_CHARS, runCommandCheck } from '../../../activities/checks/command';
 import { dotGitRoot } from '../../../activities/sandbox/dot-git-holders';
+import { findCgroupHome } from '../../../activities/sandbox/limits';
+import { createSandbox, sandboxConfigFromEnv } from '../../../activities/sandbox/sandbox';
 import { ZERO_USAGE } from '../../../common/usage';
 import { waitNoneNamed } from '../tools/workspace';
 
@@ -143,3 +145,38 @@ describe('runCommandCheck', () => {
     expect(verdict.requiredCorrection.length).toBeLessThan(2000);
   });
 });
+
+const cgroupHome = findCgroupHome();
+(cgroupHome.kind === 'cgroup' ? test : test.skip)(
+  `a command the sandbox cut short fails, even when it exits 0: its work may not have run${
+    cgroupHome.kind === 'cgroup' ? '' : ` (skipped: no cgroup here: ${cgroupHome.reason})`
+  }`,
+  async () => {
+    const sandbox = createSandbox(
+      sandboxConfigFromEnv({ PATH: process.env.PATH, LOOPWRIGHT_SANDBOX_PIDS: '16', LOOPWRIGHT_SANDBOX_NICE: '0' }),
+    );
+    const run = (command: string) =>
+      runCommandCheck(
+        {
+          workflowId: WORKFLOW_ID,
+          attempt: 1,
+          check: { kind: 'command', name: 'test', command, timeout: '30s' },
+          workspace,
+          candidate: '',
+        },
+        sandbox,
+      );
+    // 20 sleeps where 16 processes are allowed: a fork is refused (which ends the subshell that
+    // tried it), and the script goes on and exits 0.
+    const cut = await run(
+      '(i=0; while [ $i -lt 20 ]; do sleep 5 & i=$((i + 1)); done) 2>/dev/null; kill -9 -1; exit 0',
+    );
+    expect(cut).toMatchObject({ passed: false, failedItems: ['test'] });
+    expect(cut.reason).toMatch(/exited 0, but the sandbox cut it short: the command reached its limit of 16 processes/);
+    expect(cut.evidence).toContain('[sandbox: the command reached its limit of 16 processes');
+    // Within the limit, the same kind of script passes.
+    const within = await run('(i=0; while [ $i -lt 4 ]; do sleep 5 & i=$((i + 1)); done); kill -9 -1; exit 0');
+    expect(within).toMatchObject({ passed: true, reason: expect.stringContaining('exited 0') });
+  },
+  60_000,
+);
