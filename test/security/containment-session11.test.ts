@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   lstatSync,
@@ -29,6 +28,7 @@ import { readReviewDiff } from '../../client/commands/review';
 import { reviewedAttempt } from '../../client/review';
 import type { RunRecord } from '../../common/run-record';
 import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+import { git } from '../helpers/git';
 
 /**
  * A hostile agent of one L2 run against the work of another L2 run that has not landed (its
@@ -51,12 +51,6 @@ let sandbox: Sandbox;
 let a: { root: string; branch: string; base: string };
 let b: { root: string; branch: string; base: string; commit: string; snapshot: string; gate: string };
 let open: Checkout[] = [];
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
 
 async function prepare(workflowId: string): Promise<{ root: string; branch: string; base: string }> {
   const ws = await prepareWorkspace(worktrees, { workflowId, workspace: repo, autonomy: 'L2' });

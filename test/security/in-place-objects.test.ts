@@ -20,6 +20,7 @@ import type { Sandbox } from '../../activities/sandbox/sandbox';
 import type { Autonomy } from '../../common/loop-spec';
 import { CORPUS_FAILING_TEST, CORPUS_FILES, writeFiles } from '../gate/corpus-repo';
 import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+import { git } from '../helpers/git';
 
 /**
  * A run in place (L1, or L3 without a git commit to deliver) works in the target repository's own
@@ -46,12 +47,6 @@ let worktrees: string;
 let sandbox: Sandbox;
 let base: string;
 let l2: string;
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
 
 /** Every object of the target's store: what the worker's in-place checks must leave as it was. */
 const objectsOfTarget = () =>

@@ -7,6 +7,7 @@ import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
 import { CORPUS_FILES, writeFiles } from '../gate/corpus-repo';
 import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+import { git } from '../helpers/git';
 
 /**
  * OPEN: an in-place run's checks write nothing into the target's object store
@@ -30,12 +31,6 @@ let dir: string;
 let repo: string;
 let sandbox: Sandbox;
 let l2: string;
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
 
 /** What the L2 agent sees: the mtime of each file of the target's store that holds the old secret. */
 const l2Looks = (blob: string) =>

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +6,7 @@ import { applyGitCommit } from '../../activities/effects';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
 import { CORPUS_FILES, writeFiles } from '../gate/corpus-repo';
 import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
+import { git } from '../helpers/git';
 
 /**
  * An approved change whose landing is refused because the target's checkout cannot take it (the
@@ -23,12 +23,6 @@ let dir: string;
 let repo: string;
 let worktrees: string;
 let sandbox: Sandbox;
-
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
 
 /** An L2 run whose branch holds one commit writing `files`. */
 async function l2Run(workflowId: string, files: Record<string, string>): Promise<string> {

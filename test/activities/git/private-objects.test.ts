@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,15 +5,11 @@ import { objectScopeAt } from '../../../activities/git/object-scope';
 import { withPrivateObjects } from '../../../activities/git/private-objects';
 import { snapshotWorkingTree } from '../../../activities/git/snapshot';
 import { workerGit } from '../../../activities/git/worker-git';
+import { git } from '../../helpers/git';
 
 let dir: string;
 let repo: string;
 
-const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args], {
-    cwd,
-    encoding: 'utf8',
-  }).trim();
 const inRepo = (cwd: string, id: string) => {
   try {
     git(cwd, 'cat-file', '-e', id);
