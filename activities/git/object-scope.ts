@@ -16,6 +16,12 @@ export interface ObjectScope {
   repository: string;
   /** That repository's object store: `GIT_OBJECT_DIRECTORY` of the commands in `root`. */
   objects: string;
+  /**
+   * The stores it borrows (the repository's, and what that one borrows in turn), as real paths:
+   * every git command of the worker while the scope is in force runs with them read-only
+   * (read-only-stores.ts), so git cannot even freshen their objects' mtimes.
+   */
+  borrowed: string[];
 }
 
 const storage = new AsyncLocalStorage<readonly ObjectScope[]>();
@@ -35,4 +41,9 @@ export function objectScopeAt(cwd: string): ObjectScope | undefined {
   if (named) return named;
   const real = realOrSelf(at);
   return latest.find((s) => s.realRoot === real);
+}
+
+/** The stores every scope in force borrows (empty outside any scope): read-only to the worker's git. */
+export function borrowedStores(): string[] {
+  return [...new Set((storage.getStore() ?? []).flatMap((s) => s.borrowed))];
 }

@@ -5,6 +5,7 @@ import { privateFolder, workerTmpDir } from '../../server/private-folder';
 import { realOrSelf } from '../sandbox/real-path';
 import { initBorrowingRepository } from './borrowing-repository';
 import { inObjectScope, objectScopeAt } from './object-scope';
+import { alternateChain } from './read-only-stores';
 import { repositoryDirs } from './worker-git';
 
 /** A private store older than this is a crashed worker's (no check runs this long): removed by the next one. */
@@ -17,7 +18,9 @@ const STALE_MS = 24 * 60 * 60 * 1000;
  * which no sandbox mounts) that borrows `root`'s objects and is removed when `fn` is done.
  * workerGit applies it (object-scope.ts), so every command of `fn` in `root`, reader or writer,
  * sees the repository's objects and the private ones; a gate checkout made meanwhile is a
- * worktree of the private repository (checks/tests/trees.ts).
+ * worktree of the private repository (checks/tests/trees.ts). Every git command of the worker
+ * while `fn` runs sees the borrowed stores read-only (read-only-stores.ts): git freshens the
+ * mtime of an object it would write that a borrowed store holds, which an L2 agent could read.
  *
  * The checks use it for what they hash and throw away (snapshots of the working state, the
  * gate's trees, blobs and checkout commits). A run in place works in the target repository
@@ -33,11 +36,13 @@ export async function withPrivateObjects<T>(root: string, fn: () => Promise<T>):
   const dir = await mkdtemp(path.join(parent, 'store-'));
   try {
     await initBorrowingRepository(root, dir);
+    const objects = path.join(dir, '.git', 'objects');
     const scope = {
       root: path.resolve(root),
       realRoot: realOrSelf(root),
       repository: dir,
-      objects: path.join(dir, '.git', 'objects'),
+      objects,
+      borrowed: alternateChain(objects),
     };
     return await inObjectScope(scope, fn);
   } finally {

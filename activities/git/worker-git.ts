@@ -5,8 +5,9 @@ import { activityCancellation } from '../activity-context';
 import { parseSize } from '../sandbox/limits';
 import { workerGitEnv } from './git-env';
 import { nestedRefusal, unsafeNestedRepositories } from './nested-repos';
-import { objectScopeAt } from './object-scope';
+import { borrowedStores, objectScopeAt } from './object-scope';
 import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
+import { readOnlyStoresArgv } from './read-only-stores';
 
 /**
  * The one way the worker runs git on a workspace or repository. The repository is untrusted
@@ -22,7 +23,8 @@ import { configEnv, driverOverrides, staticConfigArgs } from './overrides';
  * Diffs must still pass `--no-ext-diff --no-textconv` and diff/status `--ignore-submodules=dirty`
  * (a submodule's own repository has drivers of its own): the callers in activities/ do.
  * Inside `withPrivateObjects` (private-objects.ts) for `cwd`, objects are read and written
- * through that private store (`GIT_OBJECT_DIRECTORY`), unless the caller names a store itself.
+ * through that private store (`GIT_OBJECT_DIRECTORY`), unless the caller names a store itself;
+ * inside any, the stores the private ones borrow are mounted read-only for the command.
  */
 
 /** Options of {@link workerGit}. */
@@ -106,7 +108,8 @@ export async function workerGitBytes(cwd: string, args: string[], given: WorkerG
   const withConfig = workerGitEnv(extra, config);
   if (comparesWorktree(args) && !opts.nestedExcluded && bareRule(cwd).length > 0)
     await refuseUnsafeNested(cwd, withConfig, opts, args);
-  return runGit(cwd, args, withConfig, opts, args);
+  // The stores an object scope in force borrows are read-only to the command (read-only-stores.ts).
+  return runGit(cwd, args, withConfig, opts, args, await readOnlyStoresArgv(borrowedStores()));
 }
 
 /** The working tree and the git directories of the repository at `cwd`; undefined outside one. */
@@ -199,6 +202,8 @@ function runGit(
   env: Record<string, string>,
   opts: WorkerGitOptions & { timeoutMs: number },
   shown: string[],
+  /** What runs git (read-only-stores.ts), before the command itself; none by default. */
+  wrapper: string[] = [],
 ): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(opts.signal.reason);
@@ -207,10 +212,12 @@ function runGit(
     const dataKib = gitMemoryKib(process.env);
     // Through a shell that sets the data limit git then inherits (where a lower hard limit is set
     // already, that one binds).
-    const [command, ...argv] =
-      dataKib === undefined
+    const [command, ...argv] = [
+      ...wrapper,
+      ...(dataKib === undefined
         ? ['git', ...gitArgs]
-        : ['/bin/sh', '-c', 'ulimit -d "$1" 2>/dev/null; shift; exec git "$@"', 'sh', String(dataKib), ...gitArgs];
+        : ['/bin/sh', '-c', 'ulimit -d "$1" 2>/dev/null; shift; exec git "$@"', 'sh', String(dataKib), ...gitArgs]),
+    ];
     const child = spawn(command!, argv, {
       cwd,
       env,

@@ -187,8 +187,8 @@ function requireLimitsFromEnv(env: Record<string, string | undefined>): boolean 
   );
 }
 
-/** The bubblewrap binary to use, or why there is none. */
-function findBwrap(config: SandboxConfig): { path: string } | { reason: string } {
+/** The bubblewrap binary to use (`LOOPWRIGHT_BWRAP`, else `bwrap` on the absolute entries of PATH), or why there is none. */
+export function findBwrap(config: Pick<SandboxConfig, 'bwrap' | 'env'>): { path: string } | { reason: string } {
   if (config.bwrap)
     return isExecutableFile(config.bwrap)
       ? { path: config.bwrap }
