@@ -1,6 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { markOwner, sweepLeftBehind } from '../../server/left-behind';
 import { commitTree, treeOf } from './commit-tree';
 import { GitError, workerGit, workerGitBytes } from './worker-git';
 
@@ -113,15 +114,23 @@ export async function landingObjects(
   const store = async (cwd: string) =>
     path.join((await workerGit(cwd, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).trim(), 'objects');
   const [own, theirs] = await Promise.all([store(top), store(run)]);
-  const scratch = await mkdtemp(path.join(os.tmpdir(), 'loopwright-land-'));
+  // Scratch stores a killed worker left (server/left-behind.ts): each names its process.
+  sweepLeftBehind(os.tmpdir(), LANDING_PREFIX, (d) => path.join(d, 'owner'));
+  const scratch = await mkdtemp(path.join(os.tmpdir(), LANDING_PREFIX));
+  markOwner(path.join(scratch, 'owner'));
+  const objects = path.join(scratch, 'objects');
+  await mkdir(objects);
   return {
     env: {
-      GIT_OBJECT_DIRECTORY: scratch,
+      GIT_OBJECT_DIRECTORY: objects,
       GIT_ALTERNATE_OBJECT_DIRECTORIES: [own, theirs].map(alternateEntry).join(':'),
     },
     remove: () => rm(scratch, { recursive: true, force: true }),
   };
 }
+
+/** The landings' scratch folders in the system's temporary folder. */
+const LANDING_PREFIX = 'loopwright-land-';
 
 /** The most bytes of objects one landing copies (a pack held in memory on its way). */
 const MAX_PACK_BYTES = 1024 * 1024 * 1024;

@@ -1,6 +1,6 @@
-import { lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { markOwner, sweepLeftBehind } from '../../server/left-behind';
 import { privateFolder, workerTmpDir } from '../../server/private-folder';
 import { realOrSelf } from '../sandbox/real-path';
 import { initBorrowingRepository } from './borrowing-repository';
@@ -8,14 +8,8 @@ import { inObjectScope, objectScopeAt } from './object-scope';
 import { alternateChain } from './read-only-stores';
 import { repositoryDirs } from './worker-git';
 
-/**
- * A private store whose owner cannot be told (made before stores named theirs, or by a worker in
- * another pid namespace sharing this folder) older than this is a crashed worker's: removed by the next check.
- */
-const STALE_MS = 24 * 60 * 60 * 1000;
-
-/** The file in each private store's git folder that names the process it belongs to. */
-const OWNER_FILE = path.join('.git', 'loopwright-owner');
+/** Where each private store names the worker process it belongs to (server/left-behind.ts). */
+const ownerFile = (store: string) => path.join(store, '.git', 'loopwright-owner');
 
 /**
  * Runs `fn` with every object the worker's git writes for the repository at `root` (while `fn`
@@ -38,11 +32,11 @@ const OWNER_FILE = path.join('.git', 'loopwright-owner');
 export async function withPrivateObjects<T>(root: string, fn: () => Promise<T>): Promise<T> {
   if (objectScopeAt(root) || !(await repositoryDirs(root))) return fn();
   const parent = privateFolder(workerTmpDir('objects'));
-  sweepStale(parent);
+  sweepLeftBehind(parent, 'store-', ownerFile);
   const dir = await mkdtemp(path.join(parent, 'store-'));
   try {
     await initBorrowingRepository(root, dir);
-    writeFileSync(path.join(dir, OWNER_FILE), JSON.stringify(thisProcess()));
+    markOwner(ownerFile(dir));
     const objects = path.join(dir, '.git', 'objects');
     const scope = {
       root: path.resolve(root),
@@ -54,71 +48,5 @@ export async function withPrivateObjects<T>(root: string, fn: () => Promise<T>):
     return await inObjectScope(scope, fn);
   } finally {
     await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** A process as its store names it: pid, start time and pid namespace, on this boot (so a reused pid is not it). */
-interface ProcessId {
-  boot: string;
-  pidNamespace: string;
-  pid: number;
-  start: string;
-}
-
-const readOr = (read: () => string, fallback = ''): string => {
-  try {
-    return read();
-  } catch {
-    return fallback;
-  }
-};
-
-/** Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot ('' when it is gone). */
-function startTime(pid: number): string {
-  const stat = readOr(() => readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
-}
-
-function thisProcess(): ProcessId {
-  return {
-    boot: readOr(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()),
-    pidNamespace: readOr(() => readlinkSync('/proc/self/ns/pid')),
-    pid: process.pid,
-    start: startTime(process.pid),
-  };
-}
-
-/**
- * Whether the store at `at` was left: its owner is gone (another boot, or no process of that pid
- * and start time in this pid namespace), or it names no owner this process can judge and is
- * older than {@link STALE_MS}. A live owner's store stays however long its check runs.
- */
-function isLeft(at: string): boolean {
-  let owner: Partial<ProcessId> | undefined;
-  try {
-    owner = JSON.parse(readFileSync(path.join(at, OWNER_FILE), 'utf8')) as Partial<ProcessId>;
-  } catch {
-    owner = undefined;
-  }
-  const me = thisProcess();
-  if (owner && me.boot !== '' && owner.boot !== undefined && owner.boot !== me.boot) return true;
-  if (owner && owner.pidNamespace === me.pidNamespace && me.pidNamespace !== '' && typeof owner.pid === 'number')
-    return startTime(owner.pid) !== owner.start || owner.start === '';
-  // No owner yet (it is being made) or none we can judge: by age.
-  const mtime = lstatSync(at, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
-  return mtime < Date.now() - STALE_MS;
-}
-
-/** Removes private stores that crashed or killed workers left (their owner is gone); a live owner's store stays. */
-function sweepStale(parent: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(parent);
-  } catch {
-    return;
-  }
-  for (const name of names.filter((n) => n.startsWith('store-'))) {
-    const at = path.join(parent, name);
-    if (isLeft(at)) void rm(at, { recursive: true, force: true }).catch(() => undefined);
   }
 }

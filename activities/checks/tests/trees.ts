@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -5,6 +6,7 @@ import { commitTree } from '../../git/commit-tree';
 import { heldToDiskReserve } from '../../git/disk-reserve';
 import { objectScopeAt } from '../../git/object-scope';
 import { workerGit } from '../../git/worker-git';
+import { markOwner, sweepLeftBehind } from '../../../server/left-behind';
 
 /**
  * The trees the gate tests, made from git objects only (a temporary index, `update-index`,
@@ -77,7 +79,11 @@ export async function checkOutTree(
   label: string,
 ): Promise<Checkout> {
   await mkdir(under, { recursive: true, mode: 0o700 });
-  const dir = path.join(await mkdtemp(path.join(under, `${label}-`)), 'checkout');
+  // Checkouts a killed worker left, in any run's folder beside this one (server/left-behind.ts).
+  sweepLeftCheckouts(path.dirname(under));
+  const holder = await mkdtemp(path.join(under, `${label}-`));
+  markOwner(path.join(holder, OWNER_FILE));
+  const dir = path.join(holder, 'checkout');
   const commit = await commitTree(repo, tree, [parent], `loopwright: ${label} checkout for the tests check`);
   const owner = objectScopeAt(repo)?.repository ?? repo;
   const remove = async () => {
@@ -98,4 +104,22 @@ export async function checkOutTree(
     throw err;
   }
   return { dir, remove };
+}
+
+/** Where a checkout's folder names the worker process that made it, beside the checkout itself. */
+const OWNER_FILE = 'owner';
+
+/**
+ * Removes the checkouts (`<runs>/<run>/<label>-*`) whose worker process is gone: a worker killed
+ * during a gate leaves whole checkouts of the repository, and the run's retry may land on
+ * another machine. A run's own folder is left (a gate starting now may be about to use it).
+ */
+function sweepLeftCheckouts(runs: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(runs);
+  } catch {
+    return;
+  }
+  for (const run of names) sweepLeftBehind(path.join(runs, run), '', (d) => path.join(d, OWNER_FILE));
 }

@@ -1,15 +1,4 @@
-import { spawn } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readlinkSync,
-  realpathSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { objectScopeAt } from '../../../activities/git/object-scope';
@@ -18,6 +7,7 @@ import { snapshotWorkingTree } from '../../../activities/git/snapshot';
 import { workerGit } from '../../../activities/git/worker-git';
 import { workerTmpDir } from '../../../server/private-folder';
 import { git } from '../../helpers/git';
+import { gone, goneProcess, here, startOf } from '../../helpers/processes';
 
 let dir: string;
 let repo: string;
@@ -100,83 +90,26 @@ describe('withPrivateObjects', () => {
     await expect(withPrivateObjects(plain, async () => objectScopeAt(plain))).resolves.toBeUndefined();
   });
 
-  describe('stores left behind', () => {
-    const parent = () => workerTmpDir('objects');
-    const startOf = (pid: number) => {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
-    };
-    const me = () => ({
-      boot: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(),
-      pidNamespace: readlinkSync('/proc/self/ns/pid'),
-    });
-    const TWO_DAYS = 2 * 24 * 3600;
-    /** A store as a worker leaves it: its git folder, the owner it names (if any), its age in seconds. */
-    const leftStore = (name: string, owner: object | undefined, ageSeconds = 0) => {
-      const at = path.join(parent(), `store-test-${process.pid}-${name}`);
-      mkdirSync(path.join(at, '.git', 'objects'), { recursive: true });
-      if (owner) writeFileSync(path.join(at, '.git', 'loopwright-owner'), JSON.stringify(owner));
-      const t = Date.now() / 1000 - ageSeconds;
-      utimesSync(at, t, t);
+  test('a store a killed worker left goes with the next check; a live worker’s stays; a check’s own names this worker', async () => {
+    const parent = workerTmpDir('objects');
+    const leftBy = async (name: string, owner: object) => {
+      const at = path.join(parent, `store-test-${process.pid}-${name}`);
+      mkdirSync(path.join(at, '.git'), { recursive: true });
+      writeFileSync(path.join(at, '.git', 'loopwright-owner'), JSON.stringify(owner));
       return at;
     };
-    let sleeper: ReturnType<typeof spawn> | undefined;
-    afterEach(() => {
-      sleeper?.kill('SIGKILL');
-      for (const name of [
-        'dead',
-        'live',
-        'reused',
-        'other-boot',
-        'unowned-old',
-        'unowned-new',
-        'elsewhere-new',
-        'elsewhere-old',
-      ])
-        rmSync(path.join(parent(), `store-test-${process.pid}-${name}`), { recursive: true, force: true });
-    });
-
-    test('a store whose worker is gone is removed by the next check, however young; a live worker’s stays, however old', async () => {
-      const gone = spawn('true');
-      const goneStart = await new Promise<string>((resolve) => gone.on('spawn', () => resolve(startOf(gone.pid!))));
-      await new Promise((resolve) => gone.on('exit', resolve));
-      sleeper = spawn('sleep', ['60']);
-      await new Promise((resolve) => sleeper!.on('spawn', resolve));
-      const live = { ...me(), pid: sleeper.pid!, start: startOf(sleeper.pid!) };
-      const stores = {
-        dead: leftStore('dead', { ...me(), pid: gone.pid!, start: goneStart }),
-        live: leftStore('live', live, TWO_DAYS),
-        // A pid taken again by another process: not the owner.
-        reused: leftStore('reused', { ...live, start: String(Number(live.start) - 1) }),
-        'other-boot': leftStore('other-boot', { ...live, boot: 'another-boot' }),
-        'unowned-old': leftStore('unowned-old', undefined, TWO_DAYS),
-        // Being made right now (no owner yet).
-        'unowned-new': leftStore('unowned-new', undefined),
-        // A worker of another pid namespace sharing the folder: judged by age only.
-        'elsewhere-new': leftStore('elsewhere-new', { ...live, pidNamespace: 'pid:[1]', pid: 1 }),
-        'elsewhere-old': leftStore('elsewhere-old', { ...live, pidNamespace: 'pid:[1]', pid: 1 }, TWO_DAYS),
-      };
-      await withPrivateObjects(repo, async () => undefined);
-      const removed = ['dead', 'reused', 'other-boot', 'unowned-old', 'elsewhere-old'] as const;
-      for (let i = 0; i < 100 && removed.some((k) => existsSync(stores[k])); i++)
-        await new Promise((r) => setTimeout(r, 20));
-      expect(Object.fromEntries(Object.entries(stores).map(([k, at]) => [k, existsSync(at)]))).toEqual({
-        dead: false,
-        live: true,
-        reused: false,
-        'other-boot': false,
-        'unowned-old': false,
-        'unowned-new': true,
-        'elsewhere-new': true,
-        'elsewhere-old': false,
-      });
-    });
-
-    test('a check’s own store names this worker while it runs', async () => {
+    const dead = await leftBy('dead', await goneProcess());
+    const live = await leftBy('live', { ...here(), pid: process.pid, start: startOf(process.pid) });
+    try {
       const owner = await withPrivateObjects(repo, async () =>
         JSON.parse(readFileSync(path.join(objectScopeAt(repo)!.repository, '.git', 'loopwright-owner'), 'utf8')),
       );
-      expect(owner).toEqual({ ...me(), pid: process.pid, start: startOf(process.pid) });
-    });
+      expect(owner).toEqual({ ...here(), pid: process.pid, start: startOf(process.pid) });
+      await gone(dead);
+      expect([existsSync(dead), existsSync(live)]).toEqual([false, true]);
+    } finally {
+      rmSync(dead, { recursive: true, force: true });
+      rmSync(live, { recursive: true, force: true });
+    }
   });
 });
