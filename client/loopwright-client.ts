@@ -33,6 +33,7 @@ import { decisionUpdate, stateQuery } from '../workflows/messages';
 import { LOOP_RUN_TYPES, loopWorkflowV2 } from '../workflows/loop/loop-workflow';
 import { planRun } from '../loops/plan-run';
 import { readPrices, type ModelPrice } from '../common/pricing';
+import { payloadStoreFromEnv } from '../crypto/claim-check';
 import { clientDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { processRedaction } from '../crypto/ring-redaction';
@@ -110,7 +111,8 @@ export class LoopwrightClient {
     const env = opts.env ?? process.env;
     // With a key ring (LOOPWRIGHT_KEYS), payloads and failure messages are encrypted; a bad ring is a ConfigError before anything connects.
     const ring = keyRingFromEnv(env);
-    const dataConverter = clientDataConverter(ring);
+    // So is a bad LOOPWRIGHT_PAYLOAD_STORE (the claim check, crypto/claim-check.ts).
+    const dataConverter = clientDataConverter(ring, payloadStoreFromEnv(env));
     // TLS and API key (TEMPORAL_TLS_*, TEMPORAL_API_KEY): a bad one is a ConfigError before anything connects.
     const secure = temporalConnectionOptions(env);
     let connection: Connection;

@@ -1,7 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
+import type { Payload } from '@temporalio/common';
 import { UsageError } from '../common/errors';
+import { ClaimCheckCodec, type PayloadStore } from './claim-check';
 import { EncryptionCodec } from './codec';
 import type { KeyRing } from './keyring';
 import { CodecBodySchema, fromJson, shapeProblems, toJson } from './codec-payloads';
@@ -18,7 +20,9 @@ export const MIN_TOKEN_LENGTH = 16;
 /** Options for {@link startCodecServer}. */
 export interface CodecServerOptions {
   /** The key ring to encode and decode with. */
-  ring: KeyRing;
+  ring?: KeyRing;
+  /** The claim check's payload store (crypto/claim-check.ts), after the ring; at least one of the two. */
+  store?: PayloadStore;
   /** Default {@link DEFAULT_CODEC_PORT}; 0 picks a free port. */
   port?: number;
   /** Address to bind (default 127.0.0.1). Any other than a loopback address needs `token`. */
@@ -53,7 +57,8 @@ class HttpError extends Error {
 }
 
 /**
- * Serves Temporal's codec server contract with Loopwright's {@link EncryptionCodec}: `POST /encode`
+ * Serves Temporal's codec server contract with Loopwright's {@link EncryptionCodec} and/or claim
+ * check ({@link ClaimCheckCodec}): `POST /encode`
  * and `POST /decode` (also `/<namespace>/encode|decode`, as the CLI's `{namespace}` template makes)
  * take and answer `{ payloads: [{ metadata: { key: base64 }, data: base64 }] }`; `X-Namespace` is
  * accepted (one ring serves every namespace). Browsers are let in from `allowOrigins` only (CORS,
@@ -78,7 +83,22 @@ export async function startCodecServer(opts: CodecServerOptions): Promise<CodecS
       `the codec server decrypts for anyone who can reach it: binding ${host} (beyond localhost) needs a bearer token: set LOOPWRIGHT_CODEC_TOKEN or --token`,
     );
   const tokenDigest = opts.token ? digest(opts.token) : undefined;
-  const codec = new EncryptionCodec(opts.ring);
+  if (!opts.ring && !opts.store) throw new UsageError('the codec server needs a key ring or a payload store to serve');
+  // The order the clients' and workers' data converters apply them (crypto/codec.ts).
+  const codecs = [
+    ...(opts.ring ? [new EncryptionCodec(opts.ring)] : []),
+    ...(opts.store ? [new ClaimCheckCodec(opts.store)] : []),
+  ];
+  const codec = {
+    encode: async (payloads: Payload[]) => {
+      for (const c of codecs) payloads = await c.encode(payloads);
+      return payloads;
+    },
+    decode: async (payloads: Payload[]) => {
+      for (const c of [...codecs].reverse()) payloads = await c.decode(payloads);
+      return payloads;
+    },
+  };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const origin = req.headers.origin;

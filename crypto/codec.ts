@@ -1,5 +1,6 @@
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import type { Redaction } from '../common/redact';
+import { claimCheckCodec, type PayloadStore } from './claim-check';
 import { DisplayRedactionCodec } from './display-codec';
 import { envelope, unenvelope } from './envelope';
 import { KeyMissingError, NO_RING, open, seal, type KeyRing } from './keyring';
@@ -69,23 +70,31 @@ export class NoKeysCodec implements PayloadCodec {
 /**
  * The client side of the data converter every Loopwright client uses: with a key ring, the
  * encryption codec, and failure messages and stack traces encoded too (`encodeCommonAttributes`);
- * without one, payloads in clear and a clear error for encrypted ones ({@link NoKeysCodec}).
+ * without one, payloads in clear and a clear error for encrypted ones ({@link NoKeysCodec}). Last,
+ * the claim check (crypto/claim-check.ts) when `store` is given, else a clear error for claim checks.
  */
-export function clientDataConverter(ring: KeyRing | undefined): DataConverter {
+export function clientDataConverter(ring: KeyRing | undefined, store?: PayloadStore): DataConverter {
+  const last = claimCheckCodec(store);
   return ring
-    ? { payloadCodecs: [new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH }
-    : { payloadCodecs: [new NoKeysCodec()] };
+    ? { payloadCodecs: [new EncryptionCodec(ring), last], failureConverterPath: FAILURE_CONVERTER_PATH }
+    : { payloadCodecs: [new NoKeysCodec(), last] };
 }
 
 /**
  * The data converter every Loopwright worker uses: first the display codec (strings workflow code
  * marked for the Web UI are redacted with the worker's own `redaction`, see crypto/display-codec.ts),
  * then, with a key ring, the encryption codec and the encoding failure converter (the worker must
- * then load the workflow bundle built with it, see workers/workflow-bundle.ts).
+ * then load the workflow bundle built with it, see workers/workflow-bundle.ts), and last the
+ * claim check as for clients.
  */
-export function workerDataConverter(ring: KeyRing | undefined, redaction: Redaction): DataConverter {
+export function workerDataConverter(
+  ring: KeyRing | undefined,
+  redaction: Redaction,
+  store?: PayloadStore,
+): DataConverter {
   const display = new DisplayRedactionCodec(redaction);
+  const last = claimCheckCodec(store);
   return ring
-    ? { payloadCodecs: [display, new EncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH }
-    : { payloadCodecs: [display, new NoKeysCodec()] };
+    ? { payloadCodecs: [display, new EncryptionCodec(ring), last], failureConverterPath: FAILURE_CONVERTER_PATH }
+    : { payloadCodecs: [display, new NoKeysCodec(), last] };
 }

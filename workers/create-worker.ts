@@ -6,6 +6,7 @@ import { ServerUnavailableError } from '../common/errors';
 import type { Tool } from '../activities/tools/types';
 import { formatSize } from '../activities/sandbox/limits';
 import { createSandbox, sandboxConfigFromEnv, type SandboxStatus } from '../activities/sandbox/sandbox';
+import { payloadStoreFromEnv } from '../crypto/claim-check';
 import { workerDataConverter } from '../crypto/codec';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { processRedaction } from '../crypto/ring-redaction';
@@ -51,7 +52,8 @@ export async function createLoopwrightWorker(
   const tuning = workerTuning(opts.env);
   // And an unknown LOOPWRIGHT_MODEL_PROVIDER (activities/providers).
   const model = createModelClient(opts.env);
-  const dataConverter = workerDataConverter(ring, processRedaction(opts.env, [], ring));
+  // And a bad LOOPWRIGHT_PAYLOAD_STORE (the claim check, crypto/claim-check.ts).
+  const dataConverter = workerDataConverter(ring, processRedaction(opts.env, [], ring), payloadStoreFromEnv(opts.env));
   const status = await sandbox.status();
   // And a bad TLS or API-key setting (TEMPORAL_TLS_*, TEMPORAL_API_KEY, see server/temporal-connection.ts).
   const secure = temporalConnectionOptions(opts.env);

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { readConfig } from '../common/config';
 import { UsageError } from '../common/errors';
+import { payloadStoreFromEnv } from '../crypto/claim-check';
 import { keyRingFromEnv } from '../crypto/keyring';
 import { startCodecServer, type CodecServer } from '../crypto/codec-server';
 import { startDevServer, type DevServer } from '../server/dev-server';
@@ -60,18 +61,21 @@ export async function startEmbeddedStack(opts: StackOptions): Promise<EmbeddedSt
   const home = loopwrightHome(opts.env);
   const config = readConfig(opts.env);
   const ring = keyRingFromEnv(opts.env);
-  if (!ring && opts.codecPort !== undefined)
+  const store = payloadStoreFromEnv(opts.env);
+  if (!ring && !store && opts.codecPort !== undefined)
     throw new UsageError(
       '--codec-port needs a key ring to decode with and LOOPWRIGHT_KEYS is not set: set it, or leave --codec-port out',
     );
   const uiPort = opts.uiPort ?? (opts.port ?? 7233) + 1000;
-  const codec = ring
-    ? await startCodecServer({
-        ring,
-        port: opts.codecPort ?? 0,
-        allowOrigins: [`http://localhost:${uiPort}`, `http://127.0.0.1:${uiPort}`],
-      })
-    : undefined;
+  const codec =
+    ring || store
+      ? await startCodecServer({
+          ring,
+          store,
+          port: opts.codecPort ?? 0,
+          allowOrigins: [`http://localhost:${uiPort}`, `http://127.0.0.1:${uiPort}`],
+        })
+      : undefined;
   const server = await startDevServer({
     dbFile: opts.dbFile ?? path.join(home, 'dev.db'),
     port: opts.port,

@@ -1,4 +1,5 @@
 import { ConfigError } from '../../common/errors';
+import { payloadStoreFromEnv } from '../../crypto/claim-check';
 import { keyRingFromEnv, type KeyRing } from '../../crypto/keyring';
 import { DEFAULT_CODEC_PORT, isLoopback, startCodecServer, type CodecServer } from '../../crypto/codec-server';
 import type { CommandDefinition } from '../cli-command';
@@ -24,14 +25,17 @@ export function requireKeyRing(env: Record<string, string | undefined>, what: st
   return ring;
 }
 
-/** Starts the codec server from the command's options and the environment (LOOPWRIGHT_KEYS, LOOPWRIGHT_CODEC_TOKEN). */
+/** Starts the codec server from the command's options and the environment (LOOPWRIGHT_KEYS, LOOPWRIGHT_PAYLOAD_STORE, LOOPWRIGHT_CODEC_TOKEN). */
 export function codecServerFromOptions(
   opts: CodecServerCommandOptions,
   env: Record<string, string | undefined>,
 ): Promise<CodecServer> {
-  const ring = requireKeyRing(env, 'the codec server');
+  // The claim check's store alone is enough (payloads in clear in it); else the ring is needed.
+  const store = payloadStoreFromEnv(env);
+  const ring = store ? keyRingFromEnv(env) : requireKeyRing(env, 'the codec server');
   return startCodecServer({
     ring,
+    store,
     port: numberOpt(opts.port) ?? DEFAULT_CODEC_PORT,
     host: opts.host,
     allowOrigins: opts.allowOrigin?.length ? opts.allowOrigin : undefined,

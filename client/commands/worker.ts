@@ -34,6 +34,11 @@ export async function workerCommand(
   io.err(modelEndpointNote(env));
   io.err(tuningLine(tuning));
   if (metrics) io.err(`metrics: http://${metrics}/metrics`);
+  const store = env.LOOPWRIGHT_PAYLOAD_STORE?.trim();
+  if (store)
+    io.err(
+      `payloads of 256 bytes or more are kept in ${store} (LOOPWRIGHT_PAYLOAD_STORE), the history holds their SHA-256: every worker and client needs that folder`,
+    );
   const running = worker.run();
   await Promise.race([untilSignal(), running]);
   if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -65,7 +65,11 @@ export function formatParked(p: ParkedFigures): string[] {
 }
 
 /** Each target beside its figure, marked met or not met from the measurement. */
-export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefined): string[] {
+export function formatTargets(
+  ms: Measurement[],
+  parked: ParkedFigures | undefined,
+  opts: { claimCheck?: boolean } = {},
+): string[] {
   const rows: Array<[what: string, figure: string, met: boolean, note: string]> = [];
   const target = (what: string, figure: string, met: boolean, note = '') => rows.push([what, figure, met, note]);
   const runsFloor = TARGETS.speedup * BASELINE.runsPerSecondHigh;
@@ -91,17 +95,19 @@ export function formatTargets(ms: Measurement[], parked: ParkedFigures | undefin
       note + versus(`${f(floor ? floor.runs / floor.wallSeconds : NaN)} runs/s`),
     );
     target(
-      `history per run ≤ ${TARGETS.historyBytes / 1024} KB, payloads in clear${at}`,
+      `history per run ≤ ${TARGETS.historyBytes / 1024} KB, payloads ${opts.claimCheck ? 'claim-checked (LOOPWRIGHT_PAYLOAD_STORE)' : 'in clear'}${at}`,
       `${f(m.historyBytes / 1024, 2)} KB, ${f(m.historyEvents, 0)} events`,
       m.historyBytes <= TARGETS.historyBytes,
       versus(`${f(floor ? floor.historyBytes / 1024 : NaN, 2)} KB, ${f(floor?.historyEvents ?? NaN, 0)} events`),
     );
-    target(
-      `history per run ≤ ${TARGETS.historyBytes / 1024} KB, sealed with a key ring${at}`,
-      `${f(m.historySealedBytes / 1024, 2)} KB`,
-      m.historySealedBytes <= TARGETS.historyBytes,
-      versus(`${f(floor ? floor.historySealedBytes / 1024 : NaN, 2)} KB`),
-    );
+    // Claim-checked, what a key ring seals is in the store: the history's claim checks are the same either way.
+    if (!opts.claimCheck)
+      target(
+        `history per run ≤ ${TARGETS.historyBytes / 1024} KB, sealed with a key ring${at}`,
+        `${f(m.historySealedBytes / 1024, 2)} KB`,
+        m.historySealedBytes <= TARGETS.historyBytes,
+        versus(`${f(floor ? floor.historySealedBytes / 1024 : NaN, 2)} KB`),
+      );
   }
   if (parked) {
     const note =

@@ -141,7 +141,10 @@ async function main(): Promise<void> {
     for (const line of formatParked(parkedFigures)) console.log(line);
   }
   console.log('\nIssue 17 targets:');
-  for (const line of formatTargets(measured, parkedFigures)) console.log(line);
+  for (const line of formatTargets(measured, parkedFigures, {
+    claimCheck: Boolean(process.env.LOOPWRIGHT_PAYLOAD_STORE?.trim()),
+  }))
+    console.log(line);
 }
 
 main().then(

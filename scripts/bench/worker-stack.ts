@@ -83,10 +83,16 @@ export async function startBenchStack(
     LOOPWRIGHT_HOME: dir,
     LOOPWRIGHT_KEYS: '',
     LOOPWRIGHT_ALLOWED_SIGNERS: '',
-    // Passed through: the sandbox mode, the cache size, and another workflow bundle to compare.
+    // Passed through: the sandbox mode, the cache size, another workflow bundle to compare, and
+    // the claim check's store (to measure Loopwright with it: worker and client both use it).
     ...Object.fromEntries(
       Object.entries(process.env).filter(([k]) =>
-        ['LOOPWRIGHT_SANDBOX', 'LOOPWRIGHT_MAX_CACHED_WORKFLOWS', 'LOOPWRIGHT_WORKFLOW_BUNDLE'].includes(k),
+        [
+          'LOOPWRIGHT_SANDBOX',
+          'LOOPWRIGHT_MAX_CACHED_WORKFLOWS',
+          'LOOPWRIGHT_WORKFLOW_BUNDLE',
+          'LOOPWRIGHT_PAYLOAD_STORE',
+        ].includes(k),
       ),
     ),
     ...(heapProbe
