@@ -1,7 +1,9 @@
 import { loadavg } from 'node:os';
+import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { ClaimCheckCodec } from '../../crypto/claim-check';
 import { EncryptionCodec } from '../../crypto/codec';
-import { encodeHistory } from '../../crypto/decode-history';
+import { decodeHistory, encodeHistory } from '../../crypto/decode-history';
 import { newKey, newKeyId, parseKeyFile } from '../../crypto/keyring';
 import type { loopWorkflow } from '../../workflows/loop/loop-workflow';
 import { parseModelScript, type ModelRule, type ModelScript } from '../../model-server/script';
@@ -112,11 +114,21 @@ type History = temporal.api.history.v1.IHistory;
 
 const historyBytes = (h: History): number => temporal.api.history.v1.History.encode(h).finish().length;
 
-/** What `history` would weigh sealed with a throwaway key ring (a key id as `keys init` makes): see {@link Measurement.historySealedBytes}. */
-async function sealedHistoryBytes(history: History): Promise<number> {
+/**
+ * What `history` would weigh sealed with a throwaway key ring (a key id as `keys init` makes): see
+ * {@link Measurement.historySealedBytes}. `codecs` are the client's: a history claim-checked
+ * (LOOPWRIGHT_PAYLOAD_STORE) is read back in clear first, then sealed and claim-checked again in
+ * the order a keyed worker applies them, so small sealed payloads stay in it as they would.
+ */
+async function sealedHistoryBytes(history: History, codecs: readonly PayloadCodec[]): Promise<number> {
   const copy = temporal.api.history.v1.History.decode(temporal.api.history.v1.History.encode(history).finish());
+  const claimCheck = codecs.filter((c) => c instanceof ClaimCheckCodec);
+  const clear = claimCheck.length > 0 ? await decodeHistory(copy, claimCheck) : copy;
   return historyBytes(
-    await encodeHistory(copy, [new EncryptionCodec(parseKeyFile(`${newKeyId()}=${newKey()}`, 'bench'))]),
+    await encodeHistory(clear, [
+      new EncryptionCodec(parseKeyFile(`${newKeyId()}=${newKey()}`, 'bench')),
+      ...claimCheck,
+    ]),
   );
 }
 
@@ -243,7 +255,11 @@ async function measureDurable(
     modelCallsPerRun: callsOf(stack, prefix) / runs,
     historyEvents: mean(histories.map((h) => h.events?.length ?? 0)),
     historyBytes: mean(histories.map(historyBytes)),
-    historySealedBytes: mean(await Promise.all(histories.map(sealedHistoryBytes))),
+    historySealedBytes: mean(
+      await Promise.all(
+        histories.map((h) => sealedHistoryBytes(h, client.temporal.options.loadedDataConverter.payloadCodecs)),
+      ),
+    ),
     historyBreakdown: histories[0] ? historyBreakdown(histories[0]) : [],
     loadStart: load0,
     loadEnd: load1,

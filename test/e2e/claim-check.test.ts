@@ -88,3 +88,40 @@ test('the benchmark’s run keeps its spec, model calls and record in the store,
   expect(blind.stderr.trim().split('\n')).toHaveLength(1);
   expect(blind.stderr).toMatch(/^error: .*is claim-checked .*set LOOPWRIGHT_PAYLOAD_STORE to the folder they write/);
 }, 180_000);
+
+test('with a key ring too: the store holds the sealed payloads, and the history stays at most 8 KB', async () => {
+  const keys = process.env.LOOPWRIGHT_KEYS;
+  if (!keys) throw new Error('the suite runs with a key ring (test/global-setup): LOOPWRIGHT_KEYS is not set');
+  const sealedStore = mkdtempSync(path.join(tmpdir(), 'lw-payload-store-sealed-'));
+  try {
+    const keyed = {
+      ...workerProcessEnv('claim-check-sealed', model.url),
+      LOOPWRIGHT_KEYS: keys,
+      LOOPWRIGHT_PAYLOAD_STORE: sealedStore,
+    };
+    await startWorkerProcess(keyed);
+    const id = `${latencyTag(0)}-claim-sealed-${randomBytes(4).toString('hex')}`;
+    const started = await runCli(
+      ['run', 'evaluate-optimize', '--input', JSON.stringify(THROUGHPUT_INPUT), '--id', id, '--wait'],
+      keyed,
+      120_000,
+    );
+    expect(started.code).toBe(0);
+    const reader = await LoopwrightClient.connect({ env: keyed });
+    try {
+      const history = await reader.temporal.workflow.getHandle(id).fetchHistory();
+      const events = history.events ?? [];
+      expect(events.reduce((sum, e) => sum + eventBytes(e), 0)).toBeLessThanOrEqual(8 * 1024);
+      expect(await reader.status(id)).toMatchObject({ state: 'completed', attempt: 2 });
+    } finally {
+      await reader.close();
+    }
+    const stored = readdirSync(sealedStore, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+    expect(stored.length).toBeGreaterThanOrEqual(2);
+    const all = stored.map((e) => readFileSync(path.join(e.parentPath, e.name), 'latin1')).join('\n');
+    expect(all).toContain('binary/encrypted');
+    for (const text of ['durable execution', 'the loop carries on', 'no crash in it']) expect(all).not.toContain(text);
+  } finally {
+    rmSync(sealedStore, { recursive: true, force: true });
+  }
+}, 180_000);
