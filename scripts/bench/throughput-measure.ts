@@ -1,7 +1,9 @@
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
 import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { ClaimCheckCodec } from '../../crypto/claim-check';
+import { ClaimCheckCodec, PayloadStore } from '../../crypto/claim-check';
 import { EncryptionCodec } from '../../crypto/codec';
 import { decodeHistory, encodeHistory } from '../../crypto/decode-history';
 import { newKey, newKeyId, parseKeyFile } from '../../crypto/keyring';
@@ -103,6 +105,13 @@ export interface Measurement {
    * demo's default): each payload run through the encryption codec (`encodeHistory`).
    */
   historySealedBytes: number;
+  /**
+   * The same histories' bytes with the claim check (LOOPWRIGHT_PAYLOAD_STORE, crypto/claim-check.ts):
+   * measured when the bench runs with it, else each payload of the clear histories run through
+   * the claim-check codec into a scratch store (`encodeHistory`; test/e2e/claim-check.test.ts
+   * measures a real run's).
+   */
+  historyClaimCheckedBytes: number;
   /** Where the first sampled history's bytes go (empty for the plain loop). */
   historyBreakdown: BreakdownRow[];
   /** 1-minute load average when the measurement started and when it ended. */
@@ -130,6 +139,18 @@ async function sealedHistoryBytes(history: History, codecs: readonly PayloadCode
       ...claimCheck,
     ]),
   );
+}
+
+/** What `history` weighs claim-checked: see {@link Measurement.historyClaimCheckedBytes}. */
+async function claimCheckedHistoryBytes(history: History, codecs: readonly PayloadCodec[]): Promise<number> {
+  if (codecs.some((c) => c instanceof ClaimCheckCodec)) return historyBytes(history);
+  const copy = temporal.api.history.v1.History.decode(temporal.api.history.v1.History.encode(history).finish());
+  const scratch = mkdtempSync(path.join(tmpdir(), 'lw-bench-claim-check-'));
+  try {
+    return historyBytes(await encodeHistory(copy, [new ClaimCheckCodec(new PayloadStore(scratch))]));
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 const callsOf = (stack: BenchStack, prefix: string): number =>
@@ -167,6 +188,7 @@ export async function measurePlain(stack: BenchStack, runs: number, latencyMs: n
     historyEvents: NaN,
     historyBytes: NaN,
     historySealedBytes: NaN,
+    historyClaimCheckedBytes: NaN,
     historyBreakdown: [],
     loadStart: load0,
     loadEnd: loadavg()[0] ?? NaN,
@@ -260,6 +282,11 @@ async function measureDurable(
         histories.map((h) => sealedHistoryBytes(h, client.temporal.options.loadedDataConverter.payloadCodecs)),
       ),
     ),
+    historyClaimCheckedBytes: mean(
+      await Promise.all(
+        histories.map((h) => claimCheckedHistoryBytes(h, client.temporal.options.loadedDataConverter.payloadCodecs)),
+      ),
+    ),
     historyBreakdown: histories[0] ? historyBreakdown(histories[0]) : [],
     loadStart: load0,
     loadEnd: load1,
@@ -300,6 +327,7 @@ export function combineRounds(rounds: Measurement[]): Measurement {
     historyEvents: sum((m) => m.historyEvents) / rounds.length,
     historyBytes: sum((m) => m.historyBytes) / rounds.length,
     historySealedBytes: sum((m) => m.historySealedBytes) / rounds.length,
+    historyClaimCheckedBytes: sum((m) => m.historyClaimCheckedBytes) / rounds.length,
     loadEnd: (rest.at(-1) ?? first).loadEnd,
   };
 }
