@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { mkdir, open, readFile, rename, utimes } from 'node:fs/promises';
+import { readFile, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { ConfigError } from '../common/errors';
+import { writeFileAtomically } from '../server/atomic-file';
 
 /**
  * The claim check (opt-in, `LOOPWRIGHT_PAYLOAD_STORE`): every payload of at least
@@ -60,23 +61,7 @@ export class PayloadStore {
       )
     )
       return;
-    const folder = path.dirname(file);
-    await mkdir(folder, { recursive: true, mode: 0o700 });
-    const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-    const handle = await open(tmp, 'wx', 0o600);
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, file);
-    const dir = await open(folder, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await writeFileAtomically(file, bytes, { mode: 0o600, folderMode: 0o700, syncFolder: true });
   }
 
   /**

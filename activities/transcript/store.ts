@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { KeyMissingError, type KeyRing } from '../../crypto/keyring';
+import { writeFileAtomically } from '../../server/atomic-file';
 import { isSealed, openFile, sealFile, SealedFormatError, SealedOpenError } from '../sealed-file';
 import { canonicalJson, REF_PREFIX, refHex, sha256Hex } from './canonical-json';
 import { BlobCorruptError, BlobKeyMissingError, BlobNotFoundError, BlobRefError, BlobUnreadableError } from './errors';
@@ -102,26 +102,6 @@ export function createFileBlobStore(dir: string, options: FileBlobStoreOptions =
     }
   }
 
-  async function writeAtomically(hex: string, data: string | Buffer): Promise<void> {
-    const file = fileOf(hex);
-    await mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-    try {
-      const handle = await open(tmp, 'wx');
-      try {
-        await handle.writeFile(data);
-        // Synced before the rename: a crash must not leave a named but empty blob behind.
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(tmp, file);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
-  }
-
   return {
     async put(value) {
       const json = canonicalJson(value);
@@ -135,7 +115,8 @@ export function createFileBlobStore(dir: string, options: FileBlobStoreOptions =
       });
       // A plaintext blob from before the ring was configured is rewritten sealed.
       if (onDisk === undefined || (keys && !onDisk.sealed))
-        await writeAtomically(hex, keys ? sealFile(keys, json, ref) : json);
+        // Synced before the rename: a crash must not leave a named but empty blob behind.
+        await writeFileAtomically(fileOf(hex), keys ? sealFile(keys, json, ref) : json);
       cache.set(ref, json);
       return ref;
     },
