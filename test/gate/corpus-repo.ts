@@ -50,6 +50,18 @@ export const CORPUS_FILES: Record<string, string> = {
   ].join('\n'),
 };
 
+/** An honest fix of the corpus bug with a regression test that fails on base's code. */
+export const CORPUS_FIX: Record<string, string> = {
+  'src/math.js': CORPUS_FILES['src/math.js']!.replace('return a - b;', 'return a + b;'),
+  'test/add.test.js': [
+    "const test = require('node:test');",
+    "const assert = require('node:assert');",
+    "const { add } = require('../src/math');",
+    "test('add adds negatives', () => assert.strictEqual(add(-1, -2), -3));",
+    '',
+  ].join('\n'),
+};
+
 /** Writes `files` (relative paths) under `root`, making folders as needed. */
 export function writeFiles(root: string, files: Record<string, string | Buffer>): void {
   for (const [file, text] of Object.entries(files)) {
@@ -124,14 +136,15 @@ export function findPytest(): { exe: string; prefix: string } | undefined {
 }
 
 /**
- * The gate's tests check of one attempt (`commits` as {@link commitAttempt} made them in `root`),
+ * The gate's tests check of one attempt (`commits` as {@link commitAttempt} made them in `root`;
+ * `commit: null` for a run in place, whose working state is the attempt),
  * as the corpus suites run it: a regression test required and a 2-minute timeout unless `check`
  * says otherwise.
  */
 export function gateTests(
   workflowId: string,
   root: string,
-  commits: { base: string; commit: string },
+  commits: { base: string; commit: string | null },
   check: Omit<TestsCheck, 'kind' | 'name' | 'requireRegressionTest' | 'timeout'> &
     Partial<Pick<TestsCheck, 'requireRegressionTest' | 'timeout'>>,
   sandbox: Sandbox,

@@ -28,7 +28,7 @@ import { readReviewDiff } from '../../client/commands/review';
 import { reviewedAttempt } from '../../client/review';
 import type { RunRecord } from '../../common/run-record';
 import { callTool, runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
-import { git } from '../helpers/git';
+import { baseRepo, git } from '../helpers/git';
 
 /**
  * A hostile agent of one L2 run against the work of another L2 run that has not landed (its
@@ -79,11 +79,7 @@ async function runB(): Promise<typeof b> {
 beforeEach(async () => {
   dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-session11-')));
   repo = path.join(dir, 'repo');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  writeFileSync(path.join(repo, 'a.txt'), 'a\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'base');
+  baseRepo(repo);
   // LOOPWRIGHT_HOME is <dir>/home for the sandbox (sandboxIn): the worktrees lie there, as by default.
   worktrees = path.join(dir, 'home', 'worktrees');
   sandbox = sandboxIn(dir);

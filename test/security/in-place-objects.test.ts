@@ -14,11 +14,10 @@ import path from 'node:path';
 import { prepareWorkspace } from '../../activities/agent/workspace';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { readChange } from '../../activities/checks/judge';
-import { runTestsCheck } from '../../activities/checks/tests';
 import { gateScratchDir } from '../../activities/checks/workspace';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
 import type { Autonomy } from '../../common/loop-spec';
-import { CORPUS_FAILING_TEST, CORPUS_FILES, writeFiles } from '../gate/corpus-repo';
+import { CORPUS_FAILING_TEST, CORPUS_FILES, CORPUS_FIX, gateTests, writeFiles } from '../gate/corpus-repo';
 import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 import { git } from '../helpers/git';
 
@@ -123,36 +122,18 @@ const diffCheck = (root: string) =>
   });
 
 const testsCheck = (workflowId: string, root: string) =>
-  runTestsCheck(
-    {
-      workflowId,
-      attempt: 1,
-      root,
-      baseRef: base,
-      commit: null,
-      check: {
-        kind: 'tests',
-        name: 'tests',
-        command: 'node --test',
-        failingTest: CORPUS_FAILING_TEST,
-        requireRegressionTest: true,
-        timeout: '2m',
-      },
-    },
+  gateTests(
+    workflowId,
+    root,
+    { base, commit: null },
+    { command: 'node --test', failingTest: CORPUS_FAILING_TEST },
     sandbox,
   );
 
 /** The in-place L1 attempt the gate checks: the fix, a regression test, a runner script the gate rewrites, an untracked secret. */
 function writeGateAttempt(): void {
   writeFiles(repo, {
-    'src/math.js': CORPUS_FILES['src/math.js']!.replace('return a - b;', 'return a + b;'),
-    'test/add.test.js': [
-      "const test = require('node:test');",
-      "const assert = require('node:assert');",
-      "const { add } = require('../src/math');",
-      "test('add adds negatives', () => assert.strictEqual(add(-1, -2), -3));",
-      '',
-    ].join('\n'),
+    ...CORPUS_FIX,
     // The gate runs base's scripts with the rest of the change's manifest: a blob of the gate's own (the overlay's package.json).
     'package.json': `${JSON.stringify({ name: 'corpus-math', version: '1.0.1', description: GATE_MANIFEST, private: true, scripts: { test: 'node --test', pretest: 'true' } }, null, 2)}\n`,
     'gate.env': `GATE_TOKEN=${GATE_ENV}\n`,

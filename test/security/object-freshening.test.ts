@@ -5,9 +5,8 @@ import path from 'node:path';
 import { prepareWorkspace } from '../../activities/agent/workspace';
 import { runDiffPolicyCheck } from '../../activities/checks/diff-policy';
 import { readChange } from '../../activities/checks/judge';
-import { runTestsCheck } from '../../activities/checks/tests';
 import type { Sandbox } from '../../activities/sandbox/sandbox';
-import { CORPUS_FAILING_TEST, CORPUS_FILES, writeFiles } from '../gate/corpus-repo';
+import { CORPUS_FAILING_TEST, CORPUS_FILES, CORPUS_FIX, gateTests, writeFiles } from '../gate/corpus-repo';
 import { runShell, sandboxIn, toolContext } from '../helpers/sandbox-tools';
 import { git } from '../helpers/git';
 
@@ -73,14 +72,7 @@ function ageStore(): void {
 /** The in-place working state each check hashes: a fix with its regression test, and the old secret back (untracked). */
 function writeInPlaceAttempt(): void {
   writeFiles(repo, {
-    'src/math.js': CORPUS_FILES['src/math.js']!.replace('return a - b;', 'return a + b;'),
-    'test/add.test.js': [
-      "const test = require('node:test');",
-      "const assert = require('node:assert');",
-      "const { add } = require('../src/math');",
-      "test('add adds negatives', () => assert.strictEqual(add(-1, -2), -3));",
-      '',
-    ].join('\n'),
+    ...CORPUS_FIX,
     'mine.env': OLD_SECRET,
   });
 }
@@ -99,22 +91,11 @@ const CHECKS: Record<string, () => Promise<void>> = {
     expect((await readChange({ root: repo, base, commit: null })).patch).toContain('tok-once-committed-71c0de');
   },
   'the tests gate': async () => {
-    const verdict = await runTestsCheck(
-      {
-        workflowId: 'w/l1-gate',
-        attempt: 1,
-        root: repo,
-        baseRef: base,
-        commit: null,
-        check: {
-          kind: 'tests',
-          name: 'tests',
-          command: 'node --test',
-          failingTest: CORPUS_FAILING_TEST,
-          requireRegressionTest: true,
-          timeout: '2m',
-        },
-      },
+    const verdict = await gateTests(
+      'w/l1-gate',
+      repo,
+      { base, commit: null },
+      { command: 'node --test', failingTest: CORPUS_FAILING_TEST },
       sandbox,
     );
     expect(verdict).toMatchObject({ passed: true, sandbox: 'bwrap' });

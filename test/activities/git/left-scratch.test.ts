@@ -4,7 +4,7 @@ import path from 'node:path';
 import { checkOutTree } from '../../../activities/checks/tests/trees';
 import { landingObjects } from '../../../activities/git/land';
 import { workerGit } from '../../../activities/git/worker-git';
-import { git } from '../../helpers/git';
+import { baseRepo, git } from '../../helpers/git';
 import { gone, goneProcess, here, startOf } from '../../helpers/processes';
 
 /**
@@ -17,11 +17,7 @@ let repo: string;
 beforeEach(() => {
   dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-left-scratch-')));
   repo = path.join(dir, 'repo');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  writeFileSync(path.join(repo, 'a.txt'), 'a\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'base');
+  baseRepo(repo);
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -6,7 +6,7 @@ import { withPrivateObjects } from '../../../activities/git/private-objects';
 import { snapshotWorkingTree } from '../../../activities/git/snapshot';
 import { workerGit } from '../../../activities/git/worker-git';
 import { workerTmpDir } from '../../../server/private-folder';
-import { git } from '../../helpers/git';
+import { baseRepo, git } from '../../helpers/git';
 import { gone, goneProcess, here, startOf } from '../../helpers/processes';
 
 let dir: string;
@@ -24,11 +24,7 @@ const inRepo = (cwd: string, id: string) => {
 beforeEach(() => {
   dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'lw-private-objects-')));
   repo = path.join(dir, 'repo');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  writeFileSync(path.join(repo, 'a.txt'), 'a\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'base');
+  baseRepo(repo);
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
