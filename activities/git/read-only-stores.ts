@@ -71,7 +71,12 @@ export async function readOnlyStoresArgv(stores: readonly string[]): Promise<str
   return [bwrap, '--dev-bind', '/', '/', ...present.flatMap((s) => ['--ro-bind', s, s]), '--'];
 }
 
-/** A bubblewrap that can remount the root as it is (one real run); undefined when the sandbox is off or none works. */
+/**
+ * A bubblewrap that can remount the root as it is (one real run); undefined when the sandbox is
+ * off or none works. The only process this module starts itself, once: bubblewrap running
+ * `/bin/sh -c 'exit 0'`, nothing the agent wrote; the wrapper it returns runs only the worker's
+ * own git (worker-git.ts: hooks, drivers and the repository's programs disabled).
+ */
 async function probeBwrap(env: Record<string, string | undefined> = process.env): Promise<string | undefined> {
   const mode = (env.LOOPWRIGHT_SANDBOX ?? '').trim().toLowerCase();
   if (mode === 'off' || mode === 'none') return undefined;

@@ -6,6 +6,7 @@ import { landingObjects } from '../../../activities/git/land';
 import { workerGit } from '../../../activities/git/worker-git';
 import { baseRepo, git } from '../../helpers/git';
 import { gone, goneProcess, here, startOf } from '../../helpers/processes';
+import { runShell, sandboxIn, toolContext } from '../../helpers/sandbox-tools';
 
 /**
  * A worker killed during a gate or a landing leaves whole checkouts of the repository and
@@ -49,6 +50,17 @@ test('a gate checkout removes the checkouts a killed worker left in any run’s 
     expect(JSON.parse(readFileSync(path.join(path.dirname(made.dir), 'owner'), 'utf8'))).toEqual(live());
     await gone(dead, deadHere);
     expect([existsSync(dead), existsSync(deadHere), existsSync(alive)]).toEqual([false, false, true]);
+    // The tests the gate runs in the checkout (code the agent wrote) cannot rename the owner: the
+    // folder beside the checkout is not in their sandbox, so they can neither name a dead process
+    // (for a sweep to remove a live checkout) nor plant a folder for one to remove.
+    const owner = readFileSync(path.join(path.dirname(made.dir), 'owner'), 'utf8');
+    const tried = await runShell(
+      toolContext(sandboxIn(dir), made.dir),
+      `echo '{"pid":1}' > ../owner; mkdir -p ../../planted-x; ls -a .. 2>&1; echo end`,
+    );
+    expect(tried).toContain('end');
+    expect(readFileSync(path.join(path.dirname(made.dir), 'owner'), 'utf8')).toBe(owner);
+    expect(existsSync(path.join(runs, 'planted-x'))).toBe(false);
   } finally {
     await made.remove();
   }
